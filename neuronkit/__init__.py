@@ -1,0 +1,39 @@
+"""neuronkit: try a PyTorch / Hugging Face migration to AWS Trainium before renting one.
+
+Importing this package is cheap (PyTorch autoloads `neuronkit.device` during `import torch`); the public
+API is resolved lazily on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "detect": "neuronkit.device.detect",
+    "DeviceReport": "neuronkit.device.detect",
+    "resolve_device_map": "neuronkit.placement",
+    "audit": "neuronkit.audit",
+    "check": "neuronkit.compile.check",
+    "suggest_buckets": "neuronkit.compile.buckets",
+    "profile": "neuronkit.profiling",
+    "run": "neuronkit.workbook",
+    "report": "neuronkit.report",
+    "load_policy": "neuronkit.policy",
+    "StageResult": "neuronkit.stages",
+    "RunDir": "neuronkit.stages",
+    "NeuronkitInputError": "neuronkit.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'neuronkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

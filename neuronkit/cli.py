@@ -1,0 +1,46 @@
+"""`neuronkit` command line: each subcommand lives with the feature it drives.
+
+A subcommand module provides `configure_parser(parser)` and `run(args) -> int`. Bad input
+(`NeuronkitInputError`, a missing file) exits 2 with a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from neuronkit.errors import NeuronkitInputError
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "detect": ("neuronkit.device.detect", "report whether the neuron device is real, simulated or absent"),
+    "audit": ("neuronkit.audit.cli", "list the aten ops a model runs and classify them against Neuron support"),
+    "check": ("neuronkit.compile.cli", "staged parity checks: CPU, eager on neuron, training, compiled"),
+    "run": ("neuronkit.workbook", "run the whole workbook with papermill and write the report"),
+    "report": ("neuronkit.report.cli", "render report.html and report.json from a run directory"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neuronkit", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module).configure_parser(sub)
+        sub.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `neuronkit` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return importlib.import_module(args._module).run(args)
+    except (NeuronkitInputError, FileNotFoundError, NotADirectoryError) as exc:
+        print(f"neuronkit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

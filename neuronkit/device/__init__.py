@@ -1,0 +1,30 @@
+"""The `neuron` device: adopt the real TorchNeuron backend when present, otherwise simulate it.
+
+`_autoload` is PyTorch's `torch.backends` entry point (pyproject.toml), so `import torch` alone makes
+`neuron` usable, exactly as the real torch_neuronx autoloads (behaviour doc §1). It is off with
+`TORCH_DEVICE_BACKEND_AUTOLOAD=0` (upstream's switch, which skips every entry point) or
+`NEURONKIT_SIMULATOR=0`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+
+def _autoload() -> None:
+    """Install the simulator unless the real backend (or the user) says otherwise.
+
+    A failure here must not break `import torch` for every program in the environment: it is reported
+    as a warning and the process goes on without a `neuron` device."""
+    try:
+        from neuronkit.device.detect import decide
+
+        if decide().kind == "simulated":
+            from neuronkit.device.simulator import install
+            from neuronkit.placement import install_auto_device_map_bridge
+
+            install()
+            install_auto_device_map_bridge()
+    except Exception as exc:  # noqa: BLE001 - reported, never fatal to `import torch`
+        warnings.warn(f"neuronkit could not install the simulated neuron device: {type(exc).__name__}: {exc}",
+                      RuntimeWarning, stacklevel=2)

@@ -1,0 +1,103 @@
+"""The simulated machine, read from the same environment variables the real Neuron runtime reads.
+
+Defaults describe a trn2.48xlarge: 16 Trainium2 chips, 8 physical NeuronCores and 96 GiB HBM each,
+logical NeuronCore size (LNC) 2, so 64 logical cores of 24 GiB (behaviour doc §1: device count =
+visible logical cores; default LNC=2 on trn2 → 64; `NEURON_RT_VISIBLE_CORES`, `NEURON_RT_NUM_CORES`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+GIB = 1 << 30
+# Per instance family: (physical cores in the instance, HBM bytes per physical core, default LNC).
+INSTANCE_FAMILIES: dict[str, tuple[int, int, int]] = {
+    "trn2": (128, 12 * GIB, 2),
+    "trn3": (128, 18 * GIB, 2),
+}
+MAX_DEVICES = 128  # DeviceIndex is int8 in the real backend
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """What the simulator pretends to be, resolved once at install time."""
+
+    instance_family: str
+    logical_nc_config: int
+    device_count: int
+    hbm_bytes_per_core: int
+    strict: bool  # NEURONKIT_STRICT=1: CPU fallbacks raise instead of running on the host
+    host_cc: bool  # NEURON_RT_ENABLE_HOST_CC=1: new streams get their own queue ids
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment variables that shaped this configuration, as set."""
+        return {k: v for k, v in os.environ.items() if k in ENV_VARS}
+
+
+ENV_VARS = (
+    "NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_ENABLE_HOST_CC",
+    "NEURONKIT_SIMULATOR", "NEURONKIT_INSTANCE_FAMILY", "NEURONKIT_HBM_PER_CORE", "NEURONKIT_STRICT",
+    "TORCH_DEVICE_BACKEND_AUTOLOAD", "TORCH_NEURONX_NEFF_CACHE_DIR", "TORCH_NEURONX_NEFF_DISABLE_CACHE",
+    "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS", "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION",
+)
+
+
+def parse_core_list(spec: str) -> list[int]:
+    """`0-3,6` -> [0, 1, 2, 3, 6], the syntax of NEURON_RT_VISIBLE_CORES."""
+    cores: list[int] = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not match:
+            raise ValueError(f"NEURON_RT_VISIBLE_CORES: cannot parse {part!r} in {spec!r} (expected e.g. '0-3,6')")
+        lo, hi = int(match[1]), int(match[2] or match[1])
+        if hi < lo:
+            raise ValueError(f"NEURON_RT_VISIBLE_CORES: empty range {part!r}")
+        cores.extend(range(lo, hi + 1))
+    return cores
+
+
+def parse_bytes(spec: str) -> int:
+    """`24GiB`, `512MiB`, `1e9` -> bytes."""
+    match = re.fullmatch(r"\s*([\d.e+]+)\s*([KMGT]i?B?|B)?\s*", spec, re.IGNORECASE)
+    if not match:
+        raise ValueError(f"cannot parse a byte size from {spec!r} (expected e.g. '24GiB')")
+    unit = (match[2] or "B").upper().rstrip("B").replace("I", "")
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
+    return int(float(match[1]) * scale)
+
+
+def load_config() -> SimConfig:
+    """Resolve the simulated machine from the environment."""
+    family = os.environ.get("NEURONKIT_INSTANCE_FAMILY", "trn2")
+    if family not in INSTANCE_FAMILIES:
+        raise RuntimeError(f"Unknown Neuron instance family {family!r}; simulated families: {sorted(INSTANCE_FAMILIES)}")
+    physical, hbm_per_physical, default_lnc = INSTANCE_FAMILIES[family]
+    lnc = int(os.environ.get("NEURON_LOGICAL_NC_CONFIG", default_lnc))
+    if lnc not in (1, 2):
+        raise RuntimeError(f"NEURON_LOGICAL_NC_CONFIG must be 1 or 2, got {lnc}")
+    available = physical // lnc
+    count = available
+    if visible := os.environ.get("NEURON_RT_VISIBLE_CORES"):
+        cores = parse_core_list(visible)
+        if any(c >= available for c in cores):
+            raise RuntimeError(f"NEURON_RT_VISIBLE_CORES={visible} names cores beyond the {available} available")
+        count = len(cores)
+    if (num := int(os.environ.get("NEURON_RT_NUM_CORES", "0") or 0)) > 0:
+        count = min(count, num)
+    if count >= MAX_DEVICES + 1:
+        raise RuntimeError(f"{count} visible Neuron devices exceed {MAX_DEVICES}; reduce them with "
+                           "NEURON_RT_NUM_CORES or NEURON_RT_VISIBLE_CORES")
+    hbm = hbm_per_physical * lnc
+    if override := os.environ.get("NEURONKIT_HBM_PER_CORE"):
+        hbm = parse_bytes(override)
+    return SimConfig(
+        instance_family=family,
+        logical_nc_config=lnc,
+        device_count=count,
+        hbm_bytes_per_core=hbm,
+        strict=os.environ.get("NEURONKIT_STRICT", "0") == "1",
+        host_cc=os.environ.get("NEURON_RT_ENABLE_HOST_CC", "0") == "1",
+    )

@@ -1,0 +1,123 @@
+"""First-release gaps that do not reach the per-op kernel on their own.
+
+The kernel stops blocked ops by name (data/op_support.toml). Some features never arrive there as an op
+of their own: composite ops decomposed before the device key (forward-AD duals, window functions,
+NestedTensor constructors), sparse layouts (their own dispatch key), Python-level window functions, and
+SDPA, which is CompositeImplicitAutograd and would silently decompose with its mask. Each gets a guard
+here that raises the same NotImplementedError the kernel raises (seed article: the release's "not
+supported" list; behaviour doc §4).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import torch
+from torch.library import Library
+
+from neuronkit.device.simulator.kernel import raise_blocked
+from neuronkit.policy import SDPA_CUSTOM_MASK, Policy, Rule
+
+_LIBS: list[Library] = []
+_SIGNAL_WINDOWS = ("bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
+                   "general_hamming", "hamming", "hann", "kaiser", "nuttall")
+
+
+def blocked_composites(policy: Policy) -> list[str]:
+    """Blocked ATen overloads implemented as CompositeExplicitAutograd: they need a device kernel."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    names = []
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if qualified.startswith("aten::") and policy.rule(qualified).blocked \
+                and has(qualified, "CompositeExplicitAutograd"):
+            names.append(qualified[len("aten::"):])
+    return names
+
+
+def install(policy: Policy) -> None:
+    """Install the guards: sparse dispatch keys, SDPA masks, torch.signal windows."""
+    sparse_rule = policy.rule("_sparse_coo_tensor_with_dims")
+    generic = Library("_", "IMPL")
+    _LIBS.append(generic)
+    for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):
+        generic.fallback(_BlockedFallback(sparse_rule), key)
+    sdpa = Library("aten", "IMPL")
+    _LIBS.append(sdpa)
+    guard = _SdpaMaskGuard(_sdpa_rule(policy))
+    for key in ("AutogradPrivateUse1", "PrivateUse1"):
+        sdpa.impl("scaled_dot_product_attention", guard, key)
+    _guard_signal_windows(policy.rule("hann_window"))
+
+
+class _BlockedFallback:
+    __slots__ = ("rule",)
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    def __call__(self, op: torch._ops.OpOverload, *args, **kwargs):
+        raise_blocked(op._schema.name, self.rule)
+
+
+def _sdpa_rule(policy: Policy) -> Rule:
+    return Rule("scaled_dot_product_attention", SDPA_CUSTOM_MASK, blocked=True,
+                feature=policy.features[SDPA_CUSTOM_MASK], remedy=policy.remedies[SDPA_CUSTOM_MASK])
+
+
+class _SdpaMaskGuard:
+    """SDPA on the device accepts no mask or a causal one; an explicit mask that is exactly causal is
+    accepted too (it is what is_causal=True computes), any other mask raises."""
+
+    __slots__ = ("rule", "op")
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.op = torch.ops.aten.scaled_dot_product_attention.default
+
+    def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                 enable_gqa=False):
+        if attn_mask is not None:
+            if not _is_causal_mask(attn_mask, query.shape[-2], key.shape[-2]):
+                raise NotImplementedError(
+                    "aten::scaled_dot_product_attention is not supported on the Neuron device with an arbitrary "
+                    f"attn_mask (shape {tuple(attn_mask.shape)}): only no mask or a causal mask [{self.rule.category}]. "
+                    f"{self.rule.remedy}")
+            attn_mask, is_causal = None, True
+        return self.op.decompose(query, key, value, None, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def _is_causal_mask(mask: torch.Tensor, q_len: int, k_len: int) -> bool:
+    """True when `mask` (bool, or additive float) is the plain lower-triangular causal mask."""
+    if torch._subclasses.fake_tensor.is_fake(mask) or mask.device.type == "meta":
+        return False  # no data to inspect while tracing: only is_causal=True is accepted
+    if q_len != k_len:
+        return False
+    causal = torch.ones(q_len, k_len, dtype=torch.bool).tril_()
+    host = mask.detach().to("cpu")
+    if host.dtype is torch.bool:
+        allowed = host
+    else:  # additive mask: 0 where attention is allowed, -inf (or the dtype's minimum) elsewhere
+        allowed = host == 0
+        if not bool((allowed | (host <= torch.finfo(host.dtype).min / 2)).all()):
+            return False
+    return bool((allowed == causal).all())
+
+
+def _guard_signal_windows(rule: Rule) -> None:
+    windows = torch.signal.windows
+    for name in _SIGNAL_WINDOWS:
+        original = getattr(windows, name, None)
+        if original is not None and not getattr(original, "_neuronkit_guard", False):
+            setattr(windows, name, _window_guard(original, rule))
+
+
+def _window_guard(fn: Callable, rule: Rule) -> Callable:
+    @functools.wraps(fn)
+    def guarded(*args, device=None, **kwargs):
+        if device is not None and torch.device(device).type == "neuron":
+            raise_blocked(f"torch.signal.windows.{fn.__name__}", rule)
+        return fn(*args, device=device, **kwargs)
+
+    guarded._neuronkit_guard = True
+    return guarded

@@ -1,0 +1,389 @@
+"""The simulated device's tensors and its one per-op kernel.
+
+A neuron tensor is an ordinary PrivateUse1 TensorImpl whose storage points at CPU memory (zero copy;
+design/simulated-device.md, approach A2). Every ATen op that reaches the PrivateUse1 key runs here: the
+kernel applies the op-support policy (native → eager NEFF cache; no lowering → silent CPU fallback,
+recorded; first-release gaps → NotImplementedError), runs the op on CPU aliases of its arguments and
+maps the results back onto the device according to the schema's alias annotations.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch._C import DispatchKey, DispatchKeySet
+
+from neuronkit.device.simulator import tracking
+from neuronkit.device.simulator.memory import HbmAccount
+from neuronkit.device.simulator.neff_cache import NeffCache
+from neuronkit.policy import Policy, Rule
+
+CPU_KEYS = DispatchKeySet(DispatchKey.CPU)
+NEURON: torch.device | None = None  # torch.device("neuron", 0), once the backend is renamed
+_CPU = torch.device("cpu")
+_set_storage = torch.ops.aten.set_.source_Storage_storage_offset
+_as_strided = torch.ops.aten.as_strided.default
+_construct_storage = torch._C._construct_storage_from_data_pointer
+_create_empty = torch._C._acc.create_empty_tensor
+_profiler_enabled = torch._C._autograd._profiler_enabled
+_enable_record_function = torch._C._autograd._enable_record_function
+_perf_ns = time.perf_counter_ns
+_Tensor = torch.Tensor
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+# Ops that may take host tensors beside device ones, as on CUDA (copies, index tensors).
+_CROSS_DEVICE_OK = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
+                              "_index_put_impl_", "set_"})
+
+
+class Device:
+    """State of the simulated device shared by the kernel and `torch.neuron`."""
+
+    def __init__(self, policy: Policy, hbm: HbmAccount, strict: bool) -> None:
+        self.policy = policy
+        self.hbm = hbm
+        self.cache = NeffCache()
+        self.strict = strict
+
+
+STATE: Device | None = None  # set by registration.install()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tensors: device tensors over CPU memory, and CPU aliases of device tensors.
+
+
+def wrap(cpu: _Tensor) -> _Tensor:
+    """A neuron tensor over the memory of a fresh CPU tensor (no copy); its bytes count against HBM."""
+    storage = cpu.untyped_storage()
+    nbytes = storage.nbytes()
+    hbm = STATE.hbm
+    hbm.reserve(nbytes, "neuron:0")
+    device_storage = _construct_storage(storage.data_ptr(), NEURON, nbytes)
+    device_storage._cpu = storage
+    hbm.track(device_storage, nbytes)
+    out = _create_empty([0], cpu.dtype)
+    _set_storage.redispatch(CPU_KEYS, out, device_storage, cpu.storage_offset(), cpu.size(), cpu.stride())
+    if cpu.requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def to_cpu(t: _Tensor) -> _Tensor:
+    """A CPU tensor aliasing a neuron tensor's memory."""
+    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage()._cpu, t.storage_offset(), t.size(), t.stride())
+
+
+def rebind(t: _Tensor, cpu: _Tensor) -> None:
+    """Point neuron tensor `t` at `cpu`'s memory and metadata (after an op resized it on the host)."""
+    if cpu.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
+        fresh = wrap(cpu)
+        _set_storage.redispatch(CPU_KEYS, t, fresh.untyped_storage(), cpu.storage_offset(), cpu.size(), cpu.stride())
+    elif cpu.size() != t.size() or cpu.stride() != t.stride() or cpu.storage_offset() != t.storage_offset():
+        _set_storage.redispatch(CPU_KEYS, t, t.untyped_storage(), cpu.storage_offset(), cpu.size(), cpu.stride())
+
+
+def _is_neuron(x: object) -> bool:
+    return isinstance(x, _Tensor) and x.device.type == "neuron"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The kernel.
+
+
+class OpKernel:
+    """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
+
+    __slots__ = ("op", "rule", "name", "overload", "returns", "arg_names", "resizes", "native",
+                 "compiles", "emulate", "cross_device")
+
+    def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
+        self.op = op
+        schema = op._schema
+        self.name = schema.name
+        self.overload = op._overloadname
+        self.rule: Rule = policy.rule(schema.name)
+        self.native = policy.runs_natively(schema.name)
+        self.compiles = self.native and not self.rule.is_view
+        self.emulate = self.compiles
+        self.cross_device = self.rule.name in _CROSS_DEVICE_OK
+        self.arg_names = [a.name for a in schema.arguments]
+        positions = {}
+        for i, a in enumerate(schema.arguments):
+            if a.alias_info is not None:
+                for alias_set in a.alias_info.before_set:
+                    positions.setdefault(alias_set, (i, a.name, a.alias_info.is_write))
+        # For each return: None (fresh), or (arg position, arg name, written) of the argument it aliases.
+        self.returns = []
+        for r in schema.returns:
+            info = r.alias_info
+            self.returns.append(positions.get(next(iter(info.before_set))) if info and info.before_set else None)
+        self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
+            "resize_", "resize_as_", "_copy_from_and_resize", "set_")
+
+    def __call__(self, *args, **kwargs):
+        rule = self.rule
+        if rule.blocked:
+            raise_blocked(self.name, rule)
+        profiling = _profiler_enabled()
+        if profiling:
+            _enable_record_function(False)
+        try:
+            return self._run(args, kwargs)
+        finally:
+            if profiling:
+                _enable_record_function(True)
+
+    def _run(self, args: tuple, kwargs: dict):
+        state = STATE
+        host = None  # a host tensor seen among the arguments
+        cargs = []
+        seen_device = False
+        narrow = None  # 64-bit dtypes present → computed in 32 bit
+        for a in args:
+            if isinstance(a, _Tensor):
+                if a.device.type == "neuron":
+                    seen_device = True
+                    dt = a.dtype
+                    if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
+                        narrow = self._check_dtype(dt, narrow)
+                    a = to_cpu(a)
+                elif a.dim() > 0 and a.device.type == "cpu":
+                    host = a
+            elif isinstance(a, (list, tuple)) and a and (isinstance(a[0], _Tensor) or isinstance(a[-1], _Tensor)):
+                converted = []
+                for x in a:
+                    if isinstance(x, _Tensor):
+                        if x.device.type == "neuron":
+                            seen_device = True
+                            if x.dtype.is_complex:
+                                self._check_dtype(x.dtype, narrow)
+                            x = to_cpu(x)
+                        elif x.dim() > 0:
+                            host = x
+                    converted.append(x)
+                a = type(a)(converted) if isinstance(a, tuple) else converted
+            elif isinstance(a, torch.device) and a.type == "neuron":
+                a = _CPU
+            cargs.append(a)
+        to_device = True
+        ckwargs = kwargs
+        if kwargs:
+            ckwargs = {}
+            for k, v in kwargs.items():
+                if isinstance(v, _Tensor):
+                    if v.device.type == "neuron":
+                        seen_device = True
+                        v = to_cpu(v)
+                    elif v.dim() > 0:
+                        host = v
+                elif k == "device" and v is not None:
+                    dev = v if isinstance(v, torch.device) else torch.device(v)
+                    if dev.type == "neuron":
+                        v = _CPU
+                    else:
+                        to_device = False
+                elif k == "pin_memory" and v:
+                    raise NotImplementedError("pin_memory is not supported for neuron tensors")
+                ckwargs[k] = v
+        if host is not None and seen_device and not self.cross_device:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, neuron:0 and "
+                f"{host.device}! (when checking argument for {self.name})")
+        if not self.native:
+            tracking.fallback_ops.add(self.name)
+            if state.strict:
+                raise RuntimeError(
+                    f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
+                    f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
+        else:
+            tracking.executed_ops.add(self.name)
+        key = None
+        hit = False
+        if self.compiles:
+            key, hit = state.cache.lookup(_signature(self.name, self.overload, cargs, ckwargs))
+        observed = bool(tracking.observers)
+        if observed:
+            start = _perf_ns()
+        if narrow is not None and self.emulate:
+            result = self._run_narrow(cargs, ckwargs, narrow)
+        else:
+            result = self.op(*cargs, **ckwargs)
+        if observed:
+            duration = _perf_ns() - start
+        result = self._results(result, args, kwargs, to_device)
+        if observed:
+            _notify(self, start, duration, key, hit, cargs, ckwargs, result)
+        return result
+
+    def _check_dtype(self, dtype: torch.dtype, narrow):
+        if dtype.is_complex:
+            if not STATE.policy.rule(self.name).is_view:
+                raise TypeError(f"{self.name}: complex data types ({dtype}) are not supported on the Neuron device "
+                                f"(NCC_EVRF004). {STATE.policy.complex_remedy}")
+            return narrow
+        return (narrow or ()) + (dtype,)
+
+    def _run_narrow(self, cargs: list, kwargs: dict, narrow: tuple):
+        """Compute a 64-bit op in 32 bit, as the device does: float64 inputs are downcast and the outputs
+        upcast back; int64 results wrap to the int32 range (modular arithmetic commutes with the cast)."""
+        if torch.float64 in narrow:
+            cargs = [a.float() if isinstance(a, _Tensor) and a.dtype is torch.float64 else a for a in cargs]
+            result = self.op(*cargs, **kwargs)
+            return _map_tensors(result, lambda t: t.double() if t.dtype is torch.float32 else t)
+        result = self.op(*cargs, **kwargs)
+        return _map_tensors(result, _wrap_int32)
+
+    def _results(self, result, args, kwargs, to_device: bool):
+        returns = self.returns
+        if len(returns) == 1:
+            return self._one(result, returns[0], args, kwargs, to_device)
+        if not returns:
+            return result
+        return tuple(self._one(r, spec, args, kwargs, to_device) for r, spec in zip(result, returns))
+
+    def _one(self, r, spec, args, kwargs, to_device: bool):
+        if spec is None:  # a fresh result
+            if isinstance(r, _Tensor):
+                return wrap(r) if to_device else r
+            if isinstance(r, list) and to_device:
+                return [wrap(x) if isinstance(x, _Tensor) else x for x in r]
+            return r
+        pos, name, written = spec
+        base = args[pos] if pos < len(args) else kwargs.get(name)
+        if not _is_neuron(base):
+            return r
+        if written:  # in-place or out=: the device tensor itself, re-pointed if the host resized it
+            if self.resizes and isinstance(r, _Tensor):
+                rebind(base, r)
+            return base
+        if isinstance(r, _Tensor):  # a view of an argument: the same view of the device tensor
+            return _as_strided.redispatch(CPU_KEYS, base, r.size(), r.stride(), r.storage_offset())
+        return [_as_strided.redispatch(CPU_KEYS, base, x.size(), x.stride(), x.storage_offset()) for x in r]
+
+
+def raise_blocked(name: str, rule: Rule) -> None:
+    """The first release's unsupported features fail loudly, naming the feature and the way around it."""
+    raise NotImplementedError(
+        f"{name} is not supported on the Neuron device: {rule.feature} are not supported in this release "
+        f"[{rule.category}]. {rule.remedy}")
+
+
+def _signature(name: str, overload: str, cargs: list, kwargs: dict) -> tuple:
+    """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args.
+    Scalars become 0-d inputs in the real lowering, so their values do not force recompilation."""
+    parts = [name, overload]
+    parts.extend(_static(a) for a in cargs)
+    if kwargs:
+        parts.extend((k, _static(v)) for k, v in sorted(kwargs.items()))
+    return tuple(parts)
+
+
+def _static(a):
+    if isinstance(a, _Tensor):
+        return tuple(a.shape), a.dtype
+    if isinstance(a, float):
+        return float
+    if isinstance(a, (list, tuple)):
+        return tuple(_static(x) for x in a)
+    return a
+
+
+def _map_tensors(result, fn):
+    if isinstance(result, _Tensor):
+        return fn(result)
+    if isinstance(result, (list, tuple)):
+        return type(result)(_map_tensors(r, fn) for r in result)
+    return result
+
+
+def _wrap_int32(t: _Tensor) -> _Tensor:
+    if t.dtype is torch.int64 and t.numel():
+        return t.to(torch.int32).to(torch.int64)
+    return t
+
+
+def _nbytes(values) -> int:
+    total = 0
+    for v in values:
+        if isinstance(v, _Tensor):
+            total += v.numel() * v.element_size()
+        elif isinstance(v, (list, tuple)):
+            total += _nbytes(v)
+    return total
+
+
+def _notify(kernel: OpKernel, start: int, duration: int, key, hit: bool, cargs, kwargs, result) -> None:
+    tensors = [a for a in cargs if isinstance(a, _Tensor)]
+    event = tracking.OpEvent(
+        name=kernel.name, overload=kernel.overload, category=kernel.rule.category,
+        fallback=not kernel.native, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
+        input_shapes=tuple(tuple(t.shape) for t in tensors), input_dtypes=tuple(str(t.dtype) for t in tensors),
+        bytes_in=_nbytes(cargs) + _nbytes(kwargs.values()),
+        bytes_out=_nbytes(result if isinstance(result, (list, tuple)) else (result,)),
+    )
+    for observer in tracking.observers:
+        observer(event)
+
+
+class CopyFrom:
+    """`_copy_from(src, dst)` / `_copy_from_and_resize`: host<->device copies (DMA; no NEFF)."""
+
+    __slots__ = ("resize",)
+
+    def __init__(self, resize: bool) -> None:
+        self.resize = resize
+
+    def __call__(self, src: _Tensor, dst: _Tensor, non_blocking: bool = False) -> _Tensor:
+        csrc = to_cpu(src) if _is_neuron(src) else src
+        if _is_neuron(dst):
+            cdst = to_cpu(dst)
+            if self.resize and cdst.shape != csrc.shape:
+                cdst.resize_(csrc.shape)
+                rebind(dst, cdst)
+            cdst.copy_(csrc)
+        else:
+            if self.resize:
+                dst.resize_(csrc.shape)
+            dst.copy_(csrc)
+        return dst
+
+
+class RedispatchToCpu:
+    """Metadata-only ops (views, set_) run the CPU kernel directly on the device tensor: no copy."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: torch._ops.OpOverload) -> None:
+        self.op = op
+
+    def __call__(self, *args, **kwargs):
+        return self.op.redispatch(CPU_KEYS, *args, **kwargs)
+
+
+class Allocate:
+    """Factories that only allocate (`empty`, `empty_strided`): a fresh host buffer, counted as HBM."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: torch._ops.OpOverload) -> None:
+        self.op = op
+
+    def __call__(self, *args, **kwargs):
+        kwargs["device"] = _CPU
+        kwargs.pop("pin_memory", None)
+        return wrap(self.op(*args, **kwargs))
+
+
+class Fallback:
+    """The boxed fallback for ops registered after install (custom libraries): one OpKernel per overload."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.kernels: dict[torch._ops.OpOverload, OpKernel] = {}
+
+    def __call__(self, op: torch._ops.OpOverload, *args, **kwargs):
+        kernel = self.kernels.get(op)
+        if kernel is None:
+            kernel = self.kernels[op] = OpKernel(op, self.policy)
+        return kernel(*args, **kwargs)

@@ -1,0 +1,247 @@
+"""`torch.neuron`: the device module, with the API of torch_neuronx's `neuron.py` (behaviour doc §1).
+
+Registered with `torch._register_device_module("neuron", ...)`, so `torch.neuron.*`,
+`torch.get_device_module("neuron")` and accelerate/transformers' Neuron branches all reach it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from neuronkit.device.simulator import kernel
+from neuronkit.device.simulator.config import SimConfig
+from neuronkit.device.simulator.streams import (  # noqa: F401 - re-exported as torch.neuron.*
+    Event,
+    Stream,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+
+CONFIG: SimConfig | None = None  # set by registration.install()
+_current_device = 0
+_initialized = False
+
+
+@dataclass(frozen=True)
+class NeuronDeviceProperties:
+    """What `get_device_properties` reports: the instance family and one logical core's HBM."""
+
+    name: str
+    total_memory: int
+    logical_nc_config: int
+    type: str = "neuron"
+
+
+def is_available() -> bool:
+    """True when at least one (simulated) logical NeuronCore is visible."""
+    return CONFIG is not None and CONFIG.device_count > 0
+
+
+def device_count() -> int:
+    """Visible logical NeuronCores (NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES)."""
+    return CONFIG.device_count if CONFIG else 0
+
+
+def is_initialized() -> bool:
+    return _initialized
+
+
+def init() -> None:
+    """Initialize the runtime (lazy in the real backend; instant here)."""
+    global _initialized
+    _initialized = True
+
+
+def _check_index(device: Any) -> int:
+    if isinstance(device, torch.device):
+        if device.type != "neuron":
+            raise ValueError(f"Expected a neuron device, got {device}")
+        index = device.index if device.index is not None else _current_device
+    elif isinstance(device, str):
+        return _check_index(torch.device(device))
+    elif device is None:
+        index = _current_device
+    else:
+        index = int(device)
+    if not 0 <= index < device_count():
+        raise ValueError(f"Invalid device id: {index} (visible neuron devices: {device_count()})")
+    return index
+
+
+def current_device() -> int:
+    return _current_device
+
+
+def set_device(device: int | str | torch.device) -> None:
+    """Select the current device; raises ValueError("Invalid device id: ...") when out of range.
+
+    The simulator keeps every tensor's memory in one place, so tensors report `neuron:0` whichever
+    index is current (documented limitation)."""
+    global _current_device
+    _current_device = _check_index(device)
+    init()
+
+
+class device:  # noqa: N801 - the torch.<device>.device context manager (torch.load relies on it)
+    """Context manager that changes the current device."""
+
+    def __init__(self, device: int | str | torch.device | None) -> None:
+        self.index = -1 if device is None else _check_index(device)
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        global _current_device
+        self.previous = _current_device
+        if self.index >= 0:
+            _current_device = self.index
+
+    def __exit__(self, *exc: object) -> None:
+        global _current_device
+        _current_device = self.previous
+
+
+def get_device_name(device: int | str | torch.device | None = None) -> str:
+    """`"neuron:<idx>"`, as the real backend returns (not a hardware name)."""
+    return f"neuron:{_check_index(device)}"
+
+
+def get_device_properties(device: int | str | torch.device | None = None) -> NeuronDeviceProperties:
+    _check_index(device)
+    return NeuronDeviceProperties(CONFIG.instance_family, CONFIG.hbm_bytes_per_core, CONFIG.logical_nc_config)
+
+
+def get_device_capability(device: int | str | torch.device | None = None) -> dict[str, Any]:
+    """What the device supports, for `torch.accelerator`-style capability queries."""
+    _check_index(device)
+    return {"supported_dtypes": get_amp_supported_dtype() + [torch.int8, torch.int16, torch.int32, torch.bool]}
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float32, torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+def synchronize(device: int | str | torch.device | None = None) -> None:
+    """Wait for queued work. The simulated device runs each op when it is issued, so this returns."""
+    _check_index(device)
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+# RNG: the simulated device draws from the host's default generator, so torch.manual_seed seeds it and
+# a seeded run on neuron reproduces the same numbers as on CPU.
+def manual_seed(seed: int) -> None:
+    torch.default_generator.manual_seed(int(seed))
+
+
+manual_seed_all = manual_seed
+
+
+def seed() -> None:
+    torch.default_generator.seed()
+
+
+seed_all = seed
+
+
+def initial_seed() -> int:
+    return torch.default_generator.initial_seed()
+
+
+def get_rng_state(device: int | str | torch.device = "neuron") -> torch.Tensor:
+    return torch.default_generator.get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: int | str | torch.device = "neuron") -> None:
+    torch.default_generator.set_state(new_state.cpu())
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    """Used by accelerate's checkpointing; one state per visible device."""
+    return [get_rng_state() for _ in range(device_count())]
+
+
+def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
+    if new_states:
+        set_rng_state(new_states[0])
+
+
+# Memory: bytes held by neuron tensors, counted against one logical core's HBM.
+def memory_stats(device: int | str | torch.device | None = None) -> dict[str, int]:
+    _check_index(device)
+    return kernel.STATE.hbm.stats()
+
+
+def memory_allocated(device: int | str | torch.device | None = None) -> int:
+    _check_index(device)
+    return kernel.STATE.hbm.current
+
+
+def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
+    _check_index(device)
+    return kernel.STATE.hbm.peak
+
+
+memory_reserved = memory_allocated  # no caching pool in the simulator: reserved == allocated
+max_memory_reserved = max_memory_allocated
+
+
+def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
+    _check_index(device)
+    kernel.STATE.hbm.reset_peak()
+
+
+def reset_accumulated_memory_stats(device: int | str | torch.device | None = None) -> None:
+    _check_index(device)
+    hbm = kernel.STATE.hbm
+    hbm.allocations = hbm.frees = hbm.num_ooms = 0
+
+
+def mem_get_info(device: int | str | torch.device | None = None) -> tuple[int, int]:
+    """(free, total) bytes of the core's HBM."""
+    _check_index(device)
+    hbm = kernel.STATE.hbm
+    return hbm.capacity - hbm.current, hbm.capacity
+
+
+def empty_cache() -> None:
+    """Release cached blocks (the simulator frees memory as soon as tensors die)."""
+
+
+def memory_summary(device: int | str | torch.device | None = None, abbreviated: bool = False) -> str:
+    stats = memory_stats(device)
+    free, total = mem_get_info(device)
+    return (f"neuron:{_check_index(device)} simulated {CONFIG.instance_family} logical NeuronCore\n"
+            f"  allocated: {stats['allocated_bytes.all.current']:,} bytes (peak "
+            f"{stats['allocated_bytes.all.peak']:,})\n  free: {free:,} of {total:,} bytes\n"
+            f"  allocations: {stats['allocation.all.allocated']:,}, frees: {stats['allocation.all.freed']:,}, "
+            f"OOMs: {stats['num_ooms']}")
+
+
+def neff_cache_stats() -> dict[str, object]:
+    """Eager NEFF compile-cache statistics (neuronkit addition; the real backend logs them)."""
+    return kernel.STATE.cache.stats()
+
+
+def _dynamo_metrics() -> list[dict[str, Any]]:
+    from neuronkit.device.simulator import compiled_graphs
+    return compiled_graphs.METRICS
+
+
+def get_dynamo_metrics() -> list[dict[str, Any]]:
+    """One record per graph the `neuron` torch.compile backend compiled."""
+    return list(_dynamo_metrics())
+
+
+def reset_dynamo_metrics() -> None:
+    _dynamo_metrics().clear()

@@ -1,0 +1,172 @@
+"""Install the simulated `neuron` device into this process's PyTorch.
+
+What this reproduces, from behaviour doc §1: the PrivateUse1 backend renamed `neuron`, `torch.neuron`
+as its device module, `tensor.neuron()` / `module.neuron()`, `torch.accelerator` integration, a
+`torch_neuronx` module with op tracking; from §2: a per-op kernel for every ATen op plus a boxed
+fallback; from §5: AutocastPrivateUse1 with CUDA-style casting. The mechanics follow
+shared/design/simulated-device.md (approach A2): real PrivateUse1 tensors over CPU memory.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch.library import Library
+
+from neuronkit.device.simulator import features, kernel, module, serialization, shim, streams
+from neuronkit.device.simulator.config import SimConfig, load_config
+from neuronkit.device.simulator.memory import HbmAccount
+from neuronkit.policy import load_policy
+
+_LIBS: list[Library] = []  # registrations live as long as their Library object
+
+# Metadata-only ops: the CPU kernel runs directly on the device tensor and shares its storage.
+_REDISPATCH = (
+    "as_strided.default", "view.default", "view.dtype", "_reshape_alias.default", "unfold.default",
+    "view_as_real.default", "view_as_complex.default", "set_.source_Storage_storage_offset",
+    "set_.source_Storage", "set_.source_Tensor", "set_.default",
+)
+_ALLOCATE = ("empty.memory_format", "empty_strided.default")
+# AutocastPrivateUse1 casts, following PyTorch's CUDA lists (behaviour doc §5).
+_AUTOCAST_LOWER = ("mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot",
+                   "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                   "_convolution", "prelu", "scaled_dot_product_attention")
+_AUTOCAST_FP32 = ("softmax", "log_softmax", "layer_norm", "group_norm", "rms_norm", "cumsum", "nll_loss",
+                  "cross_entropy_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
+                  "exp", "log", "pow", "sum", "prod", "norm", "rsqrt", "reciprocal")
+
+
+def install(config: SimConfig | None = None) -> None:
+    """Register the simulated device. Called once, by the autoload entry point or `neuronkit.device`."""
+    if kernel.STATE is not None:
+        return
+    config = config or load_config()
+    policy = load_policy()
+    kernel.STATE = kernel.Device(policy, HbmAccount(config.hbm_bytes_per_core), config.strict)
+    module.CONFIG = config
+    streams.Stream.host_cc = config.host_cc
+    torch.utils.backend_registration._setup_privateuseone_for_python_backend(
+        "neuron", backend_module=module, hook=_Hooks(), device_guard=_Guard())
+    kernel.NEURON = torch.device("neuron", 0)
+    _register_kernels(policy)
+    _register_autocast()
+    features.install(policy)
+    serialization.install()
+    shim.install()
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    """PrivateUse1HooksInterface: availability for torch.accelerator (isAvailable = device_count() > 0)."""
+
+    def is_available(self) -> bool:
+        return module.device_count() > 0
+
+    def has_primary_context(self, dev_id: int) -> bool:
+        return 0 <= dev_id < module.device_count()
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    def type_(self):
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _overloads(policy) -> list[tuple[str, torch._ops.OpOverload]]:
+    """Every ATen overload that reaches the PrivateUse1 key: those without a composite kernel, and the
+    natively lowered ops that upstream implements as CompositeExplicitAutograd (the real backend
+    registers them itself, e.g. native_layer_norm, which would otherwise decompose into batch norm)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    found = []
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::") or has(qualified, "CompositeImplicitAutograd"):
+            continue
+        if has(qualified, "CompositeExplicitAutograd") and (
+                not policy.runs_natively(qualified) or policy.rule(qualified).is_view):
+            continue
+        found.append(qualified)
+    return [(q, _resolve(q)) for q in found]
+
+
+def _resolve(qualified: str) -> torch._ops.OpOverload:
+    name, _, overload = qualified[len("aten::"):].partition(".")
+    return getattr(getattr(torch.ops.aten, name), overload or "default")
+
+
+def _impl_name(short: str) -> str:
+    return short.removesuffix(".default")
+
+
+def _register_kernels(policy) -> None:
+    lib = Library("aten", "IMPL")
+    _LIBS.append(lib)
+    special = set(_REDISPATCH) | set(_ALLOCATE) | {"_copy_from.default", "_copy_from_and_resize.default"}
+    for qualified, op in _overloads(policy):
+        short = qualified[len("aten::"):]
+        key = short if "." in short else f"{short}.default"
+        if key in special:
+            continue
+        lib.impl(short, kernel.OpKernel(op, policy), "PrivateUse1")
+    for short in _REDISPATCH:
+        lib.impl(_impl_name(short), kernel.RedispatchToCpu(_resolve("aten::" + short)), "PrivateUse1")
+    for short in _ALLOCATE:
+        lib.impl(_impl_name(short), kernel.Allocate(_resolve("aten::" + short)), "PrivateUse1")
+    lib.impl("_copy_from", kernel.CopyFrom(resize=False), "PrivateUse1")
+    lib.impl("_copy_from_and_resize", kernel.CopyFrom(resize=True), "PrivateUse1")
+    # First-release gaps implemented as composites upstream still stop at the device.
+    for op_name in features.blocked_composites(policy):
+        lib.impl(_impl_name(op_name), kernel.OpKernel(_resolve("aten::" + op_name), policy), "PrivateUse1")
+    generic = Library("_", "IMPL")
+    _LIBS.append(generic)
+    generic.fallback(kernel.Fallback(policy), "PrivateUse1")
+
+
+class _AutocastCast:
+    """An AutocastPrivateUse1 kernel: cast floating device tensors, then run below autocast."""
+
+    __slots__ = ("op", "lower")
+
+    def __init__(self, op: torch._ops.OpOverload, lower: bool) -> None:
+        self.op = op
+        self.lower = lower
+
+    def __call__(self, *args, **kwargs):
+        dtype = torch.get_autocast_dtype("neuron") if self.lower else torch.float32
+        args = tuple(_cast(a, dtype) for a in args)
+        kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)):
+            return self.op(*args, **kwargs)
+
+
+def _cast(value, dtype: torch.dtype):
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.device.type == "neuron" \
+            and value.dtype is not torch.float64:
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def _register_autocast() -> None:
+    generic = Library("_", "IMPL")
+    _LIBS.append(generic)
+    generic.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    lib = Library("aten", "IMPL")
+    _LIBS.append(lib)
+    for names, lower in ((_AUTOCAST_LOWER, True), (_AUTOCAST_FP32, False)):
+        for name in names:
+            packet = getattr(torch.ops.aten, name, None)
+            if packet is None:
+                continue
+            for overload in packet.overloads():
+                if overload == "out" or overload.endswith("_out"):
+                    continue
+                lib.impl(f"{name}.{overload}" if overload != "default" else name,
+                         _AutocastCast(getattr(packet, overload), lower), "AutocastPrivateUse1")
+
+
+def installed() -> bool:
+    """Whether the simulator owns `neuron` in this process."""
+    return kernel.STATE is not None and "torch.neuron" in sys.modules

@@ -1,0 +1,35 @@
+"""Op tracking as the real backend keeps it: the names of ops executed on the device and of ops that
+fell back to CPU (`torch_neuronx.get_executed_ops()`, `get_fallback_ops()`, `clear_op_tracking()`,
+behaviour doc §2), plus observers that profiling attaches to see every op event."""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+
+class OpEvent(NamedTuple):
+    """One op the simulated device ran, as seen by an observer."""
+
+    name: str  # aten::mm
+    overload: str  # default
+    category: str  # native, cpu_fallback, dynamic_shape, ...
+    fallback: bool  # ran on the host through the CPU fallback
+    start_ns: int
+    duration_ns: int
+    cache_key: str | None  # eager NEFF cache key; None for views and fallbacks
+    cache_hit: bool
+    input_shapes: tuple
+    input_dtypes: tuple
+    bytes_in: int  # bytes of tensor inputs (host<->device traffic for a fallback)
+    bytes_out: int
+
+
+executed_ops: set[str] = set()
+fallback_ops: set[str] = set()
+observers: list[Callable[[OpEvent], None]] = []
+
+
+def clear_op_tracking() -> None:
+    """Forget the ops seen so far."""
+    executed_ops.clear()
+    fallback_ops.clear()
