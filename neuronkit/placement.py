@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import torch
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.units import format_bytes
 
 _BRIDGED_MODULE = "transformers.integrations.accelerate"
 _DTYPE_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8, torch.int8: 1}
@@ -87,8 +88,8 @@ def resolve_device_map(spec: str | int | torch.device | Mapping[str, Any] | None
         budget = hbm_budget(index)
         if needed > budget:
             raise DoesNotFitError(
-                f"the model needs {needed / 2**30:.2f} GiB of HBM but {target} has {budget / 2**30:.2f} GiB free "
-                f"({torch.neuron.get_device_properties(index).total_memory / 2**30:.2f} GiB per logical NeuronCore): "
+                f"the model needs {format_bytes(needed)} of HBM but {target} has {format_bytes(budget)} free "
+                f"({format_bytes(torch.neuron.get_device_properties(index).total_memory)} per logical NeuronCore): "
                 f"load it in bfloat16, or shard it across cores with tensor parallelism")
     return {"": target}
 
@@ -162,10 +163,32 @@ class _PatchingLoader(importlib.abc.Loader):
         _patch(module)
 
 
+def _refuse_partial_placement(original, module):
+    """transformers' `_get_device_map`, refusing an "auto" map that would spill off the neuron core."""
+
+    def _get_device_map(model, device_map, max_memory, hf_quantizer):
+        resolved = original(model, device_map, max_memory, hf_quantizer)
+        if isinstance(device_map, str) and max_memory is None and neuron_available() and isinstance(resolved, dict):
+            spilled = sorted({str(d) for d in resolved.values() if d not in (0, "neuron", "neuron:0")})
+            if spilled:
+                needed = module.compute_module_sizes(model)[0][""]
+                raise DoesNotFitError(
+                    f"device_map={device_map!r}: the model needs {format_bytes(needed)} but neuron:0 has "
+                    f"{format_bytes(hbm_budget(0))} of HBM free, so parts would land on {', '.join(spilled)}. "
+                    f"Load it in bfloat16, or shard it across cores with tensor parallelism.")
+        return resolved
+
+    _get_device_map.__wrapped__ = original
+    return _get_device_map
+
+
 def _patch(module) -> None:
     original = getattr(module, "accelerate_max_memory", None)
     if original is not None and not hasattr(original, "__wrapped__"):
         module.accelerate_max_memory = _neuron_max_memory(original)
+    original = getattr(module, "_get_device_map", None)
+    if original is not None and not hasattr(original, "__wrapped__"):
+        module._get_device_map = _refuse_partial_placement(original, module)
 
 
 def install_auto_device_map_bridge() -> None:

@@ -126,16 +126,14 @@ def _device_module(probe: Probe, decision: Decision) -> Any:
 def _version(package: str, probe: Probe) -> str | None:
     if probe.find_spec(package) is None:
         return None
-    module = sys.modules.get(package)
-    if module is None and package != "torch_neuronx":
-        from importlib.metadata import PackageNotFoundError, version
-        try:
-            return version(package)
-        except PackageNotFoundError:
-            return None
-    if module is None:
-        module = probe.import_module(package)
-    return getattr(module, "__version__", None)
+    if package == "torch_neuronx":  # the module knows whether it is the real one or neuronkit's shim
+        return getattr(probe.import_module(package), "__version__", None)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

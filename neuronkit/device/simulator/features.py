@@ -16,10 +16,13 @@ from typing import Callable
 import torch
 from torch.library import Library
 
+from neuronkit.device.simulator import kernel, tracking
 from neuronkit.device.simulator.kernel import raise_blocked
 from neuronkit.policy import SDPA_CUSTOM_MASK, Policy, Rule
 
 _LIBS: list[Library] = []
+_NESTED_FACTORIES = ("nested_tensor", "as_nested_tensor", "nested_tensor_from_jagged", "narrow")
+_FUSED_RNNS = ("lstm.input", "gru.input", "rnn_tanh.input", "rnn_relu.input")
 _SIGNAL_WINDOWS = ("bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
                    "general_hamming", "hamming", "hann", "kaiser", "nuttall")
 
@@ -47,7 +50,15 @@ def install(policy: Policy) -> None:
     guard = _SdpaMaskGuard(_sdpa_rule(policy))
     for key in ("AutogradPrivateUse1", "PrivateUse1"):
         sdpa.impl("scaled_dot_product_attention", guard, key)
-    _guard_signal_windows(policy.rule("hann_window"))
+    _guard_python_api(torch.signal.windows, _SIGNAL_WINDOWS, policy.rule("hann_window"), _device_kwarg_is_neuron)
+    _guard_python_api(torch.nested, _NESTED_FACTORIES, policy.rule("_nested_tensor_from_tensor_list"), _any_neuron)
+    _guard_python_api(torch.autograd.forward_ad, ("make_dual",), policy.rule("_make_dual"), _any_neuron)
+    rnn = Library("aten", "IMPL")
+    _LIBS.append(rnn)
+    for name in _FUSED_RNNS:
+        host = _HostRnn(getattr(torch.ops.aten, name.split(".")[0]).input, f"aten::{name.split('.')[0]}")
+        for key in ("AutogradPrivateUse1", "PrivateUse1"):
+            rnn.impl(name, host, key)
 
 
 class _BlockedFallback:
@@ -104,20 +115,63 @@ def _is_causal_mask(mask: torch.Tensor, q_len: int, k_len: int) -> bool:
     return bool((allowed == causal).all())
 
 
-def _guard_signal_windows(rule: Rule) -> None:
-    windows = torch.signal.windows
-    for name in _SIGNAL_WINDOWS:
-        original = getattr(windows, name, None)
+def _device_kwarg_is_neuron(args: tuple, kwargs: dict) -> bool:
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type == "neuron"
+
+
+def _any_neuron(args: tuple, kwargs: dict) -> bool:
+    if _device_kwarg_is_neuron(args, kwargs):
+        return True
+    for value in list(args) + list(kwargs.values()):
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(v, torch.Tensor) and v.device.type == "neuron" for v in items):
+            return True
+    return False
+
+
+def _guard_python_api(namespace, names: tuple[str, ...], rule: Rule, applies: Callable[[tuple, dict], bool]) -> None:
+    """Wrap Python-level entry points (torch.signal.windows.*, torch.nested.*, forward_ad.make_dual)
+    whose work never reaches the device kernel as one blocked op."""
+    for name in names:
+        original = getattr(namespace, name, None)
         if original is not None and not getattr(original, "_neuronkit_guard", False):
-            setattr(windows, name, _window_guard(original, rule))
+            setattr(namespace, name, _guard(original, rule, applies, f"{namespace.__name__}.{name}"))
 
 
-def _window_guard(fn: Callable, rule: Rule) -> Callable:
+def _guard(fn: Callable, rule: Rule, applies: Callable[[tuple, dict], bool], label: str) -> Callable:
     @functools.wraps(fn)
-    def guarded(*args, device=None, **kwargs):
-        if device is not None and torch.device(device).type == "neuron":
-            raise_blocked(f"torch.signal.windows.{fn.__name__}", rule)
-        return fn(*args, device=device, **kwargs)
+    def guarded(*args, **kwargs):
+        if applies(args, kwargs):
+            raise_blocked(label, rule)
+        return fn(*args, **kwargs)
 
     guarded._neuronkit_guard = True
     return guarded
+
+
+class _HostRnn:
+    """Fused LSTM/GRU/RNN cells have no Neuron lowering: the whole layer runs on the host, with its
+    inputs and outputs copied across (differentiably), and is recorded as a CPU fallback."""
+
+    __slots__ = ("op", "label")
+
+    def __init__(self, op: torch._ops.OpOverload, label: str) -> None:
+        self.op = op
+        self.label = label
+
+    def __call__(self, *args):
+        tracking.fallback_ops.add(self.label)
+        if kernel.STATE.strict:
+            raise RuntimeError(f"CPU fallback is disabled for operation={self.label}: fused RNN cells have no native "
+                               f"Neuron lowering (NEURONKIT_STRICT=1)")
+        host = [_to(a, "cpu") for a in args]
+        return tuple(_to(r, "neuron") for r in self.op(*host))
+
+
+def _to(value, device: str):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to(v, device) for v in value)
+    return value

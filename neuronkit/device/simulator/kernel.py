@@ -14,7 +14,7 @@ import time
 import torch
 from torch._C import DispatchKey, DispatchKeySet
 
-from neuronkit.device.simulator import tracking
+from neuronkit.device.simulator import compiled_graphs, tracking
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.device.simulator.neff_cache import NeffCache
 from neuronkit.policy import Policy, Rule
@@ -200,9 +200,12 @@ class OpKernel:
             tracking.executed_ops.add(self.name)
         key = None
         hit = False
-        if self.compiles:
+        if self.compiles and not compiled_graphs.in_compiled_graph:
             key, hit = state.cache.lookup(_signature(self.name, self.overload, cargs, ckwargs))
-        observed = bool(tracking.observers)
+        observers = tracking.observers
+        if tracking.profiler_observers and _profiler_enabled():
+            observers = observers + tracking.profiler_observers
+        observed = bool(observers)
         if observed:
             start = _perf_ns()
         if narrow is not None and self.emulate:
@@ -213,14 +216,13 @@ class OpKernel:
             duration = _perf_ns() - start
         result = self._results(result, args, kwargs, to_device)
         if observed:
-            _notify(self, start, duration, key, hit, cargs, ckwargs, result)
+            _notify(observers, self, start, duration, key, hit, cargs, ckwargs, result)
         return result
 
     def _check_dtype(self, dtype: torch.dtype, narrow):
         if dtype.is_complex:
             if not STATE.policy.rule(self.name).is_view:
-                raise TypeError(f"{self.name}: complex data types ({dtype}) are not supported on the Neuron device "
-                                f"(NCC_EVRF004). {STATE.policy.complex_remedy}")
+                raise_complex(self.name, dtype)
             return narrow
         return (narrow or ()) + (dtype,)
 
@@ -265,8 +267,14 @@ class OpKernel:
 def raise_blocked(name: str, rule: Rule) -> None:
     """The first release's unsupported features fail loudly, naming the feature and the way around it."""
     raise NotImplementedError(
-        f"{name} is not supported on the Neuron device: {rule.feature} are not supported in this release "
+        f"{name} is not supported on the Neuron device in this release (unsupported feature: {rule.feature}) "
         f"[{rule.category}]. {rule.remedy}")
+
+
+def raise_complex(name: str, dtype: torch.dtype) -> None:
+    """Complex tensors cannot live on the device (compiler error NCC_EVRF004, behaviour doc §4)."""
+    raise NotImplementedError(f"{name}: complex data types ({dtype}) are not supported on the Neuron device "
+                              f"(NCC_EVRF004) [complex_dtype]. {STATE.policy.complex_remedy}")
 
 
 def _signature(name: str, overload: str, cargs: list, kwargs: dict) -> tuple:
@@ -313,7 +321,8 @@ def _nbytes(values) -> int:
     return total
 
 
-def _notify(kernel: OpKernel, start: int, duration: int, key, hit: bool, cargs, kwargs, result) -> None:
+def _notify(observers: list, kernel: OpKernel, start: int, duration: int, key, hit: bool, cargs, kwargs,
+            result) -> None:
     tensors = [a for a in cargs if isinstance(a, _Tensor)]
     event = tracking.OpEvent(
         name=kernel.name, overload=kernel.overload, category=kernel.rule.category,
@@ -322,7 +331,7 @@ def _notify(kernel: OpKernel, start: int, duration: int, key, hit: bool, cargs, 
         bytes_in=_nbytes(cargs) + _nbytes(kwargs.values()),
         bytes_out=_nbytes(result if isinstance(result, (list, tuple)) else (result,)),
     )
-    for observer in tracking.observers:
+    for observer in observers:
         observer(event)
 
 
@@ -372,7 +381,10 @@ class Allocate:
     def __call__(self, *args, **kwargs):
         kwargs["device"] = _CPU
         kwargs.pop("pin_memory", None)
-        return wrap(self.op(*args, **kwargs))
+        out = self.op(*args, **kwargs)
+        if out.dtype.is_complex:
+            raise_complex(self.op._schema.name, out.dtype)
+        return wrap(out)
 
 
 class Fallback:

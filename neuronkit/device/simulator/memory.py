@@ -11,6 +11,8 @@ import weakref
 
 import torch
 
+from neuronkit.units import format_bytes as _fmt
+
 
 class HbmAccount:
     """Current/peak allocated bytes of one logical NeuronCore."""
@@ -61,9 +63,3 @@ class HbmAccount:
         stats["num_ooms"] = self.num_ooms
         return stats
 
-
-def _fmt(nbytes: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.2f} {unit}"
-    return f"{nbytes} bytes"

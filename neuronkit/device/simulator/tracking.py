@@ -27,6 +27,9 @@ class OpEvent(NamedTuple):
 executed_ops: set[str] = set()
 fallback_ops: set[str] = set()
 observers: list[Callable[[OpEvent], None]] = []
+# Called only for ops that run while the PyTorch profiler is recording (free otherwise): how
+# neuronkit.profiling sees device work inside a `torch.profiler.profile` window.
+profiler_observers: list[Callable[[OpEvent], None]] = []
 
 
 def clear_op_tracking() -> None:

@@ -1,0 +1,99 @@
+"""Simulated-device overhead: time on `neuron` over time on plain CPU, same model, same process.
+
+Rounds interleave CPU and neuron runs so machine noise hits both alike; each round takes the median of
+its runs and the figure is the median over rounds (gpt-fast's discipline: warm up, then time with the
+device synchronized). Workloads: forward and training step (fwd + bwd + AdamW) on the bundled
+tiny-qwen3 and on a ~100M-parameter Qwen3 config with random weights.
+
+    python bench/bench_device.py [--rounds 5] [--skip-100m]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "models"
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "neuron":
+        torch.neuron.synchronize()
+
+
+def timed(fn: Callable[[], object], device: torch.device, runs: int) -> float:
+    """Median wall time of `runs` calls, in milliseconds."""
+    samples = []
+    for _ in range(runs):
+        sync(device)
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples)
+
+
+def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int) -> dict[str, Callable]:
+    model = copy.deepcopy(model).to(device)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(0))
+    ids = ids.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def forward() -> None:
+        with torch.no_grad():
+            model(input_ids=ids)
+
+    def train_step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer.step()
+
+    return {"forward": forward, "train_step": train_step}
+
+
+def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int) -> list[str]:
+    cpu, neuron = torch.device("cpu"), torch.device("neuron")
+    loads = {d: workloads(model, d, seq, batch) for d in (cpu, neuron)}
+    rows = []
+    for kind in ("forward", "train_step"):
+        for d in (cpu, neuron):  # warm-up: first calls fill caches (and the simulated NEFF cache)
+            for _ in range(2):
+                loads[d][kind]()
+        per_round = {cpu: [], neuron: []}
+        for _ in range(rounds):
+            for d in (cpu, neuron):
+                per_round[d].append(timed(loads[d][kind], d, runs))
+        c, n = statistics.median(per_round[cpu]), statistics.median(per_round[neuron])
+        rows.append(f"| {name} {kind} (batch {batch}, seq {seq}) | {c:.1f} ms | {n:.1f} ms | {n / c:.2f}x |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--skip-100m", action="store_true")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print("| workload | CPU | simulated neuron | ratio |\n|---|---|---|---|")
+    tiny = AutoModelForCausalLM.from_pretrained(DATA / "tiny-qwen3")
+    compare("tiny-qwen3", tiny, seq=64, batch=4, runs=15, rounds=args.rounds)
+    if not args.skip_100m:
+        config = AutoConfig.from_pretrained(DATA / "qwen3-100m")
+        big = AutoModelForCausalLM.from_config(config)
+        compare("qwen3-100m", big, seq=128, batch=1, runs=3, rounds=args.rounds)
+
+
+if __name__ == "__main__":
+    main()

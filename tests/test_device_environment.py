@@ -1,0 +1,71 @@
+"""Environment switches of the device, each in a fresh process: autoload on/off, core counts, HBM size,
+host collectives streams."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
+
+def test_bare_import_torch_autoloads_neuron(run_python):
+    proc = run_python("""
+        import torch
+        print(torch.nn.Linear(3, 2).to("neuron").weight.device, torch.accelerator.current_accelerator())
+    """)
+    assert proc.stdout.split() == ["neuron:0", "neuron"]
+
+
+@pytest.mark.parametrize("env", [{"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, {"NEURONKIT_SIMULATOR": "0"}])
+def test_autoload_can_be_switched_off(run_python, env):
+    proc = run_python("""
+        import torch, neuronkit
+        print(hasattr(torch, "neuron"), neuronkit.detect().kind)
+    """, env=env)
+    assert proc.stdout.split() == ["False", "none"]
+
+
+@pytest.mark.parametrize("env, count", [
+    ({"NEURON_RT_VISIBLE_CORES": "0-3"}, 4),
+    ({"NEURON_RT_VISIBLE_CORES": "0,2,5-6"}, 4),
+    ({"NEURON_RT_NUM_CORES": "8"}, 8),
+    ({"NEURON_LOGICAL_NC_CONFIG": "1"}, 128),
+])
+def test_device_count_follows_runtime_variables(run_python, env, count):
+    proc = run_python("import torch; print(torch.neuron.device_count())", env=env)
+    assert int(proc.stdout) == count
+
+
+def test_out_of_memory_when_core_hbm_is_exhausted(run_python):
+    proc = run_python("""
+        import torch
+        keep = torch.empty(3 * 2**20, dtype=torch.uint8, device="neuron")
+        try:
+            torch.empty(2 * 2**20, dtype=torch.uint8, device="neuron")
+        except torch.OutOfMemoryError as e:
+            print("OOM", e)
+        print("stats", torch.neuron.memory_stats()["num_ooms"])
+    """, env={"NEURONKIT_HBM_PER_CORE": "4MiB"})
+    assert "OOM Neuron out of memory. Tried to allocate 2.00 MiB on neuron:0" in proc.stdout
+    assert "stats 1" in proc.stdout
+
+
+def test_host_cc_gives_streams_their_own_queues(run_python):
+    code = "import torch; print(torch.neuron.Stream().stream_id, torch.neuron.Stream().stream_id)"
+    assert run_python(code).stdout.split() == ["0", "0"]
+    ids = run_python(code, env={"NEURON_RT_ENABLE_HOST_CC": "1"}).stdout.split()
+    assert ids[0] != "0" and ids[0] != ids[1]
+
+
+def test_device_map_auto_lands_on_neuron_or_refuses(run_python):
+    code = """
+        from transformers import AutoModelForCausalLM
+        try:
+            m = AutoModelForCausalLM.from_pretrained("data/models/tiny-qwen3", device_map="auto")
+            print("DEVICE", next(m.parameters()).device)
+        except Exception as e:
+            print("ERR", type(e).__name__, e)
+    """
+    assert "DEVICE neuron:0" in run_python(code).stdout
+    refused = run_python(code, env={"NEURONKIT_HBM_PER_CORE": "64KiB"}).stdout
+    assert "DEVICE cpu" not in refused and "ERR" in refused
