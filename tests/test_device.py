@@ -158,3 +158,10 @@ def test_neff_cache_compiles_once_per_shape():
     assert third["entries"] == second["entries"] + 1 and third["misses"] + third["disk_hits"] > 0
     torch.sub(c, 2.5)  # scalars are 0-d inputs: a new value does not recompile
     assert stats()["entries"] == third["entries"]
+
+
+def test_dataloader_with_pinned_memory_feeds_the_device():
+    data = torch.utils.data.TensorDataset(torch.randn(8, 3))
+    loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)
+    batches = [batch.to("neuron") for (batch,) in loader]
+    assert len(batches) == 2 and batches[0].device.type == "neuron"

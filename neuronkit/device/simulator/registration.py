@@ -14,7 +14,7 @@ import sys
 import torch
 from torch.library import Library
 
-from neuronkit.device.simulator import features, kernel, module, serialization, shim, streams
+from neuronkit.device.simulator import features, host_memory, kernel, module, serialization, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.policy import load_policy
@@ -53,6 +53,7 @@ def install(config: SimConfig | None = None) -> None:
     _register_autocast()
     features.install(policy)
     serialization.install()
+    host_memory.install()
     shim.install()
 
 

@@ -1,0 +1,46 @@
+# neuronkit: the two commands a newcomer needs, each doing its own set-up on a fresh machine.
+#   make workbook   run the whole workbook on the bundled model; ends by printing the report's path
+#   make test       run every test (library, notebooks with papermill + nbval, browser)
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.neuronkit-installed
+RUN    ?= runs/tiny-qwen3
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
+
+.PHONY: setup system-deps workbook test bench clean
+
+setup: $(STAMP)
+
+# torch is installed first and pinned: pip then takes the CPU build, and nothing later pulls CUDA.
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "neuronkit needs Python 3.11 ($(PYTHON) not found)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
+	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
+	touch $(STAMP)
+
+# Headless Chromium for the report's browser test (Debian packages).
+system-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; \
+	fi
+
+workbook: setup
+	$(VENV)/bin/neuronkit run tiny-qwen3 --out $(RUN)
+
+test: setup system-deps
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) bench/bench_device.py
+
+clean:
+	rm -rf $(VENV) runs build
