@@ -1,0 +1,126 @@
+"""The report's charts: small matplotlib PNGs embedded as data URIs, so the HTML stays one offline file.
+
+Figures are drawn on the Agg canvas directly (no pyplot state), at ~100 dpi to keep each image tens of KB.
+Only charts whose data the model holds are drawn.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+DPI = 100
+SEVERITY_COLORS = {"ok": "#2e7d32", "info": "#1f6fb2", "warn": "#c77700", "blocker": "#c62828"}
+NATIVE_COLOR, OTHER_COLOR, NEUTRAL_COLOR = "#1f6fb2", "#c77700", "#6b7280"
+_TOP_OPS = 12
+_STYLE = {"font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A rendered chart: what it shows (`title`, `alt`), the PNG as a `data:` URI and its pixel size."""
+
+    name: str
+    title: str
+    alt: str
+    uri: str
+    width: int
+    height: int
+
+
+def render_charts(data: dict[str, Any]) -> list[Chart]:
+    """Draw every chart whose data is present, in report order."""
+    charts = []
+    for name, (title, draw) in _CHARTS.items():
+        if data.get(name):
+            with matplotlib.rc_context(_STYLE):
+                fig, alt = draw(data[name])
+                width, height = (round(inches * DPI) for inches in fig.get_size_inches())
+                charts.append(Chart(name, title, alt, _data_uri(fig), width, height))
+    return charts
+
+
+def _axes(bars: int) -> tuple[Figure, Axes]:
+    """A 640 px wide figure whose height follows the number of bars, so bars keep a readable thickness."""
+    fig = Figure(figsize=(6.4, min(4.2, max(1.8, 0.9 + 0.26 * bars))), dpi=DPI, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _data_uri(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buffer)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _barh(ax: Axes, labels: list[str], values: list[float], colors: list[str], unit: str) -> None:
+    """Horizontal bars, largest on top, each labelled with its value."""
+    y = list(range(len(labels)))[::-1]
+    bars = ax.barh(y, values, color=colors, height=0.65)
+    ax.set_yticks(y, [_short(label) for label in labels], parse_math=False)  # names are data, not mathtext
+    ax.bar_label(bars, [f"{v:,.4g}{unit}" for v in values], padding=3, fontsize=8)
+    ax.margins(x=0.15)
+
+
+def _short(label: str, width: int = 38) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def _op_categories(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
+    rows = sorted(rows, key=lambda r: -r["ops"])
+    fig, ax = _axes(len(rows))
+    _barh(ax, [r["category"] for r in rows], [r["ops"] for r in rows],
+          [SEVERITY_COLORS[r["severity"]] for r in rows], "")
+    ax.set_xlabel("distinct ops (colour = severity)")
+    return fig, "Distinct ops per category: " + ", ".join(f"{r['category']} {r['ops']}" for r in rows)
+
+
+def _top_ops(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
+    rows = sorted(rows, key=lambda r: -r["device_time_us"])[:_TOP_OPS]
+    fig, ax = _axes(len(rows))
+    _barh(ax, [r["name"] for r in rows], [r["device_time_us"] for r in rows],
+          [NATIVE_COLOR if r["classification"] == "native" else OTHER_COLOR for r in rows], " µs")
+    ax.set_xlabel("device time, µs (blue = native, amber = fallback or other)")
+    times = ", ".join(f"{r['name']} {r['device_time_us']:,.4g} µs" for r in rows)
+    return fig, f"Top ops by device time: {times}"
+
+
+def _step_time(data: dict[str, float]) -> tuple[Figure, str]:
+    fig, ax = _axes(2)
+    eager, compiled = data["eager_step_ms"], data["compiled_step_ms"]
+    _barh(ax, ["eager", "torch.compile"], [eager, compiled], [NEUTRAL_COLOR, NATIVE_COLOR], " ms")
+    speedup = eager / compiled if compiled else float("nan")
+    ax.set_xlabel(f"step time, ms (speed-up {speedup:.2f}×)")
+    return fig, f"Eager step {eager:.4g} ms, compiled step {compiled:.4g} ms, speed-up {speedup:.2f}×"
+
+
+def _parity(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
+    floor = 1e-12  # an exact match is drawn at the floor of the log axis
+    fig, ax = _axes(len(rows))
+    labels = [f"{r['run']}: {r.get('name', '?')}" for r in rows]
+    y = list(range(len(rows)))[::-1]
+    ax.barh(y, [max(float(r["max_abs_err"]), floor) for r in rows], height=0.65,
+            color=[SEVERITY_COLORS["ok" if r.get("ok") else "blocker"] for r in rows])
+    tolerances = [(yy, r["atol"]) for yy, r in zip(y, rows) if isinstance(r.get("atol"), (int, float))]
+    ax.scatter([t for _, t in tolerances], [yy for yy, _ in tolerances], marker="|", s=300, color="black",
+               zorder=3)
+    ax.set_xscale("log")
+    ax.set_yticks(y, [_short(label) for label in labels], parse_math=False)
+    ax.set_xlabel("max abs error, log scale (green = within tolerance, red = not; | = atol)")
+    return fig, "Parity: " + "; ".join(
+        f"{label} max abs err {r['max_abs_err']:.2e} ({'ok' if r.get('ok') else 'not ok'})"
+        for label, r in zip(labels, rows))
+
+
+_CHARTS: dict[str, tuple[str, Callable[[Any], tuple[Figure, str]]]] = {
+    "op_categories": ("Op categories", _op_categories),
+    "top_ops": ("Top ops by device time", _top_ops),
+    "step_time": ("Eager vs compiled step time", _step_time),
+    "parity": ("Parity errors", _parity),
+}

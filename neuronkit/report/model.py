@@ -1,0 +1,343 @@
+"""The report model: what the migration report says, built only from a run directory's records.
+
+The HTML and report.json are two views of this one model, so they cannot disagree; the verdict is derived
+from stage statuses and audit findings and never claims a stage that has no record.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.policy import CPU_FALLBACK, base_name, load_policy
+from neuronkit.report.evidence import EvidenceItem, evidence_items
+from neuronkit.stages import STAGES, RunDir, StageResult
+
+REPORT_SCHEMA_VERSION = 1
+MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
+
+TITLES: dict[str, str] = {
+    "environment": "Environment",
+    "cpu_baseline": "CPU baseline",
+    "eager": "Eager parity on neuron",
+    "audit": "Op audit",
+    "compile": "torch.compile",
+    "profile": "Profiling",
+}
+VERDICTS: dict[str, str] = {
+    "blocked": "Blocked",
+    "incomplete": "Incomplete",
+    "ready_with_cpu_fallbacks": "Ready with CPU fallbacks",
+    "ready": "Ready",
+}
+SEVERITY_ORDER = ("blocker", "warn", "info", "ok")
+# Stage statuses that mean the model cannot migrate as it is.
+_BLOCKING: dict[str, tuple[str, ...]] = {"eager": ("fail", "error"), "audit": ("fail",)}
+# Stages whose failure means the run cannot be judged (rather than a caveat on a model that runs).
+_FOUNDATION = ("environment", "cpu_baseline")
+_NAMES_SHOWN = 8
+# params.json keys that `neuronkit run` takes as named options; every other parameter goes as `-p NAME VALUE`.
+_RUN_FLAGS = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size"}
+
+
+@dataclass
+class StageCard:
+    """One stage as the report shows it; `status` is `missing` when the stage left no record."""
+
+    stage: str
+    title: str
+    status: str
+    summary: str
+    error: str | None = None
+    duration_s: float | None = None
+    finished_at: str | None = None
+    evidence: list[EvidenceItem] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    """An audit finding with the severity the policy gives its category."""
+
+    category: str
+    severity: str
+    op: str
+    calls: int
+    message: str
+    remedy: str
+    module_paths: list[str]
+
+
+@dataclass
+class OpRow:
+    """One row of the op coverage table, lists already joined to text."""
+
+    op: str
+    calls: int
+    classification: str
+    category: str
+    severity: str
+    dtypes: str
+    shapes: str
+    module_paths: str
+
+
+@dataclass
+class ReportModel:
+    """Everything the report renders; `records` are the raw stage records, embedded once in the HTML."""
+
+    model_name: str
+    run_dir: str
+    verdict: str
+    reasons: list[str]
+    missing_stages: list[str]
+    stages: list[StageCard]
+    blockers: list[Finding]
+    warnings: list[Finding]
+    audit_summary: dict[str, Any] | None
+    ops: list[OpRow]
+    ops_total: int
+    charts: dict[str, Any]
+    reproduce: dict[str, Any]
+    records: dict[str, dict[str, Any] | None]
+
+    @property
+    def verdict_label(self) -> str:
+        return VERDICTS[self.verdict]
+
+    @property
+    def finished_at(self) -> str | None:
+        """When the last recorded stage finished."""
+        times = [card.finished_at for card in self.stages if card.finished_at]
+        return max(times) if times else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The machine-readable report (report.json): stable keys, no rendering detail."""
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "model": self.model_name,
+            "run_dir": self.run_dir,
+            "verdict": self.verdict,
+            "verdict_label": self.verdict_label,
+            "reasons": self.reasons,
+            "missing_stages": self.missing_stages,
+            "stages": {card.stage: {"title": card.title, "status": card.status, "summary": card.summary,
+                                    "error": card.error, "duration_s": card.duration_s,
+                                    "finished_at": card.finished_at} for card in self.stages},
+            "blockers": [asdict(f) for f in self.blockers],
+            "warnings": [asdict(f) for f in self.warnings],
+            "audit": self.audit_summary,
+            "reproduce": self.reproduce,
+        }
+
+
+def build_model(run: RunDir) -> ReportModel:
+    """Read a run directory's records and params and derive the report from them alone."""
+    if not run.path.is_dir():
+        raise NeuronkitInputError(f"run directory not found: {run.path}")
+    records, params = _read(run)
+    if not any(records.values()):
+        raise NeuronkitInputError(f"no stage records under {run.stages_dir}; is {run.path} a run directory?")
+    severity = load_policy().severity
+    audit = _evidence(records, "audit")
+    findings = [_finding(f, severity) for f in audit.get("findings", [])]
+    blockers = [f for f in findings if f.severity == "blocker"]
+    warnings = sorted((f for f in findings if f.severity != "blocker"),
+                      key=lambda f: (SEVERITY_ORDER.index(_known(f.severity)), f.category, -f.calls, f.op))
+    ops = _op_rows(audit.get("ops", []), severity)
+    verdict, reasons = _verdict(records, blockers, warnings)
+    return ReportModel(
+        model_name=_model_name(records, params, run),
+        run_dir=str(run.path),
+        verdict=verdict,
+        reasons=reasons,
+        missing_stages=[stage for stage, record in records.items() if record is None],
+        stages=[_card(stage, record) for stage, record in records.items()],
+        blockers=blockers,
+        warnings=warnings,
+        audit_summary=audit.get("summary"),
+        ops=ops[:MAX_OP_ROWS],
+        ops_total=len(ops),
+        charts=_chart_data(records, audit, ops, severity),
+        reproduce=_reproduce(records, params, run),
+        records={stage: record.to_dict() if record else None for stage, record in records.items()},
+    )
+
+
+def _read(run: RunDir) -> tuple[dict[str, StageResult | None], dict[str, Any]]:
+    """The stage records and params.json; a corrupt file is bad input, not a crash."""
+    try:
+        return run.results(), run.read_params()
+    except (ValueError, TypeError) as exc:  # invalid JSON, or a record of the wrong shape
+        raise NeuronkitInputError(f"unreadable record in {run.path}: {exc}") from None
+
+
+def _evidence(records: dict[str, StageResult | None], stage: str) -> dict[str, Any]:
+    record = records.get(stage)
+    return record.evidence if record else {}
+
+
+def _known(severity: str) -> str:
+    return severity if severity in SEVERITY_ORDER else "warn"
+
+
+def _finding(raw: dict[str, Any], severity: dict[str, str]) -> Finding:
+    category = str(raw.get("category", "unknown"))
+    return Finding(
+        category=category,
+        severity=_known(severity.get(category) or str(raw.get("severity", "warn"))),
+        op=str(raw.get("op", "")),
+        calls=int(raw.get("calls") or 0),
+        message=str(raw.get("message", "")),
+        remedy=str(raw.get("remedy", "")),
+        module_paths=[str(p) for p in raw.get("module_paths", [])],
+    )
+
+
+def _op_rows(ops: list[dict[str, Any]], severity: dict[str, str]) -> list[OpRow]:
+    rows = [OpRow(
+        op=str(op.get("op", "")),
+        calls=int(op.get("calls") or 0),
+        classification=str(op.get("classification", "")),
+        category=str(op.get("category", "")),
+        severity=_known(severity.get(str(op.get("category")), "warn")),
+        dtypes=_join(op.get("dtypes")),
+        shapes=_join(op.get("shapes")),
+        module_paths=_join(op.get("module_paths")),
+    ) for op in ops]
+    return sorted(rows, key=lambda r: (SEVERITY_ORDER.index(r.severity), -r.calls, r.op))
+
+
+def _join(values: Any, limit: int = 4) -> str:
+    if not isinstance(values, list):
+        return "" if values is None else str(values)
+    shown = [v if isinstance(v, str) else json.dumps(v) for v in values[:limit]]
+    return ", ".join(shown) + (f" (+{len(values) - limit} more)" if len(values) > limit else "")
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
+
+
+def _error_line(text: str | None) -> str:
+    """The last non-blank line: a traceback's exception, or a skip reason."""
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
+             warnings: list[Finding]) -> tuple[str, list[str]]:
+    """The verdict and every reason behind it, the most severe class first.
+
+    blocked: blocker findings, a failed audit, or eager parity failed/errored.
+    incomplete: a stage has no usable record (missing, skipped, errored), or the environment or CPU
+    baseline failed. ready_with_cpu_fallbacks: it runs, with CPU fallbacks or other warnings.
+    ready: every stage passed with nothing to plan for.
+    """
+    by_category: dict[str, list[str]] = {}
+    for f in blockers:
+        by_category.setdefault(f.category, []).append(f.op)
+    blocked = [f"Op audit: {len(ops)} blocker op(s) in category {category}: {_names(ops)}."
+               for category, ops in by_category.items()]
+    incomplete: list[str] = []
+    caveats: list[str] = []
+    for stage, record in records.items():
+        title = TITLES[stage]
+        if record is None:
+            incomplete.append(f"{title}: no record (stage not run).")
+        elif record.status in _BLOCKING.get(stage, ()):
+            if not (stage == "audit" and blockers):  # the blocker findings already say why
+                blocked.append(f"{title}: {record.status} — {record.summary or _error_line(record.error)}")
+        elif record.status in ("skipped", "error") or (record.status == "fail" and stage in _FOUNDATION):
+            incomplete.append(f"{title}: {record.status} — {_error_line(record.error) or record.summary}")
+        elif record.status in ("warn", "fail"):
+            caveats.append(f"{title}: {record.status} — {record.summary}")
+    fallback_ops = _fallback_ops(records, warnings)
+    if fallback_ops:
+        caveats.insert(0, f"{len(fallback_ops)} op(s) fall back to CPU (a host round trip per call): "
+                          f"{_names(fallback_ops)}.")
+    for category in dict.fromkeys(f.category for f in warnings if f.severity == "warn"):
+        if category != CPU_FALLBACK:
+            ops = [f.op for f in warnings if f.category == category]
+            caveats.append(f"Op audit: {category} findings to plan for: {_names(ops)}.")
+    for verdict, reasons in (("blocked", blocked), ("incomplete", incomplete),
+                             ("ready_with_cpu_fallbacks", caveats)):
+        if reasons:
+            return verdict, blocked + incomplete + caveats
+    return "ready", [f"All {len(records)} stages passed; the op audit has no blocker or warning findings."]
+
+
+def _fallback_ops(records: dict[str, StageResult | None], warnings: list[Finding]) -> list[str]:
+    """Ops seen falling back to CPU by the audit, the eager run or the profiler, one name per base op."""
+    names = [f.op for f in warnings if f.category == CPU_FALLBACK]
+    names += [str(op) for op in _evidence(records, "eager").get("fallback_ops", [])]
+    names += [str(row.get("name")) for row in _evidence(records, "profile").get("fallbacks", [])]
+    unique: dict[str, str] = {}
+    for name in names:
+        unique.setdefault(base_name(name), name)
+    return list(unique.values())
+
+
+def _card(stage: str, record: StageResult | None) -> StageCard:
+    if record is None:
+        return StageCard(stage, TITLES[stage], "missing", "No record: this stage did not run.")
+    return StageCard(stage, TITLES[stage], record.status, record.summary, record.error, record.duration_s,
+                     record.finished_at, evidence_items(stage, record.evidence))
+
+
+def _model_name(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> str:
+    model = _evidence(records, "environment").get("model")
+    name = model.get("name") if isinstance(model, dict) else None
+    return str(name or params.get("model") or run.path.name)
+
+
+def _chart_data(records: dict[str, StageResult | None], audit: dict[str, Any], ops: list[OpRow],
+                severity: dict[str, str]) -> dict[str, Any]:
+    """The numbers behind each chart; a chart whose numbers are absent is left out."""
+    charts: dict[str, Any] = {}
+    by_category = (audit.get("summary") or {}).get("by_category") or Counter(row.category for row in ops)
+    if by_category:
+        charts["op_categories"] = [{"category": c, "ops": n, "severity": _known(severity.get(c, "warn"))}
+                                   for c, n in by_category.items()]
+    top_ops = [row for row in _evidence(records, "profile").get("top_ops", [])
+               if isinstance(row.get("device_time_us"), (int, float))]
+    if top_ops:
+        charts["top_ops"] = [{"name": str(r.get("name")), "device_time_us": r["device_time_us"],
+                              "classification": str(r.get("classification", ""))} for r in top_ops]
+    compiled = _evidence(records, "compile")
+    if all(isinstance(compiled.get(k), (int, float)) for k in ("eager_step_ms", "compiled_step_ms")):
+        charts["step_time"] = {"eager_step_ms": compiled["eager_step_ms"],
+                               "compiled_step_ms": compiled["compiled_step_ms"]}
+    parity = [{"run": run, **out} for run, stage in (("eager", "eager"), ("compiled", "compile"))
+              for out in (_evidence(records, stage).get("parity") or {}).get("outputs", [])
+              if isinstance(out.get("max_abs_err"), (int, float))]
+    if parity:
+        charts["parity"] = parity
+    return charts
+
+
+def _reproduce(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> dict[str, Any]:
+    """Versions, parameters and the `neuronkit run` command that repeats this run."""
+    device = _evidence(records, "environment").get("device")
+    versions = device.get("versions") if isinstance(device, dict) else None
+    model = params.get("model") or _model_name(records, params, run)
+    command = ["neuronkit", "run", str(model), "--out", str(run.path)]
+    for key, value in params.items():
+        if key not in ("model", "run_dir", "out"):
+            command += [_RUN_FLAGS[key]] if key in _RUN_FLAGS else ["-p", key]
+            command.append(_cli_value(value))
+    return {"versions": versions or {}, "params": params, "command": shlex.join(command)}
+
+
+def _cli_value(value: Any) -> str:
+    """A value as `neuronkit run` reads it back: JSON, except that a string which is not JSON stays bare."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value)

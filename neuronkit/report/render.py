@@ -1,0 +1,112 @@
+"""Render the report model to one self-contained HTML page (jinja2, autoescape on, CSS/JS inlined)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import neuronkit
+from neuronkit.report.charts import Chart
+from neuronkit.report.evidence import format_value
+from neuronkit.report.model import SEVERITY_ORDER, ReportModel
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+EMBED_RECORDS_BYTES = 768 * 1024  # larger stage records stay in stages/*.json, out of the page
+FINDING_ROWS = 50  # ops listed per finding category; the op table lists them all
+VERDICT_MEANING = {
+    "blocked": "The model cannot move to Trainium as it is: the blockers below must change first.",
+    "incomplete": "The run directory does not hold the records needed to judge the migration.",
+    "ready_with_cpu_fallbacks":
+        "The model runs on neuron with parity; some work falls back to CPU or needs planning.",
+    "ready": "The model runs on neuron with parity against CPU, every audited op natively.",
+}
+AUDIT_LABELS = {
+    "distinct_ops": "Distinct ops",
+    "total_calls": "Op calls",
+    "support_pct_ops": "Native support (by op)",
+    "support_pct_calls": "Native support (by call)",
+    "blockers": "Blocker ops",
+    "by_category": "Distinct ops per category",
+}
+STATUS_LEGEND = {
+    "pass": "the stage's checks held",
+    "warn": "ran, with something to plan for",
+    "fail": "ran, and a check did not hold",
+    "error": "the stage crashed (traceback shown)",
+    "skipped": "not run because an earlier stage failed",
+    "missing": "no record in the run directory",
+}
+SEVERITY_LEGEND = {
+    "blocker": "not supported on Neuron: must change before migrating",
+    "warn": "runs, at a cost (CPU round trip, recompiles, emulated dtype)",
+    "info": "runs; worth knowing",
+    "ok": "runs natively",
+}
+
+
+def render_html(model: ReportModel, charts: list[Chart]) -> str:
+    """The report page. Every model string is escaped by jinja2; the data JSON is embedded inert."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["duration"] = _duration
+    env.filters["plain"] = _plain
+    template = env.get_template("report.html.j2")
+    return template.render(
+        m=model,
+        charts=charts,
+        verdict_meaning=VERDICT_MEANING[model.verdict],
+        audit_fields=_audit_fields(model.audit_summary or {}),
+        severity_rank={severity: rank for rank, severity in enumerate(SEVERITY_ORDER)},
+        categories=sorted({row.category for row in model.ops}),
+        status_legend=STATUS_LEGEND,
+        severity_legend={s: SEVERITY_LEGEND[s] for s in SEVERITY_ORDER},
+        data_json=embedded_json(_embedded(model)),
+        finding_rows=FINDING_ROWS,
+        version=neuronkit.__version__,
+    )
+
+
+def _embedded(model: ReportModel) -> dict[str, Any]:
+    """The page's data: report.json plus the raw stage records, unless they would bloat the page."""
+    size = len(json.dumps(model.records, default=str))
+    if size <= EMBED_RECORDS_BYTES:
+        return {"report": model.to_json(), "records": model.records}
+    note = f"{size:,} bytes of stage records left out of the page; read them from {model.run_dir}/stages/"
+    return {"report": model.to_json(), "records": None, "records_omitted": note}
+
+
+def embedded_json(doc: Any) -> Markup:
+    """JSON safe inside `<script type="application/json">`: `<`, `>` and `&` become \\u escapes, so no
+    string in it can close the script element or open a comment."""
+    text = json.dumps(doc, ensure_ascii=False, default=str)
+    for char in "<>&\u2028\u2029":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return Markup(text)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _audit_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The audit summary as label/value pairs, known keys first."""
+    keys = [k for k in AUDIT_LABELS if k in summary] + [k for k in summary if k not in AUDIT_LABELS]
+    fields = []
+    for key in keys:
+        value = summary[key]
+        if isinstance(value, dict):
+            text = ", ".join(f"{name} {format_value(name, n)}" for name, n in value.items())
+        else:
+            text = format_value(key, value)
+        fields.append((AUDIT_LABELS.get(key, key), text))
+    return fields

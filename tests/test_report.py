@@ -1,0 +1,376 @@
+"""The migration report: verdicts from records, failed/skipped stages, escaping, offline, size, JSON, CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from markupsafe import escape
+
+from neuronkit import cli
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.policy import load_policy
+from neuronkit.report import ReportPaths, report
+from neuronkit.report import render as render_module
+from neuronkit.stages import STAGES, RunDir, StageResult
+
+EVIL = "</script><script>alert(1)</script>"
+NATIVE_OPS = ["mm", "addmm", "bmm", "add", "mul", "div", "sub", "softmax", "_softmax", "gelu", "embedding",
+              "native_layer_norm", "cat", "where", "tanh", "pow", "mean", "sum", "rsqrt", "masked_fill",
+              "index_select", "arange", "full", "clone", "view", "transpose", "permute", "expand", "slice",
+              "unsqueeze", "_to_copy", "copy_", "empty", "ones", "zeros", "linear", "triu", "argsort",
+              "gather", "topk", "exp", "log_softmax", "relu", "silu", "cumsum", "ne", "eq", "lt"]
+
+
+# --- synthetic run directories ---------------------------------------------------------------------
+
+def op_entry(name: str, calls: int, module: str = "transformer.h.0.attn") -> dict[str, Any]:
+    """An audit op entry classified by the project's policy, as the audit would write it."""
+    policy = load_policy()
+    rule = policy.rule(name)
+    classification = "blocked" if rule.blocked else "native" if policy.runs_natively(name) else "cpu_fallback"
+    return {"op": f"aten::{name}", "calls": calls, "classification": classification,
+            "category": rule.category, "dtypes": ["float32"], "shapes": [[2, 16, 64], [64, 64]],
+            "module_paths": [module, "lm_head"]}
+
+
+def finding_for(op: dict[str, Any]) -> dict[str, Any]:
+    policy = load_policy()
+    return {"category": op["category"], "severity": policy.severity[op["category"]], "op": op["op"],
+            "calls": op["calls"], "module_paths": op["module_paths"],
+            "message": policy.features.get(op["category"], "no native Neuron lowering"),
+            "remedy": policy.remedies[op["category"]]}
+
+
+def audit_evidence(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    findings = [finding_for(op) for op in ops if op["category"] != "native"]
+    native = [op for op in ops if op["category"] == "native"]
+    calls = sum(op["calls"] for op in ops)
+    return {
+        "summary": {"distinct_ops": len(ops), "total_calls": calls,
+                    "support_pct_ops": 100 * len(native) / len(ops),
+                    "support_pct_calls": 100 * sum(op["calls"] for op in native) / calls,
+                    "by_category": dict(Counter(op["category"] for op in ops)),
+                    "blockers": sum(f["severity"] == "blocker" for f in findings)},
+        "ops": ops,
+        "findings": findings,
+    }
+
+
+def parity(ok: bool = True) -> dict[str, Any]:
+    err = 3e-6 if ok else 0.42
+    return {"outputs": [{"name": "logits", "max_abs_err": err, "max_rel_err": err * 10, "atol": 1e-4,
+                         "rtol": 1e-3, "ok": ok},
+                        {"name": "loss", "max_abs_err": err / 3, "max_rel_err": err, "atol": 1e-4,
+                         "rtol": 1e-3, "ok": ok}],
+            "top1_agreement": 1.0 if ok else 0.31, "generate_identical": ok}
+
+
+def passing_records(model_name: str = "sshleifer/tiny-gpt2", extra_ops: tuple[str, ...] = (),
+                    n_ops: int | None = None) -> dict[str, StageResult]:
+    """A full run in which every stage passed; `extra_ops` adds audited ops (fallbacks, blockers)."""
+    names = NATIVE_OPS if n_ops is None else [f"{NATIVE_OPS[i % len(NATIVE_OPS)]}.v{i}" for i in range(n_ops)]
+    ops = [op_entry(name, 10 + 7 * i) for i, name in enumerate(names)] + [op_entry(n, 3) for n in extra_ops]
+    fallback = [op["op"] for op in ops if op["category"] == "cpu_fallback"]
+    top_ops = [{"name": op["op"], "calls": op["calls"], "device_time_us": 40.0 * (i + 1),
+                "cpu_time_us": 55.0 * (i + 1), "classification": op["classification"],
+                "est_trn2_us": 4.0 * (i + 1), "bound": "memory" if i % 2 else "compute"}
+               for i, op in enumerate(ops[:15])]
+    evidence = {
+        "environment": {
+            "device": {"kind": "simulated", "reason": "no Neuron driver; NEURONKIT_SIMULATE=1",
+                       "versions": {"python": "3.11.9", "torch": "2.13.0+cpu", "neuronkit": "0.1.0",
+                                    "transformers": "5.20.0"},
+                       "device_count": 2, "instance_family": "trn2", "hbm_bytes_per_core": 24 * 2**30,
+                       "env": {"NEURONKIT_SIMULATE": "1"}},
+            "model": {"name": model_name, "path": "data/models/tiny-gpt2", "architecture": "GPT2LMHeadModel",
+                      "model_type": "gpt2", "num_parameters": 2_300_000, "dtype": "float32",
+                      "estimated_bytes": 9_200_000},
+            "params": {"model": model_name, "dtype": "float32", "seq_len": 16},
+        },
+        "cpu_baseline": {"forward_ms": 4.2, "logits_shape": [2, 16, 50257], "loss": 10.83, "threads": 4,
+                         "generate": {"prompt": "Hello", "text": "Hello world", "new_tokens": 8}},
+        "eager": {"parity": parity(),
+                  "training": {"cpu_losses": [10.8, 10.7], "neuron_losses": [10.8, 10.7],
+                               "grad_norm_cpu": 1.52, "grad_norm_neuron": 1.52, "ok": True},
+                  "fallback_ops": fallback, "executed_ops": 812,
+                  "neff_cache": {"hits": 780, "misses": 32, "entries": 32, "compile_s": 0.8},
+                  "memory": {"allocated_bytes": 9_400_000, "max_allocated_bytes": 14_000_000,
+                             "hbm_bytes_per_core": 24 * 2**30}},
+        "audit": audit_evidence(ops),
+        "compile": {"graphs": 1, "graph_breaks": [], "recompiles": 0, "compile_time_s": 3.1,
+                    "eager_step_ms": 12.5, "compiled_step_ms": 5.0, "speedup": 2.5, "parity": parity(),
+                    "stages": [{"name": "cpu", "status": "pass"}, {"name": "compiled", "status": "pass"}],
+                    "buckets": {"lengths": [16, 32], "distinct_shapes": 2, "buckets": [32], "compilations": 1,
+                                "padding_overhead": 0.25}},
+        "profile": {"top_ops": top_ops, "trace_path": "artifacts/profile/trace.json",
+                    "parquet_path": "artifacts/profile/ops.parquet",
+                    "overhead": {"profiled_ms": 13.0, "plain_ms": 12.5, "ratio": 1.04},
+                    "fallbacks": [{"name": n, "calls": 3, "bytes_copied": 65536} for n in fallback]},
+    }
+    return {stage: StageResult(stage, "pass", f"{stage} passed", evidence[stage], duration_s=1.5 + i,
+                               finished_at=f"2026-05-01T10:0{i}:00+0000")
+            for i, stage in enumerate(STAGES)}
+
+
+def write_run(path: Path, records: dict[str, StageResult] | list[StageResult],
+              params: dict[str, Any] | None = None) -> Path:
+    run = RunDir(path)
+    for record in (records.values() if isinstance(records, dict) else records):
+        run.write(record)
+    run.write_params(params if params is not None else {"model": "sshleifer/tiny-gpt2", "dtype": "float32"})
+    return path
+
+
+def full_run(path: Path, model_name: str = "sshleifer/tiny-gpt2",
+             extra_ops: tuple[str, ...] = ("median", "nonzero"), n_ops: int | None = None) -> Path:
+    """A complete, realistic run with two findings to plan for (a CPU fallback and a dynamic shape)."""
+    return write_run(path, passing_records(model_name, extra_ops, n_ops),
+                     {"model": model_name, "dtype": "float32", "seq_len": 16, "compile": True})
+
+
+def render(run_dir: Path) -> tuple[str, dict[str, Any], ReportPaths]:
+    paths = report(run_dir)
+    return paths.html.read_text(encoding="utf-8"), json.loads(paths.json.read_text(encoding="utf-8")), paths
+
+
+def embedded_data(html: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    assert match, "embedded JSON missing"
+    return json.loads(match.group(1))
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, as a browser's tokenizer would see them."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any], ReportPaths]:
+    """The realistic full run, rendered once for the tests that only read it."""
+    return render(full_run(tmp_path_factory.mktemp("full")))
+
+
+def card_html(html: str, stage: str) -> str:
+    start = html.index(f'id="stage-{stage}"')
+    return html[start:html.index("</details>", start)]
+
+
+# --- verdicts --------------------------------------------------------------------------------------
+
+def test_full_passing_run_is_ready(tmp_path: Path) -> None:
+    html, data, _ = render(write_run(tmp_path, passing_records()))
+    assert data["verdict"] == "ready"
+    assert data["missing_stages"] == [] and data["blockers"] == [] and data["warnings"] == []
+    assert [s["status"] for s in data["stages"].values()] == ["pass"] * len(STAGES)
+    assert '<p class="verdict-label" id="verdict-label">Ready</p>' in html
+    assert html.count('<img src="data:image/png;base64,') == 4  # categories, top ops, step time, parity
+
+
+def test_cpu_fallbacks_and_warnings_give_ready_with_cpu_fallbacks(full_report: Any) -> None:
+    html, data, _ = full_report
+    assert data["verdict"] == "ready_with_cpu_fallbacks"
+    assert {f["category"] for f in data["warnings"]} == {"cpu_fallback", "dynamic_shape"}
+    assert any("fall back to CPU" in r and "aten::median" in r for r in data["reasons"])
+    assert any("dynamic_shape" in r for r in data["reasons"])
+    assert "Findings to plan for" in html and escape(load_policy().remedies["dynamic_shape"]) in html
+
+
+def test_blocker_finding_blocks_and_shows_its_remedy(tmp_path: Path) -> None:
+    records = passing_records(extra_ops=("embedding_bag", "hann_window"))
+    records["audit"].status = "fail"
+    html, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "blocked"
+    assert {(b["category"], b["op"]) for b in data["blockers"]} == {("sparse", "aten::embedding_bag"),
+                                                                     ("signal_window", "aten::hann_window")}
+    assert any("sparse" in r for r in data["reasons"])
+    assert not any(r.startswith("Op audit: fail") for r in data["reasons"])  # the findings already say why
+    blockers = html[html.index('<section id="blockers">'):html.index('<section id="stages">')]
+    for category in ("sparse", "signal_window"):
+        assert category in blockers and escape(load_policy().remedies[category]) in blockers
+    assert html.index('id="verdict"') < html.index('id="blockers"') < html.index('id="stages"')
+
+
+def test_a_failed_audit_without_findings_still_blocks(tmp_path: Path) -> None:
+    records = passing_records()
+    records["audit"] = StageResult("audit", "fail", "the audit's op table could not classify 3 ops")
+    _, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "blocked"
+    assert data["reasons"][0] == "Op audit: fail — the audit's op table could not classify 3 ops"
+
+
+def test_severity_comes_from_the_policy_categories(tmp_path: Path) -> None:
+    records = passing_records(extra_ops=("embedding_bag",))
+    for finding in records["audit"].evidence["findings"]:
+        finding["severity"] = "warn"  # a stale record; the policy says sparse is a blocker
+    _, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "blocked" and data["blockers"][0]["severity"] == "blocker"
+
+
+def test_failed_eager_and_skipped_later_stages(tmp_path: Path) -> None:
+    records = passing_records()
+    summary = "logits differ from CPU beyond tolerance (max abs err 0.42)"
+    records["eager"] = StageResult("eager", "fail", summary, {"parity": parity(ok=False)}, duration_s=2.0)
+    reason = "skipped: eager parity failed, so later stages were not run"
+    for stage in ("audit", "compile", "profile"):
+        records[stage] = StageResult(stage, "skipped", "not run", error=reason)
+    html, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "blocked"
+    assert data["reasons"][0].startswith("Eager parity on neuron: fail — logits differ")
+    assert {s: data["stages"][s]["status"] for s in ("eager", "audit", "compile", "profile")} == {
+        "eager": "fail", "audit": "skipped", "compile": "skipped", "profile": "skipped"}
+    assert data["stages"]["compile"]["error"] == reason
+    eager = card_html(html, "eager")
+    assert 'class="badge status-fail">fail<' in eager and summary in eager and " open>" in eager
+    compile_card = card_html(html, "compile")
+    assert 'status-skipped">skipped<' in compile_card and "Why it was skipped" in compile_card
+    assert reason in compile_card
+    assert 'id="chart-parity"' in html and 'id="chart-step_time"' not in html
+
+
+def test_errored_eager_shows_the_traceback(tmp_path: Path) -> None:
+    records = passing_records()
+    trace = 'Traceback (most recent call last):\n  File "x.py"\nNotImplementedError: aten::_nested_tensor'
+    records["eager"] = StageResult("eager", "error", "NotImplementedError: aten::_nested_tensor", error=trace)
+    html, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "blocked" and data["stages"]["eager"]["error"] == trace
+    assert "NotImplementedError: aten::_nested_tensor" in card_html(html, "eager")
+
+
+def test_only_environment_is_incomplete_and_names_the_missing_stages(tmp_path: Path) -> None:
+    html, data, _ = render(write_run(tmp_path, [passing_records()["environment"]]))
+    missing = ["cpu_baseline", "eager", "audit", "compile", "profile"]
+    assert data["verdict"] == "incomplete" and data["missing_stages"] == missing
+    assert all(data["stages"][s]["status"] == "missing" for s in missing)
+    assert sum("no record" in r for r in data["reasons"]) == len(missing)
+    assert "data:image/png" not in html and "No op audit in this run directory." in html
+    assert 'class="badge status-missing">missing<' in card_html(html, "profile")
+
+
+def test_an_errored_later_stage_makes_the_run_incomplete(tmp_path: Path) -> None:
+    records = passing_records()
+    records["profile"] = StageResult("profile", "error", "RuntimeError: trace export failed",
+                                     error="Traceback ...\nRuntimeError: trace export failed")
+    _, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "incomplete"
+    assert data["reasons"] == ["Profiling: error — RuntimeError: trace export failed"]
+
+
+# --- safety, offline, size --------------------------------------------------------------------------
+
+def test_hostile_strings_are_escaped_and_inert(tmp_path: Path) -> None:
+    evil_op = '<img src=x onerror="alert(2)">'
+    records = passing_records(model_name=EVIL)
+    records["audit"].evidence["ops"][0]["op"] = evil_op
+    records["eager"] = StageResult("eager", "error", EVIL, error=f"Traceback\n{EVIL}")
+    records["compile"].evidence["parity"]["outputs"][0]["name"] = r"a$\notacommand{$"  # not mathtext either
+    html, data, _ = render(write_run(tmp_path, records, {"model": EVIL, "note": "a & b <b>"}))
+    assert EVIL not in html and evil_op not in html
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    tags = Tags(html).tags
+    assert [t for t, _ in tags].count("script") == 2  # the embedded data and the table script, nothing else
+    assert not [(t, a) for t, a in tags for name in a if name.startswith("on")]
+    images = [a["src"] for t, a in tags if t == "img"]
+    assert len(images) == 4 and all(src.startswith("data:image/png;base64,") for src in images)
+    assert data["model"] == EVIL
+    embedded = embedded_data(html)
+    assert embedded["report"]["model"] == EVIL
+    assert embedded["records"]["audit"]["evidence"]["ops"][0]["op"] == evil_op
+
+
+def test_no_network_references(full_report: Any) -> None:
+    html, _, _ = full_report
+    for tag, attrs in Tags(html).tags:
+        for name in ("src", "href", "action", "srcset", "poster"):
+            value = attrs.get(name)
+            assert value is None or value.startswith(("#", "data:")), (tag, name, value)
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
+    assert "@import" not in html and not re.search(r"url\(\s*['\"]?\s*(?:https?:)?//", html, re.I)
+
+
+def test_size_budget(full_report: Any) -> None:
+    html, _, paths = full_report
+    assert paths.html.stat().st_size < 2 * 2**20
+    assert html.count('<tr data-category=') == len(NATIVE_OPS) + 2
+    assert embedded_data(html)["records"]["audit"]["evidence"]["ops"]  # the full records ride along
+
+
+def test_a_huge_audit_is_capped_to_stay_within_budget(tmp_path: Path) -> None:
+    html, _, paths = render(full_run(tmp_path, n_ops=2100))
+    assert paths.html.stat().st_size < 2 * 2**20
+    assert html.count('<tr data-category=') == 2000 and "Showing the first 2,000 of 2,102 ops" in html
+
+
+def test_bulky_records_stay_out_of_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(render_module, "EMBED_RECORDS_BYTES", 10_000)
+    html, data, _ = render(full_run(tmp_path))
+    embedded = embedded_data(html)
+    assert embedded["report"] == data and embedded["records"] is None
+    assert f"{tmp_path}/stages/" in embedded["records_omitted"]
+
+
+def test_op_table_is_complete_without_javascript(full_report: Any) -> None:
+    html, _, _ = full_report
+    start = html.index('<table id="op-table"')
+    table = html[start:html.index("</table>", start)]
+    assert "<code>aten::median</code>" in table and 'data-category="cpu_fallback"' in table
+    assert '<div class="controls" id="op-controls" hidden>' in html  # controls appear only when JS runs
+    rows = re.findall(r'<tr data-category="([^"]+)">', table)
+    assert rows.index("cpu_fallback") < rows.index("native")  # findings sort before native ops
+
+
+def test_report_json_has_stable_keys(full_report: Any) -> None:
+    _, data, paths = full_report
+    run_dir = paths.json.parent
+    assert list(data) == ["schema_version", "model", "run_dir", "verdict", "verdict_label", "reasons",
+                          "missing_stages", "stages", "blockers", "warnings", "audit", "reproduce"]
+    assert list(data["stages"]) == list(STAGES)
+    assert set(data["stages"]["eager"]) == {"title", "status", "summary", "error", "duration_s",
+                                            "finished_at"}
+    assert set(data["warnings"][0]) == {"category", "severity", "op", "calls", "message", "remedy",
+                                        "module_paths"}
+    reproduce = data["reproduce"]
+    assert reproduce["versions"]["torch"] == "2.13.0+cpu" and reproduce["params"]["seq_len"] == 16
+    assert reproduce["command"] == (f"neuronkit run sshleifer/tiny-gpt2 --out {run_dir} -p compile true "
+                                    "--dtype float32 --seq-len 16")
+
+
+def test_out_dir_and_missing_run_dir(tmp_path: Path) -> None:
+    paths = report(full_run(tmp_path / "run"), tmp_path / "shared")
+    assert paths == ReportPaths(tmp_path / "shared" / "report.html", tmp_path / "shared" / "report.json")
+    assert paths.html.exists() and not (tmp_path / "run" / "report.html").exists()
+    with pytest.raises(NeuronkitInputError, match="not found"):
+        report(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NeuronkitInputError, match="no stage records"):
+        report(tmp_path / "empty")
+
+
+# --- command line -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def report_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`neuronkit.cli.main` with only the report subcommand, so other subcommands' imports play no part."""
+    monkeypatch.setattr(cli, "SUBCOMMANDS", {"report": cli.SUBCOMMANDS["report"]})
+    return cli.main
+
+
+def test_cli_exit_codes(tmp_path: Path, report_cli: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = full_run(tmp_path / "run")
+    assert report_cli(["report", str(run_dir), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: Ready with CPU fallbacks" in out and str(tmp_path / "out" / "report.html") in out
+    assert report_cli(["report", str(tmp_path / "missing")]) == 2
+    assert "neuronkit report: error: run directory not found" in capsys.readouterr().err
