@@ -1,0 +1,113 @@
+"""`profile(model, inputs)`: the workbook's one call for device hot spots, a trace and Parquet tables.
+
+It follows the documented discipline (behaviour doc §6; torchtitan's profiler, gpt-fast's timing): warm
+up first (≥3 iterations, outside the profiler, so first-call NEFF compilation never pollutes the
+result), time `steps` plain iterations bracketed by `torch.neuron.synchronize()`, then profile `steps`
+more with `NeuronConfig` + `NeuronProfiler(...).export_trace`, timing each the same way, so the
+profiler's overhead is reported next to its results.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Any, Callable
+
+import pandas as pd
+import torch
+from torch.profiler import ProfilerActivity
+
+from neuronkit.device.simulator.registration import installed
+from neuronkit.policy import CPU_FALLBACK
+from neuronkit.profiling.capture import track_modules
+from neuronkit.profiling.config import NeuronConfig, ProfileMode
+from neuronkit.profiling.exporter import NeuronProfiler
+from neuronkit.profiling.roofline import core_peaks
+
+RECOMMENDED_WARMUP = 3
+
+
+def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = RECOMMENDED_WARMUP, *,
+            output_dir: str | os.PathLike | None = None, record_shapes: bool = True) -> pd.DataFrame:
+    """Profile `steps` forward passes of `model` on the neuron device, after `warmup` unprofiled ones.
+
+    Args:
+        model: a module whose parameters are on the neuron device; run under `torch.no_grad()`.
+        inputs: a mapping (keyword arguments), a tuple (positional arguments) or a single tensor.
+        steps: profiled iterations (and as many plain, timed iterations before them).
+        warmup: iterations run before any timing or profiling; fewer than 3 warns (the docs ask ≥3).
+        output_dir: `profile_output_dir` for the run directory; a new temporary directory by default.
+        record_shapes: passed to `torch.profiler.profile`.
+
+    Returns:
+        The per-op summary (docs/profiling.md), hottest device time first. `attrs` holds
+        `trace_path`, `parquet_path` (op events), `summary_path`, `run_dir`, `overhead`
+        (`profiled_ms`, `plain_ms`, `ratio`: median step times), `fallbacks` (`name`, `calls`,
+        `bytes_copied`), `events` (op events profiled), `steps`, `warmup` and `hardware` (the
+        roofline's peaks and their source).
+
+    Example:
+        >>> top = neuronkit.profiling.profile(model, {"input_ids": ids}, steps=3)  # doctest: +SKIP
+        >>> top[["name", "calls", "device_time_us", "est_trn2_us", "bound"]].head()  # doctest: +SKIP
+    """
+    if not installed():
+        raise RuntimeError("neuronkit.profiling.profile measures the simulated neuron device; on Trainium "
+                           "profile with torch_neuronx.profiling and Neuron Explorer")
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if warmup < RECOMMENDED_WARMUP:
+        warnings.warn(f"warmup={warmup}: profile after at least {RECOMMENDED_WARMUP} warm-up iterations, or "
+                      "first-call compilation shows up in the measurements", UserWarning, stacklevel=2)
+    run = _runner(model, inputs)
+    config = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], correlate_device_time=True,
+                          profile_output_dir=output_dir or tempfile.mkdtemp(prefix="neuronkit-profile-"))
+    exporter = NeuronProfiler(config)
+    with torch.no_grad():
+        for _ in range(warmup):
+            run()
+        plain = [_timed(run) for _ in range(steps)]
+        with track_modules(), torch.profiler.profile(
+                activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], record_shapes=record_shapes,
+                experimental_config=config, on_trace_ready=exporter.export_trace):
+            profiled = [_timed(run) for _ in range(steps)]
+    export = exporter.last
+    if export.events.empty:
+        warnings.warn("no op ran on the neuron device while profiling: move the model and inputs there first "
+                      "(model.to('neuron'))", UserWarning, stacklevel=2)
+    summary = export.summary.copy()
+    plain_ms, profiled_ms = statistics.median(plain), statistics.median(profiled)
+    fallbacks = summary[summary["classification"] == CPU_FALLBACK]
+    peaks = core_peaks(getattr(torch.neuron.get_device_properties(), "logical_nc_config", None))
+    summary.attrs = {
+        "trace_path": str(export.trace_path), "parquet_path": str(export.events_path),
+        "summary_path": str(export.summary_path), "run_dir": str(export.run_dir),
+        "overhead": {"profiled_ms": profiled_ms, "plain_ms": plain_ms, "ratio": profiled_ms / plain_ms},
+        "fallbacks": [{"name": r.name, "calls": int(r.calls), "bytes_copied": int(r.fallback_bytes)}
+                      for r in fallbacks.itertuples()],
+        "events": len(export.events), "steps": steps, "warmup": warmup,
+        "hardware": {"chip": peaks.chip, "logical_nc_config": peaks.logical_nc_config,
+                     "bf16_flops_per_s": peaks.flops_per_s["bf16"], "hbm_bytes_per_s": peaks.hbm_bytes_per_s,
+                     "source": peaks.source, "note": "roofline estimate from published peaks, not a measurement"},
+    }
+    return summary
+
+
+def _runner(model: torch.nn.Module, inputs: Any) -> Callable[[], Any]:
+    if isinstance(inputs, Mapping):
+        return lambda: model(**inputs)
+    if isinstance(inputs, tuple):
+        return lambda: model(*inputs)
+    return lambda: model(inputs)
+
+
+def _timed(run: Callable[[], Any]) -> float:
+    """Milliseconds for one iteration, bracketed by device synchronisation (gpt-fast's discipline)."""
+    torch.neuron.synchronize()
+    start = time.perf_counter()
+    run()
+    torch.neuron.synchronize()
+    return (time.perf_counter() - start) * 1000
