@@ -133,11 +133,12 @@ def _number(key: str, value: float) -> str:
 
 def human_bytes(n: float) -> str:
     """1536 -> '1.5 KiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    step = 0
+    while abs(n) >= 1024 and step < len(units) - 1:
         n /= 1024
-    raise AssertionError("unreachable")
+        step += 1
+    return f"{n:.0f} B" if step == 0 else f"{n:.1f} {units[step]}"
 
 
 def _si(n: float) -> str:
