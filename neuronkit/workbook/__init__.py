@@ -1,0 +1,15 @@
+"""The migration workbook: the stages its notebooks call, and the runner behind `neuronkit run`.
+
+    from neuronkit.workbook import run_workbook
+    result = run_workbook("tiny-qwen3", "runs/tiny-qwen3")   # notebooks 00..06, then report.html
+
+One module per stage (environment, cpu_baseline, eager, audit, compile, profile), each a thin `run(params,
+...)` that calls the library and writes the stage's record; `display` renders records in a notebook.
+"""
+
+from __future__ import annotations
+
+from neuronkit.workbook.params import DTYPES, Params, parameters
+from neuronkit.workbook.runner import NOTEBOOKS, WorkbookResult, run_workbook
+
+__all__ = ["DTYPES", "NOTEBOOKS", "Params", "WorkbookResult", "parameters", "run_workbook"]

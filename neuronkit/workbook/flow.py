@@ -1,0 +1,67 @@
+"""How the stages follow each other: which records a stage needs, and the `skipped` record it writes
+when one of them is missing or did not pass, so a notebook always runs to its end and the report can
+say why a stage has no result."""
+
+from __future__ import annotations
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.stages import STAGES, RunDir, StageResult, _now
+from neuronkit.workbook.params import Params
+
+# The migration order (seed article: eager → compile → profile); the audit needs only a loadable model.
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "environment": (),
+    "cpu_baseline": ("environment",),
+    "eager": ("environment", "cpu_baseline"),
+    "audit": ("environment",),
+    "compile": ("environment", "eager"),
+    "profile": ("environment", "eager"),
+}
+OK_STATUSES = ("pass", "warn")
+
+
+def start_run(params: Params) -> None:
+    """Begin a run in `params.run_dir`: record the parameters and drop records of an earlier run there."""
+    run = params.run
+    for stage in STAGES:
+        run.stage_path(stage).unlink(missing_ok=True)
+    run.write_params(params.to_dict())
+
+
+def check_same_run(params: Params) -> None:
+    """Refuse to add a stage to a run that was started with other parameters (a report mixing models)."""
+    recorded = params.run.read_params()
+    if recorded and recorded != params.to_dict():
+        changed = sorted(k for k in set(recorded) | set(params.to_dict())
+                         if recorded.get(k) != params.to_dict().get(k))
+        detail = ", ".join(f"{k}: run has {recorded.get(k)!r}, notebook has {params.to_dict().get(k)!r}"
+                           for k in changed)
+        raise NeuronkitInputError(
+            f"{params.run_dir} holds a run started with other parameters ({detail}); use the same parameters "
+            f"as 00_environment, or start a new run there")
+
+
+def blocked_by(run: RunDir, stage: str) -> str | None:
+    """Why `stage` cannot run yet (a prerequisite without a pass/warn record), or None."""
+    for needed in REQUIRES[stage]:
+        record = run.read(needed)
+        if record is None:
+            return f"{needed} has no record: run notebook {STAGES[needed]} first"
+        if record.status not in OK_STATUSES:
+            return f"{needed} did not pass ({record.status}: {record.summary})"
+    return None
+
+
+def skip(run: RunDir, stage: str, reason: str) -> StageResult:
+    """Write and return a `skipped` record for `stage` carrying the reason."""
+    result = StageResult(stage, "skipped", f"skipped: {reason}", error=reason, duration_s=0.0, finished_at=_now())
+    run.write(result)
+    return result
+
+
+def begin(params: Params, stage: str) -> StageResult | None:
+    """Enter a stage: refuse a mismatched run; return the `skipped` record when a prerequisite is
+    missing or failed, None when the stage may run."""
+    check_same_run(params)
+    reason = blocked_by(params.run, stage)
+    return skip(params.run, stage, reason) if reason else None

@@ -1,0 +1,59 @@
+"""The model a stage works on, loaded the same way in every notebook: weights in the run's dtype on the
+CPU, its tokenizer, and the deterministic example inputs every stage compares on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from neuronkit.workbook.params import Params
+
+
+@dataclass
+class Subject:
+    """A loaded model and what the stages feed it."""
+
+    model: Any  # transformers PreTrainedModel, eval mode, on the CPU
+    tokenizer: Any  # PreTrainedTokenizerBase or None
+    config: Any  # PretrainedConfig
+    inputs: dict[str, torch.Tensor]  # input_ids, attention_mask (+ labels for causal LMs)
+    kind: str  # "causal_lm" | "masked_lm" | "base"
+
+
+def load(params: Params) -> Subject:
+    """Load the run's model, tokenizer and example inputs (`batch_size` × `seq_len` tokens)."""
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    from neuronkit import models
+
+    config = models.load_config(params.model)
+    tokenizer = models.load_tokenizer(params.model)
+    model = models.load_model(params.model, dtype=params.dtype)
+    inputs = models.example_inputs(config, tokenizer, batch_size=params.batch_size, seq_len=params.seq_len)
+    cls = models.auto_class(config)
+    kind = {AutoModelForCausalLM: "causal_lm", AutoModelForMaskedLM: "masked_lm"}.get(cls, "base")
+    return Subject(model, tokenizer, config, inputs, kind)
+
+
+def neuron_device(device: str) -> torch.device:
+    """`device` as a torch.device, refused with a clear message unless it is an existing neuron core."""
+    from neuronkit.errors import NeuronkitInputError
+
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise NeuronkitInputError(f"device {device!r} is not a device name ({exc})") from None
+    if resolved.type != "neuron":
+        raise NeuronkitInputError(f"device must be a neuron device such as 'neuron' or 'neuron:0', got {device!r}")
+    count = torch.neuron.device_count()
+    if resolved.index is not None and resolved.index >= count:
+        raise NeuronkitInputError(f"device {device!r} does not exist: this machine has {count} logical "
+                                  f"NeuronCores (neuron:0 to neuron:{count - 1})")
+    return resolved
+
+
+def to_device(inputs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """The example inputs moved to `device`."""
+    return {name: tensor.to(device) for name, tensor in inputs.items()}

@@ -1,0 +1,98 @@
+"""The workbook's parameters: the values a team sets in a notebook's `parameters` cell, validated once.
+
+Every notebook passes its parameters cell through `parameters()` in the cell right after it, so a
+missing checkpoint, a wrong type or an unknown dtype stops the run at the top of the notebook with one
+message listing every problem, before a model is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.stages import RunDir
+
+# The dtypes the neuron device computes in (behaviour doc §2: BF16, FP32, FP16; 64-bit is emulated).
+DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Params:
+    """The parameters shared by every stage of one run (what `params.json` records)."""
+
+    model: str
+    run_dir: str
+    dtype: str = "float32"
+    seq_len: int = 16
+    batch_size: int = 1
+
+    @property
+    def run(self) -> RunDir:
+        return RunDir(self.run_dir)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's parameters as `params.json` stores them (the run directory is the folder itself)."""
+        data = asdict(self)
+        del data["run_dir"]
+        return data
+
+
+def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 16,
+               batch_size: Any = 1) -> Params:
+    """Validate a notebook's parameters; raise one NeuronkitInputError naming every bad one."""
+    problems: list[str] = []
+    if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
+        problems.append(f"model must be a bundled model name or a checkpoint directory (a string), "
+                        f"got {_shown(model)}")
+    if not isinstance(run_dir, (str, os.PathLike)) or not str(run_dir).strip():
+        problems.append(f"run_dir must be a directory path (a string), got {_shown(run_dir)}")
+    if not isinstance(dtype, str) or dtype.removeprefix("torch.") not in DTYPES:
+        problems.append(f"dtype must be one of {', '.join(DTYPES)} (the dtypes the neuron device computes in), "
+                        f"got {_shown(dtype)}")
+    for name, value in (("seq_len", seq_len), ("batch_size", batch_size)):
+        problem = positive_int_problem(name, value)
+        if problem:
+            problems.append(problem)
+    if not problems:
+        problems += _model_problems(str(model), seq_len)
+    if problems:
+        raise NeuronkitInputError("bad workbook parameters:\n" + "\n".join(f"  - {p}" for p in problems))
+    return Params(model=str(model), run_dir=str(run_dir), dtype=dtype.removeprefix("torch."),
+                  seq_len=seq_len, batch_size=batch_size)
+
+
+def positive_int_problem(name: str, value: Any) -> str | None:
+    """Why `value` is not a positive integer, or None when it is."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{name} must be a positive integer, got {_shown(value)}"
+    if value < 1:
+        return f"{name} must be a positive integer, got {value}"
+    return None
+
+
+def require_positive_ints(**values: Any) -> None:
+    """Raise NeuronkitInputError when a stage's own numeric parameter is not a positive integer."""
+    problems = [p for name, value in values.items() if (p := positive_int_problem(name, value))]
+    if problems:
+        raise NeuronkitInputError("; ".join(problems))
+
+
+def _model_problems(model: str, seq_len: int) -> list[str]:
+    """The checkpoint exists, has a config transformers knows, and accepts `seq_len` tokens."""
+    from neuronkit.models import load_config  # deferred: transformers loads only when a model is named
+
+    try:
+        config = load_config(model)
+    except NeuronkitInputError as exc:
+        return [f"model: {exc}"]
+    limit = getattr(config.get_text_config(), "max_position_embeddings", None)
+    if isinstance(limit, int) and seq_len > limit:
+        return [f"seq_len {seq_len} exceeds the model's max_position_embeddings {limit}"]
+    return []
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
