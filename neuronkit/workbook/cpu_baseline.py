@@ -1,0 +1,90 @@
+"""Stage 01, CPU baseline: the model's behaviour on the CPU, the reference every later stage is held to
+(forward time, loss, and a greedy generation or a masked-word fill a person can read)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from neuronkit.stages import StageResult, recording
+from neuronkit.workbook.flow import begin
+from neuronkit.workbook.loading import Subject, load
+from neuronkit.workbook.params import Params, require_positive_ints
+
+MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokenizer's own mask token
+
+
+def run(params: Params, prompt: str = "A migration starts with", max_new_tokens: int = 16,
+        timing_steps: int = 5) -> StageResult:
+    """Time the forward pass on the CPU, record its loss, and sample the model on `prompt`.
+
+    `fail` when the CPU logits are not finite: a model broken on the CPU cannot be migrated yet."""
+    skipped = begin(params, "cpu_baseline")
+    if skipped:
+        return skipped
+    with recording(params.run, "cpu_baseline") as slot:
+        require_positive_ints(max_new_tokens=max_new_tokens, timing_steps=timing_steps)
+        subject = load(params)
+        with torch.inference_mode():
+            out = subject.model(**_with_labels(subject))
+            forward_ms = _median_ms(lambda: subject.model(**subject.inputs), timing_steps)
+        loss = float(out.loss) if getattr(out, "loss", None) is not None else None
+        evidence: dict[str, Any] = {"forward_ms": forward_ms, "logits_shape": list(out.logits.shape),
+                                    "loss": loss, "threads": torch.get_num_threads()}
+        if subject.tokenizer is not None and subject.kind == "causal_lm":
+            evidence["generate"] = greedy_generate(subject, prompt, max_new_tokens)
+        elif subject.tokenizer is not None and subject.kind == "masked_lm":
+            evidence["fill_mask"] = fill_mask(subject, prompt)
+        slot["evidence"] = evidence
+        if not torch.isfinite(out.logits).all() or (loss is not None and not math.isfinite(loss)):
+            slot["status"], slot["summary"] = "fail", "The CPU forward pass produced NaN or infinite values."
+        else:
+            slot["summary"] = (f"Forward pass {forward_ms:.1f} ms (median of {timing_steps}) on "
+                               f"{evidence['threads']} CPU threads" + (f", loss {loss:.4f}" if loss is not None else ""))
+    return slot["result"]
+
+
+def greedy_generate(subject: Subject, prompt: str, max_new_tokens: int) -> dict[str, Any]:
+    """Greedy decoding from `prompt`: deterministic, so the neuron runs can reproduce it token for token."""
+    encoded = subject.tokenizer(prompt, return_tensors="pt")
+    with torch.inference_mode():
+        ids = subject.model.generate(**encoded, max_new_tokens=max_new_tokens, do_sample=False,
+                                     pad_token_id=subject.tokenizer.pad_token_id)
+    new = ids[0, encoded["input_ids"].shape[1]:]
+    return {"prompt": prompt, "text": subject.tokenizer.decode(new, skip_special_tokens=True),
+            "new_tokens": int(new.numel())}
+
+
+def fill_mask(subject: Subject, prompt: str, top_k: int = 5) -> dict[str, Any]:
+    """The model's top guesses for the `[MASK]` in `prompt` (appended when the prompt has none)."""
+    text = prompt if MASK in prompt else f"{prompt} {MASK}"
+    text = text.replace(MASK, subject.tokenizer.mask_token)
+    encoded = subject.tokenizer(text, return_tensors="pt")
+    position = (encoded["input_ids"][0] == subject.tokenizer.mask_token_id).nonzero()[0, 0]
+    with torch.inference_mode():
+        probs = subject.model(**encoded).logits[0, position].float().softmax(-1)
+    top = probs.topk(top_k)
+    return {"text": text, "predictions": [
+        {"token": subject.tokenizer.decode([int(i)]).strip(), "score": round(float(p), 4)}
+        for p, i in zip(top.values, top.indices)]}
+
+
+def _with_labels(subject: Subject) -> dict[str, torch.Tensor]:
+    """Inputs with labels: causal LMs bring theirs; a masked LM reconstructs its input tokens."""
+    if subject.kind == "masked_lm" and "labels" not in subject.inputs:
+        return {**subject.inputs, "labels": subject.inputs["input_ids"]}
+    return subject.inputs
+
+
+def _median_ms(step: Any, steps: int) -> float:
+    step()  # warm-up: first-call allocations are not the model's speed
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)

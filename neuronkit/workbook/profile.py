@@ -1,0 +1,48 @@
+"""Stage 05, profiling: where the time goes on the device, per op, with the documented profiler recipe
+(NeuronConfig + NeuronProfiler), a Chrome trace and Parquet tables to dig further."""
+
+from __future__ import annotations
+
+from neuronkit.stages import StageResult, recording
+from neuronkit.workbook.flow import begin
+from neuronkit.workbook.loading import load, neuron_device, to_device
+from neuronkit.workbook.params import Params, require_positive_ints
+
+TOP_COLUMNS = ["name", "calls", "device_time_us", "cpu_time_us", "classification", "est_trn2_us", "bound"]
+
+
+def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3, top: int = 15) -> StageResult:
+    """Profile `steps` forward passes on `device` after `warmup` unprofiled ones; keep the `top` ops by
+    device time, the trace and Parquet paths, the profiler's overhead and the CPU fallbacks it saw.
+
+    `warn` when ops fell back to the CPU during the profiled steps."""
+    skipped = begin(params, "profile")
+    if skipped:
+        return skipped
+    with recording(params.run, "profile") as slot:
+        from neuronkit.profiling import profile
+
+        require_positive_ints(steps=steps, warmup=warmup, top=top)
+        target = neuron_device(device)
+        subject = load(params)
+        inputs = {k: v for k, v in to_device(subject.inputs, target).items() if k != "labels"}  # inference
+        frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
+                        output_dir=params.run.artifact_dir("profile"))
+        info = frame.attrs
+        slot["evidence"] = {
+            "top_ops": frame.head(top)[TOP_COLUMNS].to_dict("records"),
+            "distinct_ops": len(frame),
+            "trace_path": info["trace_path"],
+            "parquet_path": info["parquet_path"],
+            "summary_path": info["summary_path"],
+            "overhead": info["overhead"],
+            "fallbacks": info["fallbacks"],
+            "hardware": info["hardware"],
+        }
+        hottest = frame.iloc[0]["name"] if len(frame) else "none"
+        slot["summary"] = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "
+                           f"{len(info['fallbacks'])} fell back to CPU; profiler overhead "
+                           f"{info['overhead']['ratio']:.2f}×")
+        if info["fallbacks"]:
+            slot["status"] = "warn"
+    return slot["result"]
