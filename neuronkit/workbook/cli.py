@@ -1,0 +1,55 @@
+"""`neuronkit run MODEL --out DIR`: the whole workbook from the command line.
+
+Prints one line per notebook (stage status and seconds) and the report's path; exits 1 when a notebook
+failed (the report is rendered all the same) and 2 on bad parameters, before any kernel starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.workbook.kernel import KERNEL_NAME
+from neuronkit.workbook.params import DTYPES
+
+_NAMED = ("dtype", "seq_len", "batch_size")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the run subcommand's arguments."""
+    parser.add_argument("model", metavar="MODEL", help="a bundled model (tiny-qwen3, tiny-bert) or a checkpoint directory")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run directory to fill")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and compute dtype (default float32)")
+    parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
+    parser.add_argument("--batch-size", type=int, default=1, metavar="N", help="example inputs per batch (default 1)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="a notebook parameter, VALUE read as JSON when it parses (e.g. -p max_new_tokens 8)")
+    parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
+    parser.add_argument("--kernel", default=KERNEL_NAME, help=f"Jupyter kernel name (default {KERNEL_NAME})")
+    parser.add_argument("--cell-timeout", type=int, default=None, metavar="S", help="seconds allowed per cell")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the workbook and print where the report went."""
+    from neuronkit.workbook.runner import run_workbook
+
+    named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size}
+    extra: dict[str, Any] = {}
+    for name, raw in args.parameter:
+        if name in ("model", "run_dir", "out"):
+            raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
+        (named if name in _NAMED else extra)[name] = _value(raw)
+    result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
+                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, **named)
+    return 0 if result.ok else 1
+
+
+def _value(raw: str) -> Any:
+    """`8` → 8, `true` → True, `"a"` → 'a', anything that is not JSON stays a string."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw

@@ -1,0 +1,185 @@
+"""`run_workbook`: execute notebooks 00..06 with papermill against one model and leave a run directory.
+
+Each notebook runs in a fresh `neuronkit` kernel with the notebooks folder as its working directory,
+and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails, its stage gets an
+`error` record, every later stage a `skipped` one naming the failure, and the report is still rendered.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.stages import RunDir, StageResult, _now
+from neuronkit.workbook.flow import skip
+from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.workbook.params import parameters as validate
+
+# Notebook file → the stage whose record it writes (the report notebook writes none).
+NOTEBOOKS: tuple[tuple[str, str | None], ...] = (
+    ("00_environment.ipynb", "environment"),
+    ("01_cpu_baseline.ipynb", "cpu_baseline"),
+    ("02_eager_on_neuron.ipynb", "eager"),
+    ("03_op_audit.ipynb", "audit"),
+    ("04_compile.ipynb", "compile"),
+    ("05_profiling.ipynb", "profile"),
+    ("06_report.ipynb", None),
+)
+# Set in the kernels' environment unless the caller set them: no hub access, no progress bars in logs.
+KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+              "TQDM_DISABLE": "1"}
+
+
+@dataclass
+class NotebookRun:
+    """How one notebook went: its stage's status (`ok`/`error` for the report notebook) and wall time."""
+
+    notebook: str
+    status: str
+    seconds: float
+    output: Path
+    error: str | None = None
+
+
+@dataclass
+class WorkbookResult:
+    """The run directory, one entry per executed notebook, and the rendered report."""
+
+    run_dir: Path
+    notebooks: list[NotebookRun] = field(default_factory=list)
+    report_html: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every notebook executed without an error."""
+        return all(nb.error is None for nb in self.notebooks)
+
+
+def notebooks_dir() -> Path:
+    """The workbook's notebooks folder (NEURONKIT_NOTEBOOKS_DIR overrides the one beside the package)."""
+    override = os.environ.get("NEURONKIT_NOTEBOOKS_DIR")
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
+                 seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
+                 notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
+                 cell_timeout: int | None = None, log: Callable[[str], None] = print) -> WorkbookResult:
+    """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
+
+    `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
+    notebooks that declare it. Bad parameters raise NeuronkitInputError before any kernel starts.
+    """
+    import papermill
+
+    folder = Path(notebooks) if notebooks is not None else notebooks_dir()
+    params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
+                      batch_size=batch_size)
+    values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
+    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name, _ in NOTEBOOKS}
+    unknown = sorted(set(values) - set().union(*declared.values()))
+    if unknown:
+        known = ", ".join(sorted(set().union(*declared.values())))
+        raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+    if ensure_kernel(kernel_name):
+        log(f"installed Jupyter kernel {kernel_name!r} for this Python")
+    run = params.run
+    result = WorkbookResult(run.path)
+    with _kernel_environment():
+        for index, (name, stage) in enumerate(NOTEBOOKS):
+            if stage is None:
+                break
+            nb = _execute(folder, name, run, {k: v for k, v in values.items() if k in declared[name]},
+                          kernel_name, cell_timeout)
+            nb.status = nb.status if nb.error else _status(run, stage)
+            result.notebooks.append(nb)
+            log(_line(len(result.notebooks), nb))
+            if nb.error:
+                _record_failure(run, stage, nb)
+                for _, later in NOTEBOOKS[index + 1:]:
+                    if later:
+                        skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
+                break
+        report_nb = NOTEBOOKS[-1][0]
+        nb = _execute(folder, report_nb, run, {k: v for k, v in values.items() if k in declared[report_nb]},
+                      kernel_name, cell_timeout)
+    result.notebooks.append(nb)
+    log(_line(len(result.notebooks), nb))
+    if nb.error:
+        from neuronkit.report import report  # the report notebook failed: render without it
+
+        report(run.path)
+    result.report_html = run.path / "report.html"
+    log(f"report: {result.report_html}")
+    return result
+
+
+def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
+             cell_timeout: int | None) -> NotebookRun:
+    """Execute one notebook with papermill; a failing cell becomes `error` text, never an exception."""
+    import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError, strip_color
+
+    output = run.artifact_dir("notebooks") / name
+    start = time.perf_counter()
+    error = None
+    try:
+        papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
+                                   kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
+                                   start_timeout=120, execution_timeout=cell_timeout)
+    except PapermillExecutionError as exc:
+        error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
+    except (CellTimeoutError, DeadKernelError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return NotebookRun(name, "error" if error else "ok", time.perf_counter() - start, output, error)
+
+
+def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:
+    """Give the failed notebook's stage an `error` record unless the stage already wrote one."""
+    existing = run.read(stage)
+    if existing is not None and existing.status == "error":
+        return
+    evidence = {**(existing.evidence if existing else {}), "notebook": str(nb.output)}
+    run.write(StageResult(stage, "error", f"notebook {nb.notebook} failed: {nb.error.splitlines()[0]}",
+                          evidence, error=nb.error, duration_s=nb.seconds, finished_at=_now()))
+
+
+def _status(run: RunDir, stage: str) -> str:
+    record = run.read(stage)
+    return record.status if record else "no record"
+
+
+def _line(index: int, nb: NotebookRun) -> str:
+    line = f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} {nb.status:<9} {nb.seconds:6.1f}s"
+    return line + (f"\n      {nb.error.splitlines()[0]}" if nb.error else "")
+
+
+def _notebook(folder: Path, name: str) -> Path:
+    path = folder / name
+    if not path.is_file():
+        raise NeuronkitInputError(f"notebook {path} not found (is {folder} the workbook's notebooks folder?)")
+    return path
+
+
+def _absolute(model: str | os.PathLike) -> str:
+    """A model path that exists from here made absolute (the kernels run in the notebooks folder)."""
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else str(model)
+
+
+@contextmanager
+def _kernel_environment() -> Iterator[None]:
+    """Set KERNEL_ENV defaults for the kernels papermill starts, restoring the environment afterwards."""
+    added = [key for key in KERNEL_ENV if key not in os.environ]
+    os.environ.update({key: KERNEL_ENV[key] for key in added})
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
