@@ -4,6 +4,7 @@ their bytes, and `neuronkit.profiling.profile` respects warm-up and reports its 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -20,6 +21,7 @@ from transformers import AutoModelForCausalLM
 import neuronkit.profiling
 from neuronkit.device.simulator import tracking
 from neuronkit.profiling import roofline
+from neuronkit.profiling.capture import CAPTURE
 
 TINY_QWEN3 = Path(__file__).resolve().parents[1] / "data" / "models" / "tiny-qwen3"
 DEVICE_PID = 1 << 22  # neuron:0's track in trace.json (neuronkit/profiling/trace.py)
@@ -183,6 +185,18 @@ def test_capture_respects_cores_and_event_cap(tmp_path: Path) -> None:
                          [str(w.message) for w in caught if w.category is RuntimeWarning]))
     assert exported[0] == (0, 0, [])
     assert exported[1][:2] == (2, 4) and "4 device events beyond max_events_per_nc=2" in exported[1][2][0]
+
+
+def test_capture_observes_the_kernel_only_while_a_config_lives() -> None:
+    """One process-wide capture, attached while a device-mode NeuronConfig is alive."""
+    users = CAPTURE.users
+    config = neuronkit.profiling.NeuronConfig()
+    assert CAPTURE in tracking.profiler_observers and CAPTURE.users == users + 1
+    del config
+    gc.collect()
+    assert CAPTURE.users == users
+    neuronkit.profiling.NeuronConfig(modes=[neuronkit.profiling.ProfileMode.CPU_UTIL])
+    assert CAPTURE.users == users
 
 
 class _WarmupProbe(torch.nn.Module):

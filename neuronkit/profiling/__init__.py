@@ -13,9 +13,9 @@ resolves here (neuronkit/device/simulator/shim.py), so the documented recipe run
 How device time gets into `key_averages()` (there is no Kineto plugin, so PyTorch alone reports 0):
 
 1. `NeuronConfig` subclasses `torch._C._profiler._ExperimentalConfig`, the type `experimental_config`
-   requires, and attaches a capture to the simulated kernel's `profiler_observers`. The kernel calls
-   those only while the profiler records, with an `OpEvent` per op: its measured execution, NEFF cache
-   key, shapes, dtypes and bytes.
+   requires; while one is alive, a process-wide capture sits in the simulated kernel's
+   `profiler_observers`. The kernel calls those only while the profiler records, with an `OpEvent` per
+   op: its measured execution, NEFF cache key, shapes, dtypes and bytes.
 2. `NeuronProfiler.export_trace`, the `on_trace_ready` handler, runs when the window closes. It links
    each captured execution to the CPU op that launched it (same name, largest time overlap on Kineto's
    clock) and, with `correlate_device_time=True`, appends a `DeviceType.PrivateUse1` `FunctionEvent`

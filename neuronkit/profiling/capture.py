@@ -1,21 +1,24 @@
 """Device-side events: what the simulated kernel ran while a PyTorch profiler was recording.
 
-A `DeviceCapture` sits in `tracking.profiler_observers`, which the kernel calls only while the
-profiler records (neuronkit/device/simulator/kernel.py), so it costs nothing outside a profile window and
-never sees warm-up iterations run before it. Each `OpEvent` carries the op's measured execution in the
-kernel, its NEFF cache key, shapes, dtypes and bytes; the capture adds the module path when
-`track_modules()` is active.
+One process-wide `DeviceCapture` sits in `tracking.profiler_observers` for as long as any `NeuronConfig`
+with a device mode is alive. The kernel calls those observers only while the profiler records
+(neuronkit/device/simulator/kernel.py), so capture costs nothing outside a profile window and never sees
+warm-up iterations run before it. Each `OpEvent` carries the op's measured execution in the kernel, its
+NEFF cache key, shapes, dtypes and bytes; the capture adds the core and, under `track_modules()`, the
+module path. PyTorch runs one profiler at a time, so a window's events are those that started in it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections import Counter
 from typing import Iterator, NamedTuple
 
 import torch
 from torch.utils.module_tracker import ModuleTracker
 
+from neuronkit.device.simulator import tracking
 from neuronkit.device.simulator.tracking import OpEvent
 
 _tracker: ModuleTracker | None = None
@@ -28,34 +31,53 @@ class Captured(NamedTuple):
 
 
 class DeviceCapture:
-    """Collects op events for the cores it is enabled for, up to `limit` per core (then counts drops)."""
+    """Collects the kernel's op events until a profiling window takes them."""
 
-    def __init__(self, cores: frozenset[int] | None, limit: int | None) -> None:
-        self.cores = cores
-        self.limit = limit
+    def __init__(self) -> None:
         self.events: list[Captured] = []
-        self.per_core: Counter[int] = Counter()
-        self.dropped = 0
+        self.users = 0  # live NeuronConfigs that capture device events
 
     def __call__(self, event: OpEvent) -> None:
-        core = torch.neuron.current_device()
-        if self.cores is not None and core not in self.cores:
-            return
-        if self.limit is not None and self.per_core[core] >= self.limit:
-            self.dropped += 1
-            return
-        self.per_core[core] += 1
-        self.events.append(Captured(event, core, _module_path()))
+        self.events.append(Captured(event, torch.neuron.current_device(), _module_path()))
 
-    def take(self, start_ns: int, end_ns: int) -> tuple[list[Captured], int]:
-        """The events that started in [start_ns, end_ns] (perf_counter clock) and the drop count; older
-        events (from a profile nobody exported) are discarded with them."""
+    def take(self, start_ns: int, end_ns: int) -> list[Captured]:
+        """The events that started in [start_ns, end_ns] (perf_counter clock); older ones (from a window
+        nobody exported) are discarded with them."""
         window = [c for c in self.events if start_ns <= c.event.start_ns <= end_ns]
-        dropped = self.dropped
         self.events = [c for c in self.events if c.event.start_ns > end_ns]
-        self.per_core = Counter(c.core for c in self.events)
-        self.dropped = 0
-        return window, dropped
+        return window
+
+    def attach_for(self, owner: object) -> None:
+        """Observe the kernel while `owner` lives."""
+        if self.users == 0:
+            tracking.profiler_observers.append(self)
+        self.users += 1
+        weakref.finalize(owner, self._release)
+
+    def _release(self) -> None:
+        self.users -= 1
+        if self.users == 0:
+            tracking.profiler_observers.remove(self)
+            self.events.clear()
+
+
+CAPTURE = DeviceCapture()
+
+
+def select(captured: list[Captured], cores: frozenset[int] | None, limit: int | None) -> tuple[list[Captured], int]:
+    """The events of the enabled cores, at most `limit` per core, and how many the cap dropped."""
+    kept: list[Captured] = []
+    per_core: Counter[int] = Counter()
+    dropped = 0
+    for c in captured:
+        if cores is not None and c.core not in cores:
+            continue
+        if limit is not None and per_core[c.core] >= limit:
+            dropped += 1
+            continue
+        per_core[c.core] += 1
+        kept.append(c)
+    return kept, dropped
 
 
 @contextlib.contextmanager

@@ -2,24 +2,21 @@
 
 `NeuronConfig` subclasses `torch._C._profiler._ExperimentalConfig`, the type `experimental_config`
 must have, so `torch.profiler.profile(experimental_config=NeuronConfig(...))` is accepted by PyTorch
-itself as it is with the real torch_neuronx. On creation it attaches a device capture to the simulated
-kernel's profiler observers; the capture only sees ops that run while a PyTorch profiler is recording,
-and is detached when the config is garbage-collected.
+itself as it is with the real torch_neuronx. While a config with a device mode is alive, the device
+capture observes the simulated kernel (only while a PyTorch profiler records; see capture.py).
 """
 
 from __future__ import annotations
 
 import enum
 import os
-import weakref
 from collections.abc import Iterable
 from pathlib import Path
 
 from torch._C._profiler import _ExperimentalConfig
 
-from neuronkit.device.simulator import tracking
 from neuronkit.device.simulator.config import parse_core_list
-from neuronkit.profiling.capture import DeviceCapture
+from neuronkit.profiling.capture import CAPTURE
 
 
 class ProfileMode(enum.Enum):
@@ -45,7 +42,7 @@ class NeuronConfig(_ExperimentalConfig):
         capture_enabled_for_nc: NeuronCores to capture, e.g. ``"0,1,2-5"``; None captures every core.
         correlate_device_time: attach each device execution to the framework op that launched it, so
             `key_averages()` reports device time (``self_privateuse1_time_total``).
-        max_events_per_nc: cap on captured device events; later ones are dropped and counted.
+        max_events_per_nc: cap on device events per NeuronCore and window; later ones are dropped, with a warning.
         neff_cache_dir: NEFF cache to copy the profiled ops' NEFFs from (default
             ``TORCH_NEURONX_NEFF_CACHE_DIR`` when set).
         precache_node_info: accepted for API parity; the simulator always has per-NEFF metadata at hand.
@@ -76,11 +73,9 @@ class NeuronConfig(_ExperimentalConfig):
         self.neff_cache_dir = Path(cache) if cache else None
         self.precache_node_info = precache_node_info
         self.cores = frozenset(parse_core_list(capture_enabled_for_nc)) if capture_enabled_for_nc else None
-        self.capture: DeviceCapture | None = None
-        if _DEVICE_MODES.intersection(self.modes):
-            self.capture = DeviceCapture(self.cores, max_events_per_nc)
-            tracking.profiler_observers.append(self.capture)
-            weakref.finalize(self, tracking.profiler_observers.remove, self.capture)
+        self.captures_device = bool(_DEVICE_MODES.intersection(self.modes))
+        if self.captures_device:
+            CAPTURE.attach_for(self)
 
     def __repr__(self) -> str:
         modes = ", ".join(f"ProfileMode.{m.name}" for m in self.modes)

@@ -19,6 +19,7 @@ import torch
 from torch.profiler import ProfilerActivity
 
 from neuronkit.profiling import tables
+from neuronkit.profiling.capture import CAPTURE, select
 from neuronkit.profiling.config import NeuronConfig, ProfileMode
 from neuronkit.profiling.correlate import DeviceOp, attach, device_ops, link
 from neuronkit.profiling.roofline import core_peaks
@@ -70,12 +71,13 @@ class NeuronProfiler:
     def _device_ops(self, prof: torch.profiler.profile) -> tuple[list[DeviceOp], int]:
         """The window's captured events; none unless ProfilerActivity.PrivateUse1 was requested, since
         device activity is what that activity turns on (the real profiler needs both, §6)."""
-        capture = self.config.capture
-        if capture is None:
+        config = self.config
+        if not config.captures_device:
             return [], 0
-        captured, dropped = capture.take(prof.profiler.profiling_start_time_ns, prof.profiler.profiling_end_time_ns)
+        captured = CAPTURE.take(prof.profiler.profiling_start_time_ns, prof.profiler.profiling_end_time_ns)
         if ProfilerActivity.PrivateUse1 not in prof.activities:
             return [], 0
+        captured, dropped = select(captured, config.cores, config.max_events_per_nc)
         props = torch.neuron.get_device_properties()
         peaks = core_peaks(getattr(props, "logical_nc_config", None))
         return device_ops(captured, prof.profiler.kineto_results.trace_start_ns(), peaks), dropped
