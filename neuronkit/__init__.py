@@ -1,7 +1,8 @@
 """neuronkit: try a PyTorch / Hugging Face migration to AWS Trainium before renting one.
 
-Importing this package is cheap (PyTorch autoloads `neuronkit.device` during `import torch`); the public
-API is resolved lazily on first use.
+The public API is resolved lazily on first use. torch is imported first: its backend autoload installs
+`neuronkit.device`, which needs `neuronkit.policy`; importing torch from inside a half-imported
+neuronkit module would make that a circular import.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # set before torch loads: the autoloaded device reports it
+
+import torch  # noqa: F401,E402 - see the docstring
 
 _EXPORTS: dict[str, str] = {
     "detect": "neuronkit.device.detect",

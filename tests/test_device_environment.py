@@ -69,3 +69,10 @@ def test_device_map_auto_lands_on_neuron_or_refuses(run_python):
     assert "DEVICE neuron:0" in run_python(code).stdout
     refused = run_python(code, env={"NEURONKIT_HBM_PER_CORE": "64KiB"}).stdout
     assert "DEVICE cpu" not in refused and "ERR" in refused
+
+
+@pytest.mark.parametrize("first", ["neuronkit.policy", "neuronkit.stages", "neuronkit"])
+def test_importing_neuronkit_before_torch_still_installs_the_device(run_python, first):
+    proc = run_python(f"import warnings; warnings.simplefilter('error'); import {first}; import torch; "
+                      "print(torch.neuron.device_count())")
+    assert proc.stdout.strip() == "64" and "could not install" not in proc.stderr
