@@ -189,6 +189,7 @@ def test_capture_respects_cores_and_event_cap(tmp_path: Path) -> None:
 
 def test_capture_observes_the_kernel_only_while_a_config_lives() -> None:
     """One process-wide capture, attached while a device-mode NeuronConfig is alive."""
+    gc.collect()  # configs of earlier tests, kept by the profiler's reference cycles
     users = CAPTURE.users
     config = neuronkit.profiling.NeuronConfig()
     assert CAPTURE in tracking.profiler_observers and CAPTURE.users == users + 1
