@@ -1,0 +1,126 @@
+"""Classify recorded ops against the op-support policy: op rows, findings with remedies, a summary.
+
+Nothing here decides support on its own: every category, severity and remedy comes from
+`data/op_support.toml` through `neuronkit.policy`, the classifier the simulated device also uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from neuronkit.audit.recorder import OpStats
+from neuronkit.policy import (
+    COMPLEX_DTYPE,
+    CPU_FALLBACK,
+    FLOAT64_EMULATED,
+    INT64_EMULATED,
+    NATIVE,
+    Policy,
+    load_policy,
+)
+
+DTYPE_CATEGORIES = (FLOAT64_EMULATED, INT64_EMULATED, COMPLEX_DTYPE)
+_EMULATED = {FLOAT64_EMULATED: torch.float64, INT64_EMULATED: torch.int64}
+CLASSIFICATIONS = ("native", "cpu_fallback", "blocked")
+SEVERITIES = ("blocker", "warn", "info")
+
+
+def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[list[dict], list[dict], dict]:
+    """(op rows, findings, summary) for a recording, each JSON-ready and deterministically ordered."""
+    policy = policy or load_policy()
+    rows: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    for name, stats in ops.items():
+        categories = _categories(name, stats, policy)
+        category = next(iter(categories))
+        blocked = any(policy.severity[c] == "blocker" for c in categories)
+        rows.append({
+            "op": name,
+            "calls": stats.calls,
+            "classification": "blocked" if blocked else NATIVE if policy.runs_natively(name) else CPU_FALLBACK,
+            "category": category,
+            "dtypes": sorted(stats.dtypes),
+            "shapes": stats.shapes,
+            "module_paths": list(stats.module_paths),
+        })
+        for cat, paths in categories.items():
+            if cat != NATIVE:
+                findings.append(_finding(name, cat, paths, policy))
+    rows.sort(key=lambda r: (-r["calls"], r["op"]))
+    order = {c: i for i, c in enumerate(policy.categories)}
+    findings.sort(key=lambda f: (SEVERITIES.index(f["severity"]), order[f["category"]], -f["calls"], f["op"]))
+    return rows, findings, _summary(rows, findings, policy)
+
+
+def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str, int]]:
+    """The op's own category first (its rule, or a call-level blocker such as an SDPA mask or a sparse
+    input), then any other category seen on its calls, each with the module paths it occurred at."""
+    rule = policy.rule(name)
+    call_level = {c: p for c, p in stats.features.items() if c not in DTYPE_CATEGORIES}
+    own = rule.category
+    if own in (NATIVE, CPU_FALLBACK) and call_level:
+        own = min(call_level, key=policy.categories.index)
+    found = {own: stats.module_paths if own == rule.category else call_level[own]}
+    for cat in policy.categories:
+        if cat in stats.features and cat not in found and not (rule.is_view and cat in DTYPE_CATEGORIES):
+            found[cat] = stats.features[cat]
+    return found
+
+
+def _finding(op: str, category: str, paths: dict[str, int], policy: Policy) -> dict[str, Any]:
+    calls = sum(paths.values())
+    return {
+        "category": category,
+        "severity": policy.severity[category],
+        "op": op,
+        "calls": calls,
+        "module_paths": list(paths),
+        "message": _message(op, category, calls, policy),
+        "remedy": policy.remedies[category],
+    }
+
+
+def _message(op: str, category: str, calls: int, policy: Policy) -> str:
+    times = f"{calls} call{'s' if calls != 1 else ''}"
+    if category == CPU_FALLBACK:
+        return f"{op} has no native Neuron lowering: {times} fall back to CPU."
+    if category == COMPLEX_DTYPE:
+        return f"{op} computes on complex tensors in {times}: complex data types are not supported on Neuron."
+    if category in _EMULATED:
+        wide = _EMULATED[category]
+        narrow = policy.emulated_dtypes[wide]
+        return f"{op} computes on {_dtype(wide)} in {times}: the device computes it in {_dtype(narrow)}."
+    if policy.severity[category] == "blocker":
+        return f"{op} uses {policy.features[category]} in {times}: not supported by the first release."
+    return f"{op} uses {policy.features[category]} in {times}."
+
+
+def _summary(rows: list[dict], findings: list[dict], policy: Policy) -> dict[str, Any]:
+    """Support percentages by distinct op and by call, ops per category, fallbacks and blockers with the
+    module paths they come from (in the spirit of `torch_neuronx.analyze`)."""
+    calls = sum(r["calls"] for r in rows)
+    native = [r for r in rows if r["classification"] == NATIVE]
+    by_category = {c: n for c in policy.categories if (n := sum(r["category"] == c for r in rows))}
+    return {
+        "distinct_ops": len(rows),
+        "total_calls": calls,
+        "support_pct_ops": _pct(len(native), len(rows)),
+        "support_pct_calls": _pct(sum(r["calls"] for r in native), calls),
+        "by_category": by_category,
+        "by_classification": {c: sum(r["classification"] == c for r in rows) for c in CLASSIFICATIONS},
+        "findings": {s: sum(f["severity"] == s for f in findings) for s in SEVERITIES},
+        "fallbacks": [{"op": r["op"], "calls": r["calls"], "module_paths": r["module_paths"]}
+                      for r in rows if r["classification"] == CPU_FALLBACK],
+        "blockers": [{k: f[k] for k in ("category", "op", "calls", "module_paths")}
+                     for f in findings if f["severity"] == "blocker"],
+    }
+
+
+def _dtype(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 1) if whole else None

@@ -1,0 +1,59 @@
+"""`neuronkit audit MODEL`: print what a model will do on Trainium; exit 1 on findings you refuse.
+
+Exit status: 0 audited, 1 findings of a `--fail-on` category exist, 2 bad input (one-line error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.policy import load_policy
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL",
+                        help="checkpoint directory, config.json, or bundled model (tiny-qwen3, tiny-bert, qwen3-100m)")
+    parser.add_argument("--json", metavar="OUT", help="write the audit JSON document to OUT ('-' for stdout)")
+    parser.add_argument("--backward", action="store_true", help="also audit the backward pass")
+    parser.add_argument("--optimizer-step", action="store_true", help="also audit one AdamW step (implies --backward)")
+    parser.add_argument("--generate", action="store_true",
+                        help="also audit generate() (runs on random weights, which must fit in memory)")
+    parser.add_argument("--fail-on", metavar="CATEGORY[,...]", default="",
+                        help="exit 1 when findings of these categories exist (e.g. sdpa_custom_mask,cpu_fallback)")
+    parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
+    parser.add_argument("--dtype", default="float32", help="parameter dtype (default float32)")
+
+
+def run(args: argparse.Namespace) -> int:
+    fail_on = _categories(args.fail_on)
+    from neuronkit.audit import audit  # after validating arguments: loads transformers
+
+    report = audit(args.model, backward=args.backward, optimizer_step=args.optimizer_step,
+                   generate=args.generate, dtype=args.dtype,
+                   seq_len=args.seq_len)
+    if args.json == "-":
+        print(report.to_json())
+    else:
+        print(report.table())
+        if args.json:
+            report.to_json(args.json)
+            print(f"\naudit JSON written to {args.json}")
+    failing = sorted({f["category"] for f in report.findings_in(*fail_on)}) if fail_on else []
+    if failing:
+        print(f"neuronkit audit: findings in --fail-on categories: {', '.join(failing)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _categories(text: str) -> list[str]:
+    """The `--fail-on` list, each name checked against the policy's stable category ids."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = load_policy().categories
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise NeuronkitInputError(
+            f"unknown --fail-on categor{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
+            f"known: {', '.join(known)}")
+    return names

@@ -1,0 +1,355 @@
+"""Record every ATen op a model runs: how often, on which dtypes and shapes, issued by which module.
+
+`OpRecorder` stacks three instruments, in the spirit of the seed article's OpInventory:
+
+- a `TorchDispatchMode` that sees each ATen op after autograd and composite decomposition (what a
+  device backend receives); it composes with `FakeTensorMode` for weightless audits;
+- a `TorchFunctionMode` that sees the Python-level calls the dispatcher never does as themselves:
+  SDPA and dropout before they decompose the CPU way (a device picks its own kernels), flagged ops
+  that decompose or stop at autograd (`lstm`, forward-AD duals), and the autograd nodes each call
+  creates;
+- forward pre/post hooks on every submodule, keeping a stack of module paths.
+
+Backward ops are attributed to the module whose forward created their autograd node (else the
+`<backward>` scope); ops outside any module to the scope they ran in (`<optimizer>`, `<generate>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch._C import DispatchKey
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from neuronkit.policy import CPU_FALLBACK, NATIVE, SDPA_CUSTOM_MASK, load_policy
+
+ROOT = "<root>"
+BACKWARD = "<backward>"
+SHAPES_KEPT = 8  # distinct input-shape signatures kept per op
+# What the device runs for SDPA on 4-D inputs (behaviour doc §4): its fused kernel, where CPU picks
+# flash/efficient/math kernels of its own.
+NEURON_SDPA = "aten::_scaled_dot_product_fused_attention_overrideable"
+SDPA = "aten::scaled_dot_product_attention"
+NATIVE_DROPOUT = "aten::native_dropout"
+_SDPA_PREFIX = "_scaled_dot_product_"
+_MASK_ARGS = ("attn_mask", "attn_bias")
+_IGNORED_NAMESPACES = frozenset({"profiler", "prim"})  # dispatcher bookkeeping, not compute
+_NODE_KEY = "neuronkit.module_path"
+_COMPOSITE = DispatchKey.CompositeExplicitAutograd
+# Categories found from tensor layouts at dispatch; an op named like them on dense tensors is harmless.
+SPARSE, NESTED = "sparse", "nested_tensor"
+
+
+class _OpInfo(NamedTuple):
+    name: str  # aten::mm
+    mask_at: int | None  # position of an SDPA kernel's mask argument
+    decompose: bool  # a composite the device never receives: record its parts instead
+
+
+@dataclass
+class OpStats:
+    """One op across a recording. `features` maps call-level categories (sparse inputs, an SDPA mask,
+    64-bit dtypes, ...) to the module paths where they occurred, with call counts."""
+
+    calls: int = 0
+    dtypes: set[str] = field(default_factory=set)
+    shapes: list[list[list[int | str]]] = field(default_factory=list)
+    module_paths: dict[str, int] = field(default_factory=dict)
+    features: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, path: str, tensors: list[torch.Tensor], n_inputs: int, categories: set[str]) -> None:
+        self.calls += 1
+        self.module_paths[path] = self.module_paths.get(path, 0) + 1
+        for t in tensors:
+            self.dtypes.add(str(t.dtype).removeprefix("torch."))
+        if len(self.shapes) < SHAPES_KEPT:
+            signature = [_shape(t) for t in tensors[:n_inputs]]
+            if signature not in self.shapes:
+                self.shapes.append(signature)
+        for category in categories:
+            paths = self.features.setdefault(category, {})
+            paths[path] = paths.get(path, 0) + 1
+
+
+class OpRecorder:
+    """Context manager recording ops into `ops` (keyed `aten::name`), with module paths from `model`.
+
+    Set `label_autograd` before the forward of a backward audit, and run the backward inside
+    `scope(BACKWARD, backward=True)`, to attribute backward ops to forward modules.
+    """
+
+    def __init__(self, model: nn.Module | None = None) -> None:
+        self.ops: dict[str, OpStats] = {}
+        self.label_autograd = False
+        self._model = model
+        self._policy = load_policy()
+        self._stack: list[str] = []
+        self._scope = ROOT
+        self._in_backward = False
+        self._paused = 0
+        self._hide_dispatch = 0
+        self._infos: dict[Any, _OpInfo | None] = {}
+        self._function_ops: dict[str | None, str | None] = {}
+        self._param_paths: dict[int, str] = {}
+        self._exit: ExitStack | None = None
+
+    def __enter__(self) -> OpRecorder:
+        stack = ExitStack()
+        if self._model is not None:
+            for name, module in self._model.named_modules():
+                path = name or ROOT
+                stack.callback(module.register_forward_pre_hook(self._pusher(path)).remove)
+                stack.callback(module.register_forward_hook(self._popper(path), always_call=True).remove)
+                for param in module.parameters(recurse=False):
+                    self._param_paths.setdefault(id(param), path)
+        stack.enter_context(_FunctionLevel(self))
+        stack.enter_context(_DispatchLevel(self))
+        self._exit = stack
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._exit is not None:
+            self._exit.close()
+            self._exit = None
+
+    @contextmanager
+    def scope(self, label: str, *, backward: bool = False) -> Iterator[None]:
+        """Attribute ops that run outside any module to `label` (`<generate>`, `<optimizer>`, ...)."""
+        saved = self._scope, self._in_backward
+        self._scope, self._in_backward = label, backward
+        try:
+            yield
+        finally:
+            self._scope, self._in_backward = saved
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Run harness code (a surrogate loss, optimizer setup) without recording it."""
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+
+    @property
+    def _recording(self) -> bool:
+        return not self._paused
+
+    def _current_path(self) -> str:
+        """The module issuing the op now; in backward, the module whose forward built the node."""
+        if self._in_backward:
+            node = torch._C._current_autograd_node()
+            if node is None:
+                return self._scope
+            path = node.metadata.get(_NODE_KEY)
+            if path is None and hasattr(node, "variable"):  # AccumulateGrad: the parameter's module
+                path = self._param_paths.get(id(node.variable))
+            return path or self._scope
+        return self._stack[-1] if self._stack else self._scope
+
+    def _record(self, name: str, tensors: list[torch.Tensor], n_inputs: int,
+               categories: Iterable[str] = ()) -> None:
+        """Count one call of `name` given its tensors (inputs first) and any call-level categories."""
+        found = set(categories)
+        for t in tensors:
+            if t.layout is not torch.strided:
+                found.add(SPARSE)
+            if t.is_nested:
+                found.add(NESTED)
+            dtype_category = self._policy.dtype_category(t.dtype)
+            if dtype_category:
+                found.add(dtype_category)
+        stats = self.ops.get(name)
+        if stats is None:
+            stats = self.ops[name] = OpStats()
+        stats.add(self._current_path(), tensors, n_inputs, found)
+
+    def _op_info(self, func: Any) -> _OpInfo | None:
+        """How to record an OpOverload; None for dispatcher bookkeeping.
+
+        Mirrors what reaches a device backend: a CompositeExplicitAutograd op with no native lowering
+        (`zeros_like`, `new_ones`, ...) decomposes before the device key, so its parts are recorded; CPU
+        SDPA kernels are named after the device's fused kernel.
+        """
+        if func in self._infos:
+            return self._infos[func]
+        info = None
+        if getattr(func, "namespace", "aten") not in _IGNORED_NAMESPACES:
+            name = func._schema.name
+            base = name.split("::", 1)[-1]
+            rule = self._policy.rule(base)
+            mask_at = None
+            if base.startswith(_SDPA_PREFIX) and not rule.native:
+                name = NEURON_SDPA + ("_backward" if base.endswith("_backward") else "")
+                mask_at = next((i for i, a in enumerate(func._schema.arguments) if a.name in _MASK_ARGS), None)
+            decompose = (not self._policy.runs_natively(base) and not rule.blocked and mask_at is None
+                         and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
+            info = _OpInfo(name, mask_at, decompose)
+        self._infos[func] = info
+        return info
+
+    def _function_op(self, func: Any) -> str | None:
+        """`aten::lstm` when a Python-level call is itself an op the policy flags (a blocker or a
+        finding), else None. Recorded at this level because many such ops never reach the dispatcher
+        as themselves: composites (`lstm`, `_unpack_dual`) decompose first, `_make_dual` stops at
+        autograd, and CPU would run kernels of its own (`mkldnn_rnn_layer`) where the device cannot."""
+        name = getattr(func, "__name__", None)
+        if name not in self._function_ops:
+            flagged = (isinstance(name, str) and hasattr(torch.ops.aten, name)
+                       and self._policy.rule(name).category not in (NATIVE, CPU_FALLBACK, SPARSE, NESTED))
+            self._function_ops[name] = f"aten::{name}" if flagged else None
+        return self._function_ops[name]
+
+    def _label_nodes(self, output: Any) -> None:
+        """Tag the autograd nodes a call created with the current module path."""
+        path = self._current_path()
+        pending = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
+        while pending:
+            node = pending.pop()
+            if node is None or _NODE_KEY in node.metadata:
+                continue
+            node.metadata[_NODE_KEY] = path
+            pending.extend(next_node for next_node, _ in node.next_functions)
+
+    @contextmanager
+    def _dispatch_hidden(self) -> Iterator[None]:
+        """Leave the ATen ops of a call already recorded at function level out of the recording."""
+        self._hide_dispatch += 1
+        try:
+            yield
+        finally:
+            self._hide_dispatch -= 1
+
+    def _pusher(self, path: str) -> Callable[..., None]:
+        def pre_hook(module: nn.Module, args: Any) -> None:
+            self._stack.append(path)
+        return pre_hook
+
+    def _popper(self, path: str) -> Callable[..., None]:
+        def post_hook(module: nn.Module, args: Any, output: Any) -> None:
+            if self._stack and self._stack[-1] == path:
+                self._stack.pop()
+        return post_hook
+
+
+class _DispatchLevel(TorchDispatchMode):
+    """Every ATen op that reaches the backend, with its tensors."""
+
+    def __init__(self, recorder: OpRecorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        recorder = self.recorder
+        if recorder._hide_dispatch or not recorder._recording:
+            return func(*args, **kwargs)
+        info = recorder._op_info(func)
+        if info is None:
+            return func(*args, **kwargs)
+        if info.decompose:
+            with self:
+                return func._op_dk(_COMPOSITE, *args, **kwargs)
+        out = func(*args, **kwargs)
+        categories = ()
+        if info.mask_at is not None:
+            argument = func._schema.arguments[info.mask_at].name
+            mask = args[info.mask_at] if info.mask_at < len(args) else kwargs.get(argument)
+            categories = (SDPA_CUSTOM_MASK,) if mask is not None else ()
+        inputs = _tensors(args) + _tensors(kwargs)
+        recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
+        return out
+
+
+class _FunctionLevel(TorchFunctionMode):
+    """Python-level calls: SDPA as the device sees it, forward-AD duals, autograd node labels."""
+
+    def __init__(self, recorder: OpRecorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        recorder = self.recorder
+        if not recorder._recording:
+            return func(*args, **kwargs)
+        if func is torch._C._nn.scaled_dot_product_attention:
+            out = self._sdpa(func, args, kwargs)
+        elif func is torch.dropout or func is F.dropout:
+            out = self._dropout(func, args, kwargs)
+        elif (name := recorder._function_op(func)) is not None:
+            with recorder._dispatch_hidden():
+                out = func(*args, **kwargs)
+            inputs = _tensors(args) + _tensors(kwargs)
+            recorder._record(name, inputs + _tensors(out), len(inputs))
+        else:
+            out = func(*args, **kwargs)
+        if recorder.label_autograd and torch.is_grad_enabled():
+            recorder._label_nodes(out)
+        return out
+
+    def _sdpa(self, func, args, kwargs):
+        """Record SDPA as the device runs it: one fused-kernel call for 4-D inputs without a mask, one
+        blocked call with any explicit mask; 3-D calls decompose on the device as on CPU."""
+        named = dict(zip(("query", "key", "value", "attn_mask"), args)) | kwargs
+        query, mask = named["query"], named.get("attn_mask")
+        if mask is None and query.dim() != 4:
+            return func(*args, **kwargs)
+        with self.recorder._dispatch_hidden():
+            out = func(*args, **kwargs)
+        inputs = _tensors([named.get(n) for n in ("query", "key", "value", "attn_mask")])
+        if mask is None:
+            self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs))
+        else:
+            self.recorder._record(SDPA, inputs + _tensors(out), len(inputs), (SDPA_CUSTOM_MASK,))
+        return out
+
+    def _dropout(self, func, args, kwargs):
+        """Record training-mode dropout as the device runs it: ATen fuses it into one `native_dropout`
+        on a PrivateUse1 device (`is_fused_kernel_acceptable`), where CPU samples with `bernoulli_`."""
+        if func is F.dropout:
+            names = ("input", "p", "training", "inplace")
+            defaults = {"p": 0.5, "training": True, "inplace": False}
+        else:
+            names, defaults = ("input", "p", "train"), {}
+        named = defaults | dict(zip(names, args)) | kwargs
+        x, p, training = named["input"], named["p"], named.get("training", named.get("train"))
+        if named.get("inplace") or not (training and 0 < p < 1 and x.numel() > 0):
+            return func(*args, **kwargs)
+        with self.recorder._dispatch_hidden():
+            out = func(*args, **kwargs)
+        self.recorder._record(NATIVE_DROPOUT, [x, out], 1)
+        return out
+
+
+def _shape(t: torch.Tensor) -> list[int | str]:
+    """A tensor's sizes; symbolic sizes as text (`u0`); a nested tensor's per-component sizes vary."""
+    if t.is_nested and t.layout is torch.strided:
+        return ["nested"]
+    return [d if isinstance(d, int) else str(d) for d in t.shape]
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """Tensors in an argument list or dict, one level deep (TensorList arguments, tuple outputs).
+
+    Only containers are looked into: an iterator passed through must not be consumed."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif not isinstance(value, (list, tuple)):
+        return []
+    found = []
+    for item in value:
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, (list, tuple)):
+            found.extend(t for t in item if isinstance(t, torch.Tensor))
+    return found

@@ -1,0 +1,87 @@
+"""The audit's result: a JSON document (schema in docs/audit-schema.md) and its readable summary."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+_PATHS_SHOWN = 3
+_OPS_SHOWN = 6  # per finding category in the readable summary
+
+
+@dataclass
+class AuditReport:
+    """What a model will do on Trainium, op by op: see docs/audit-schema.md for every key."""
+
+    model: dict[str, Any]
+    versions: dict[str, str]
+    summary: dict[str, Any]
+    ops: list[dict[str, Any]]
+    findings: list[dict[str, Any]]
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The JSON document; also written to `path` when given."""
+        text = json.dumps(self.to_dict(), indent=2)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditReport:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def findings_in(self, *categories: str) -> list[dict[str, Any]]:
+        """Findings of the given categories (all findings when none are given)."""
+        return [f for f in self.findings if not categories or f["category"] in categories]
+
+    def op(self, name: str) -> dict[str, Any] | None:
+        """The row of one op, by its `aten::name`."""
+        return next((row for row in self.ops if row["op"] == name), None)
+
+    def table(self) -> str:
+        """A readable summary: ops per category, then every finding with where it comes from and its remedy."""
+        s, m = self.summary, self.model
+        phases = "+".join(m.get("phases", []))
+        mode = {"none": "weightless", "random": "random weights"}.get(m.get("weights"), "its own weights")
+        lines = [
+            f"{m.get('name')} ({m.get('architecture')}, {m.get('dtype')}, {mode}; {phases})",
+            f"{s['total_calls']} calls of {s['distinct_ops']} distinct ops; native on Neuron: "
+            f"{_pct(s['support_pct_ops'])} of ops, {_pct(s['support_pct_calls'])} of calls",
+            "",
+            f"  {'category':<28}{'ops':>5}{'calls':>9}",
+        ]
+        for category, count in s["by_category"].items():
+            calls = sum(r["calls"] for r in self.ops if r["category"] == category)
+            lines.append(f"  {category:<28}{count:>5}{calls:>9}")
+        counts = ", ".join(f"{n} {sev}" for sev, n in s["findings"].items())
+        lines += ["", f"findings: {counts}" if self.findings else "findings: none"]
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for f in self.findings:
+            groups.setdefault(f["category"], []).append(f)
+        for category, group in groups.items():
+            lines.append(f"  {group[0]['severity'].upper():<8} {category}")
+            for f in group[:_OPS_SHOWN]:
+                lines.append(f"    {f['op']:<48} x{f['calls']:<6} in {_paths(f['module_paths'])}")
+            if len(group) > _OPS_SHOWN:
+                lines.append(f"    (+{len(group) - _OPS_SHOWN} more ops)")
+            lines.append(f"    remedy: {group[0]['remedy']}")
+        return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _paths(paths: list[str]) -> str:
+    """Module paths with layer indices folded (`model.layers.*.mlp`), the first few shown."""
+    folded = list(dict.fromkeys(re.sub(r"\.\d+(?=\.|$)", ".*", p) for p in paths))
+    shown = ", ".join(folded[:_PATHS_SHOWN])
+    return shown + (f" (+{len(folded) - _PATHS_SHOWN} more)" if len(folded) > _PATHS_SHOWN else "")

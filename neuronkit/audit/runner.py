@@ -1,0 +1,247 @@
+"""Run a model under the op recorder, forward and optionally backward, optimizer step and generate.
+
+A MODEL spec or a config is audited weightless: the model is built inside `FakeTensorMode`, so its
+parameters and activations carry shapes and dtypes but no storage, and an 8B model audits in seconds
+on a laptop. Only `generate` needs real tensors (its stopping logic reads values); it then runs on
+random weights, which must fit in memory, since weight values never change which ops run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import transformers
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.utils._pytree import tree_map_only
+from transformers import PretrainedConfig
+
+import neuronkit
+from neuronkit import models
+from neuronkit.audit.classify import classify
+from neuronkit.audit.recorder import BACKWARD, OpRecorder
+from neuronkit.audit.report import AuditReport
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.policy import load_policy
+
+OPTIMIZER = "<optimizer>"
+GENERATE = "<generate>"
+
+
+def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_inputs: Any = None, *,
+          backward: bool = False, optimizer_step: bool = False, generate: bool = False,
+          weightless: bool | None = None, dtype: torch.dtype | str = torch.float32, batch_size: int = 1,
+          seq_len: int = 16, max_new_tokens: int = 4, trust_remote_code: bool = False) -> AuditReport:
+    """Record every ATen op `model` runs and classify it against Neuron support.
+
+    `model` is an nn.Module (audited as it is, on its own weights), or a MODEL spec / config (audited
+    weightless unless `weightless=False`). `example_inputs` is a dict of keyword arguments, a tuple of
+    positional ones or one tensor; by default deterministic token ids for a Hugging Face model.
+    `optimizer_step` implies `backward`: one AdamW step (fused, the Hugging Face Trainer default) with
+    lr=0, so the model's weights are left as they were; its `.grad` and train/eval mode are restored.
+    """
+    for flag, value in (("backward", backward), ("optimizer_step", optimizer_step), ("generate", generate)):
+        if not isinstance(value, bool):
+            raise NeuronkitInputError(f"{flag} must be True or False, got {value!r}")
+    backward = backward or optimizer_step
+    dtype = models.as_dtype(dtype)
+    target = _Target.resolve(model, weightless, generate, dtype, trust_remote_code)
+    with ExitStack() as stack:
+        stack.enter_context(_portable_kernels())
+        if target.fake_mode is not None:
+            stack.enter_context(target.fake_mode)
+        module = target.build()
+        inputs = _inputs(target, module, example_inputs, batch_size, seq_len, backward)
+        stack.enter_context(_preserved(module, backward))
+        recorder = stack.enter_context(OpRecorder(module))
+        _forward(recorder, module, inputs, backward, optimizer_step)
+        if generate:
+            _generate(recorder, module, inputs, max_new_tokens)
+    ops, findings, summary = classify(recorder.ops)
+    phases = ["forward"] + ["backward"] * backward + ["optimizer_step"] * optimizer_step + ["generate"] * generate
+    return AuditReport(model=target.describe(module, inputs, phases, dtype), versions=_versions(),
+                       summary=summary, ops=ops, findings=findings)
+
+
+@dataclass
+class _Target:
+    """What is audited: a live module, or a config to build (weightless inside a FakeTensorMode)."""
+
+    name: str
+    weights: str  # "module" (its own), "random" (built from the config), "none" (weightless)
+    module: nn.Module | None
+    config: PretrainedConfig | None
+    dtype: torch.dtype
+    tokenizer: Any = None
+    trust_remote_code: bool = False
+    fake_mode: FakeTensorMode | None = None
+
+    @classmethod
+    def resolve(cls, model: Any, weightless: bool | None, generate: bool, dtype: torch.dtype,
+                trust_remote_code: bool) -> _Target:
+        if isinstance(model, nn.Module):
+            if weightless:
+                raise NeuronkitInputError("weightless=True needs a MODEL spec or config, not a built module")
+            return cls(type(model).__name__, "module", model, getattr(model, "config", None), dtype)
+        if isinstance(model, PretrainedConfig):
+            name, config, tokenizer = f"{model.model_type} config", model, None
+        elif isinstance(model, (str, os.PathLike)):
+            name = str(model)
+            config = models.load_config(model, trust_remote_code=trust_remote_code)
+            tokenizer = models.load_tokenizer(model, trust_remote_code=trust_remote_code)
+        else:
+            raise NeuronkitInputError(
+                f"cannot audit a {type(model).__name__}: pass an nn.Module, a config, or a MODEL spec")
+        if weightless is None:
+            weightless = not generate
+        if weightless and generate:
+            raise NeuronkitInputError("generate=True cannot run weightless: its stopping logic reads values; "
+                                      "pass weightless=False to run it on random weights")
+        if not weightless:
+            module = models.load_model(config, dtype, weights=False, trust_remote_code=trust_remote_code)
+            return cls(name, "random", module, config, dtype, tokenizer, trust_remote_code)
+        return cls(name, "none", None, config, dtype, tokenizer, trust_remote_code,
+                   FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True))
+
+    def build(self) -> nn.Module:
+        """The module; built from the config when weightless (inside the fake mode, so no storage)."""
+        if self.module is None:
+            assert self.config is not None
+            cls = models.auto_class(self.config)
+            self.module = cls.from_config(self.config, dtype=self.dtype,
+                                          trust_remote_code=self.trust_remote_code).eval()
+        return self.module
+
+    def describe(self, module: nn.Module, inputs: Any, phases: list[str], dtype: torch.dtype) -> dict[str, Any]:
+        config = self.config
+        params = list(module.parameters())
+        architectures = getattr(config, "architectures", None) or [type(module).__name__]
+        return {
+            "name": self.name,
+            "class": type(module).__name__,
+            "architecture": architectures[0],
+            "model_type": getattr(config, "model_type", None),
+            "num_parameters": sum(p.numel() for p in params),
+            "dtype": str(params[0].dtype if params else dtype).removeprefix("torch."),
+            "weightless": self.weights == "none",
+            "weights": self.weights,
+            "inputs": {k: list(v.shape) for k, v in _named(inputs).items()},
+            "phases": phases,
+        }
+
+
+def _inputs(target: _Target, module: nn.Module, example_inputs: Any, batch_size: int, seq_len: int,
+            backward: bool) -> Any:
+    if example_inputs is None:
+        if target.config is None:
+            raise NeuronkitInputError(f"example_inputs are needed to audit a {type(module).__name__}")
+        example_inputs = models.example_inputs(target.config, target.tokenizer, batch_size, seq_len)
+        if not backward:
+            example_inputs.pop("labels", None)  # an inference audit: no loss
+        if target.fake_mode is not None:
+            # All ones, i.e. no padding. A real run sees that and takes the mask-free path; a fake
+            # tensor has no values to show it, so leave it out to take that same path.
+            example_inputs.pop("attention_mask")
+    if target.fake_mode is not None:
+        fake = target.fake_mode
+        example_inputs = tree_map_only(torch.Tensor, lambda t: fake.from_tensor(t, static_shapes=True),
+                                       example_inputs)
+    return example_inputs
+
+
+def _call(module: nn.Module, inputs: Any) -> Any:
+    if isinstance(inputs, dict):
+        return module(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return module(*inputs)
+    return module(inputs)
+
+
+def _forward(recorder: OpRecorder, module: nn.Module, inputs: Any, backward: bool, optimizer_step: bool) -> None:
+    recorder.label_autograd = backward
+    with torch.set_grad_enabled(backward):
+        output = _call(module, inputs)
+    if not backward:
+        return
+    with recorder.paused():
+        loss = _loss(output)
+    with recorder.scope(BACKWARD, backward=True):
+        loss.backward()
+    if optimizer_step:
+        with recorder.paused():
+            optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=0.0,
+                                          fused=True)
+        with recorder.scope(OPTIMIZER):
+            optimizer.step()
+
+
+def _loss(output: Any) -> torch.Tensor:
+    """The model's own loss, else the sum of its first floating-point output."""
+    loss = getattr(output, "loss", None)
+    if isinstance(loss, torch.Tensor):
+        return loss
+    for value in _named(output).values() if isinstance(output, dict) else _flat(output):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad:
+            return value.float().sum()
+    raise NeuronkitInputError("backward=True needs an output that requires grad (no floating-point output does)")
+
+
+def _generate(recorder: OpRecorder, module: nn.Module, inputs: Any, max_new_tokens: int) -> None:
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise NeuronkitInputError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    can_generate = getattr(module, "can_generate", None)
+    if not (callable(can_generate) and can_generate()):
+        raise NeuronkitInputError(f"generate=True needs a generative model; {type(module).__name__} is not one")
+    prompt = {k: v for k, v in _named(inputs).items() if k in ("input_ids", "attention_mask")}
+    config = module.generation_config
+    pad = config.pad_token_id if config.pad_token_id is not None else config.eos_token_id
+    with torch.no_grad(), recorder.scope(GENERATE):
+        module.generate(**prompt, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+                        do_sample=False, pad_token_id=pad)
+
+
+@contextmanager
+def _portable_kernels() -> Iterator[None]:
+    """CPU-only oneDNN kernels (`mkldnn_rnn_layer`, ...) never exist on the device: take the portable
+    paths a device backend gets while recording."""
+    enabled = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = enabled
+
+
+@contextmanager
+def _preserved(module: nn.Module, backward: bool) -> Iterator[None]:
+    """Train mode for a backward audit, eval otherwise; the module's mode and gradients restored after."""
+    was_training = module.training
+    grads = {p: p.grad for p in module.parameters()}
+    module.train(backward)
+    try:
+        yield
+    finally:
+        module.train(was_training)
+        for param, grad in grads.items():
+            param.grad = grad
+
+
+def _named(value: Any) -> dict[str, torch.Tensor]:
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if isinstance(v, torch.Tensor)}
+    return {f"arg{i}": t for i, t in enumerate(_flat(value)) if isinstance(t, torch.Tensor)}
+
+
+def _flat(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _versions() -> dict[str, str]:
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "neuronkit": neuronkit.__version__, "op_support": str(load_policy().meta.get("version", ""))}
