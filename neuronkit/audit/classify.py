@@ -41,7 +41,7 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
             "calls": stats.calls,
             "classification": "blocked" if blocked else NATIVE if policy.runs_natively(name) else CPU_FALLBACK,
             "category": category,
-            "dtypes": sorted(stats.dtypes),
+            "dtypes": sorted(_dtype(d) for d in stats.dtypes),
             "shapes": stats.shapes,
             "module_paths": list(stats.module_paths),
         })

@@ -59,7 +59,7 @@ class OpStats:
     64-bit dtypes, ...) to the module paths where they occurred, with call counts."""
 
     calls: int = 0
-    dtypes: set[str] = field(default_factory=set)
+    dtypes: set[torch.dtype] = field(default_factory=set)
     shapes: list[list[list[int | str]]] = field(default_factory=list)
     module_paths: dict[str, int] = field(default_factory=dict)
     features: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -67,8 +67,7 @@ class OpStats:
     def add(self, path: str, tensors: list[torch.Tensor], n_inputs: int, categories: set[str]) -> None:
         self.calls += 1
         self.module_paths[path] = self.module_paths.get(path, 0) + 1
-        for t in tensors:
-            self.dtypes.add(str(t.dtype).removeprefix("torch."))
+        self.dtypes.update(t.dtype for t in tensors)
         if len(self.shapes) < SHAPES_KEPT:
             signature = [_shape(t) for t in tensors[:n_inputs]]
             if signature not in self.shapes:
@@ -98,6 +97,7 @@ class OpRecorder:
         self._infos: dict[Any, _OpInfo | None] = {}
         self._function_ops: dict[str | None, str | None] = {}
         self._param_paths: dict[int, str] = {}
+        self._dtype_categories: dict[torch.dtype, str | None] = {}
         self._exit: ExitStack | None = None
 
     def __enter__(self) -> OpRecorder:
@@ -163,9 +163,11 @@ class OpRecorder:
                 found.add(SPARSE)
             if t.is_nested:
                 found.add(NESTED)
-            dtype_category = self._policy.dtype_category(t.dtype)
-            if dtype_category:
-                found.add(dtype_category)
+            dtype = t.dtype
+            if dtype not in self._dtype_categories:
+                self._dtype_categories[dtype] = self._policy.dtype_category(dtype)
+            if self._dtype_categories[dtype]:
+                found.add(self._dtype_categories[dtype])
         stats = self.ops.get(name)
         if stats is None:
             stats = self.ops[name] = OpStats()
