@@ -1,0 +1,559 @@
+"""Eager-then-compile parity checks, staged: CPU reference, eager on neuron, generate, training,
+torch.compile, timings.
+
+The migration order the behaviour doc recommends (§2 eager first, §3 then `torch.compile`): each stage
+compares the device against the stage before it and records pass / warn / fail with its evidence. A
+stage that raises is recorded as `fail` with the error and the next stages still run; a stage whose
+input is missing (the eager outputs the compiled run is compared with) says `skipped` and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import json
+import os
+import re
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+from neuronkit import models
+from neuronkit.compile import compare
+from neuronkit.compile.backend import neuron_backend
+from neuronkit.compile.buckets import sample_lengths, suggest_buckets
+from neuronkit.compile.timing import interleaved_medians, timed
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.stages import StageResult, _json_safe
+
+STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile", "timing")
+# What a stage compares against: it is skipped when that stage did not pass or warn.
+REQUIRES: dict[str, str] = {"eager": "cpu", "compile": "eager", "timing": "compile"}
+_OK = ("pass", "warn")
+_SEVERITY = {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}
+RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
+
+
+@dataclass
+class StageCheck:
+    """One stage's verdict: `pass`, `warn`, `fail` or `skipped`, a one-line summary and the evidence."""
+
+    name: str
+    status: str
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # the traceback when the stage raised
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return _json_safe(asdict(self))
+
+
+@dataclass
+class CheckReport:
+    """All stages of one `check()` run, JSON-serializable."""
+
+    model: str
+    dtype: str
+    stages: list[StageCheck]
+
+    @property
+    def status(self) -> str:
+        """The worst stage status (`skipped` only when nothing ran)."""
+        return max((s.status for s in self.stages), key=_SEVERITY.__getitem__, default="skipped")
+
+    @property
+    def ok(self) -> bool:
+        """True when no stage failed."""
+        return all(s.status != "fail" for s in self.stages)
+
+    def stage(self, name: str) -> StageCheck | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "dtype": self.dtype, "status": self.status, "ok": self.ok,
+                "stages": [s.to_dict() for s in self.stages]}
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The report as JSON text, also written to `path` when given."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def compile_evidence(self) -> dict[str, Any]:
+        """The workbook's compile-stage evidence (docs/run-directory.md): graphs, graph_breaks, recompiles,
+        compile_time_s, eager_step_ms, compiled_step_ms, speedup, parity, stages, buckets."""
+        compiled = self.stage("compile").evidence if self.stage("compile") else {}
+        timing = self.stage("timing").evidence if self.stage("timing") else {}
+        forward = timing.get("forward", {})
+        return {
+            "graphs": compiled.get("graphs"),
+            "graph_breaks": compiled.get("graph_breaks", []),
+            "recompiles": compiled.get("recompiles"),
+            "compile_time_s": compiled.get("compile_time_s"),
+            "eager_step_ms": forward.get("eager_ms"),
+            "compiled_step_ms": forward.get("compiled_ms"),
+            "speedup": forward.get("speedup"),
+            "parity": compiled.get("parity", {}),
+            "stages": [s.to_dict() for s in self.stages],
+            "buckets": compiled.get("buckets"),
+        }
+
+    def to_stage_result(self) -> StageResult:
+        """This check as the workbook's `compile` StageResult (skipped stages do not lower the status)."""
+        return StageResult("compile", self.status, _report_summary(self), self.compile_evidence(),
+                           duration_s=sum(s.duration_s for s in self.stages))
+
+    def table(self) -> str:
+        """A fixed-width table: stage, status, seconds, summary."""
+        lines = [f"neuronkit check: {self.model} ({self.dtype}) -> {self.status.upper()}",
+                 f"{'stage':<9} {'status':<8} {'time':>7}  summary"]
+        for s in self.stages:
+            lines.append(f"{s.name:<9} {s.status.upper():<8} {s.duration_s:>6.1f}s  {s.summary}")
+        return "\n".join(lines)
+
+
+def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tokenizer: Any = None,
+          stages: Iterable[str] = STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
+          lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
+          seq_len: int = 16, model_name: str | None = None) -> CheckReport:
+    """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
+
+    `inputs` default to `neuronkit.models.example_inputs` for Hugging Face models. `dtype` float32
+    compares fp32 numerics tightly; bfloat16/float16 run the device under `torch.autocast('neuron')`
+    against the fp32 CPU reference with looser tolerances. `stages` may name a subset; the stages they
+    compare against are added. A CPU module serves as the reference itself (in eval mode); the device
+    runs copies. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
+    `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone."""
+    wanted = _resolve_stages(stages)
+    session = _Session.build(model, inputs, tokenizer, models.as_dtype(dtype), model_name, train_steps=train_steps,
+                             lr=lr, generate_tokens=generate_tokens, timing_runs=timing_runs,
+                             batch_size=batch_size, seq_len=seq_len)
+    results: dict[str, StageCheck] = {}
+    for name in wanted:
+        results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session, results)
+    return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(results.values()))
+
+
+def _resolve_stages(stages: Iterable[str]) -> list[str]:
+    names = [stages] if isinstance(stages, str) else list(stages)
+    unknown = [n for n in names if n not in STAGES]
+    if unknown or not names:
+        raise NeuronkitInputError(f"unknown stage(s) {unknown or names!r}; choose from {', '.join(STAGES)}")
+    wanted = set(names)
+    for name in names:
+        while name in REQUIRES:
+            name = REQUIRES[name]
+            wanted.add(name)
+    return [s for s in STAGES if s in wanted]
+
+
+def _run_stage(name: str, fn: Callable, session: "_Session", results: dict[str, StageCheck]) -> StageCheck:
+    needed = REQUIRES.get(name)
+    if needed is not None and results[needed].status not in _OK:
+        return StageCheck(name, "skipped", f"skipped: compares against the {needed} stage, which "
+                                           f"{'was skipped' if results[needed].status == 'skipped' else 'failed'}")
+    evidence: dict[str, Any] = {}
+    start = time.perf_counter()
+    try:
+        status, summary = fn(session, evidence)
+        error = None
+    except Exception as exc:  # noqa: BLE001 - a failing stage is a result, and later stages still run
+        status, summary = "fail", f"{type(exc).__name__}: {_first_line(exc)}"
+        error = "".join(traceback.format_exception(exc))
+    return StageCheck(name, status, summary, evidence, error, time.perf_counter() - start)
+
+
+class _Session:
+    """The model under test, its inputs and what the stages hand to each other."""
+
+    def __init__(self, name: str, model: torch.nn.Module, inputs: Any, tokenizer: Any, dtype: torch.dtype,
+                 **settings: Any) -> None:
+        self.name = name
+        self.cpu_model = model
+        self.inputs = inputs
+        self.tokenizer = tokenizer
+        self.dtype = dtype
+        self.tol = compare.tolerance_for(dtype)
+        self.settings = settings
+        config = getattr(model, "config", None)
+        self.config = config
+        # Hugging Face models: no KV cache in a parity forward (it is not an output worth comparing).
+        self.extra = {"use_cache": False} if getattr(config, "use_cache", None) is not None else {}
+        self.cpu_out: Any = None
+        self._neuron: tuple[torch.nn.Module, list[list[str]]] | None = None
+        self.neuron_inputs: Any = None
+        self.compiled: torch.nn.Module | None = None
+        self.compile_time_s: float | None = None
+
+    @classmethod
+    def build(cls, model: Any, inputs: Any, tokenizer: Any, dtype: torch.dtype, model_name: str | None,
+              **settings: Any) -> "_Session":
+        name = model_name
+        if isinstance(model, (str, os.PathLike)):
+            name = name or str(model)
+            tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(model)
+            model = models.load_model(model, weights=_has_weights(model))
+        if not isinstance(model, torch.nn.Module):
+            raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
+        if any(p.device.type != "cpu" for p in model.parameters()):
+            model, _ = compare.to_device(copy.deepcopy(model), "cpu")
+        model.eval()
+        if inputs is None:
+            inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"])
+        return cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
+                   **settings)
+
+    def device_mode(self) -> contextlib.AbstractContextManager:
+        """Autocast to the checked dtype on the device (fp32: no autocast)."""
+        if self.dtype in (torch.bfloat16, torch.float16):
+            return torch.autocast("neuron", dtype=self.dtype)
+        return contextlib.nullcontext()
+
+    def neuron(self) -> tuple[torch.nn.Module, list[list[str]]]:
+        """The model's copy on the device (made once) and the tied parameter groups `.to()` had untied."""
+        if self._neuron is None:
+            self._neuron = compare.to_device(copy.deepcopy(self.cpu_model), "neuron")
+            self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
+        return self._neuron
+
+
+def _has_weights(spec: str | os.PathLike) -> bool:
+    path = models.resolve_model(spec)
+    return path.is_dir() and any(any(path.glob(g)) for g in ("*.safetensors", "pytorch_model*.bin"))
+
+
+def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq_len: int) -> dict[str, torch.Tensor]:
+    config = getattr(model, "config", None)
+    if config is None or not hasattr(config, "get_text_config"):
+        raise NeuronkitInputError(f"{type(model).__name__} is not a Hugging Face model: pass inputs=")
+    inputs = models.example_inputs(config, tokenizer, batch_size, seq_len)
+    if "labels" not in inputs and type(model).__name__.endswith("ForMaskedLM"):
+        inputs["labels"] = inputs["input_ids"].clone()  # predict every token: a loss for the training stage
+    return inputs
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stages: each fills `evidence` as it goes (kept if it raises) and returns (status, summary).
+
+
+def _stage_cpu(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    with torch.no_grad():
+        s.cpu_out = compare.call(s.cpu_model, s.inputs, **s.extra)
+        forward_ms = interleaved_medians({"cpu": lambda: compare.call(s.cpu_model, s.inputs, **s.extra)},
+                                         runs=5, warmup=2)["cpu"]
+    outputs = compare.named_outputs(s.cpu_out)
+    loss = dict(outputs).get("loss")
+    evidence.update(
+        outputs=[{"name": n, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for n, t in outputs],
+        forward_ms=forward_ms, loss=None if loss is None else loss.item(), threads=torch.get_num_threads(),
+        parameters=sum(p.numel() for p in s.cpu_model.parameters()))
+    return "pass", f"{len(outputs)} output(s), forward {forward_ms:.1f} ms on {torch.get_num_threads()} threads"
+
+
+def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    import torch_neuronx
+
+    model, untied = s.neuron()
+    torch_neuronx.clear_op_tracking()
+    torch.neuron.reset_peak_memory_stats()
+    before = torch.neuron.neff_cache_stats()
+    with torch.no_grad(), s.device_mode():
+        out = compare.call(model, s.neuron_inputs, **s.extra)
+    rows = compare.compare_outputs(s.cpu_out, out, s.tol)
+    top1 = compare.top1_agreement(s.cpu_out, out)
+    fallbacks = sorted(torch_neuronx.get_fallback_ops())
+    evidence.update(
+        parity={"outputs": rows, "top1_agreement": top1}, untied_parameters=untied, fallback_ops=fallbacks,
+        executed_ops=len(torch_neuronx.get_executed_ops()), neff_cache=_cache_delta(before),
+        memory={"allocated_bytes": torch.neuron.memory_allocated(),
+                "max_allocated_bytes": torch.neuron.max_memory_allocated()},
+        autocast=_autocast_name(s))
+    bad = [r["name"] for r in rows if not r["ok"]]
+    if bad:
+        return "fail", f"{', '.join(bad)} off the CPU reference ({_worst(rows)})"
+    notes = _top1_note(top1, s.tol)
+    if untied:
+        notes.append(f".to('neuron') untied {len(untied)} shared parameter group(s) (re-tied for the check; "
+                     "call model.tie_weights() after moving, or load with device_map='neuron')")
+    if fallbacks:
+        notes.append(f"{len(fallbacks)} op(s) fall back to CPU: {', '.join(fallbacks)}")
+    summary = f"matches CPU ({_worst(rows)}" + (f", top-1 {top1:.0%})" if top1 is not None else ")")
+    return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
+
+
+def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
+        return "skipped", f"{type(s.cpu_model).__name__} is not a causal LM: it has no generate()"
+    prompt = {k: v[:1] for k, v in s.inputs.items() if k in ("input_ids", "attention_mask")}
+    settings = {"max_new_tokens": s.settings["generate_tokens"], "do_sample": False,
+                "pad_token_id": getattr(s.tokenizer, "pad_token_id", None) or getattr(s.config, "pad_token_id", None)}
+    start = prompt["input_ids"].shape[1]
+    with torch.no_grad():
+        cpu_tokens = s.cpu_model.generate(**prompt, **settings)[0, start:].tolist()
+        model, _ = s.neuron()
+        with s.device_mode():
+            device_tokens = model.generate(**compare.move_inputs(prompt, "neuron"), **settings)[0, start:].cpu().tolist()
+    diverge = next((i for i, (a, b) in enumerate(zip(cpu_tokens, device_tokens)) if a != b),
+                   None if len(cpu_tokens) == len(device_tokens) else min(len(cpu_tokens), len(device_tokens)))
+    evidence.update(prompt_tokens=start, cpu_tokens=cpu_tokens, neuron_tokens=device_tokens,
+                    generate_identical=diverge is None, first_divergence=diverge)
+    if s.tokenizer is not None:
+        evidence.update(cpu_text=s.tokenizer.decode(cpu_tokens), neuron_text=s.tokenizer.decode(device_tokens))
+    if diverge is None:
+        return "pass", f"greedy generate(): {len(cpu_tokens)} identical tokens"
+    status = "fail" if s.dtype is torch.float32 else "warn"
+    return status, f"greedy generate() diverges from CPU at new token {diverge}"
+
+
+def _stage_train(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    """SGD, not Adam: Adam divides each gradient by its own magnitude, so rounding-level differences in
+    near-zero gradients become full-size updates, which says nothing about the device."""
+    lr, steps = s.settings["lr"], s.settings["train_steps"]
+    cpu_model = copy.deepcopy(s.cpu_model).train()
+    device_model, _ = compare.to_device(copy.deepcopy(s.cpu_model), "neuron")
+    device_model.train()
+    runs = {"cpu": (cpu_model, s.inputs, contextlib.nullcontext),
+            "neuron": (device_model, compare.move_inputs(s.inputs, "neuron"), s.device_mode)}
+    history: dict[str, dict[str, list[float]]] = {}
+    for device, (model, inputs, mode) in runs.items():
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        losses, norms = [], []
+        for step in range(steps):
+            torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
+            with mode():
+                loss = compare.loss_of(compare.call(model, inputs, **s.extra))
+            loss.backward()
+            losses.append(loss.item())
+            norms.append(compare.grad_norm(model))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        history[device] = {"losses": losses, "grad_norms": norms}
+    loss_err = max(map(compare.relative_error, history["neuron"]["losses"], history["cpu"]["losses"]))
+    grad_err = max(map(compare.relative_error, history["neuron"]["grad_norms"], history["cpu"]["grad_norms"]))
+    ok = loss_err <= s.tol.train_rtol and grad_err <= s.tol.train_rtol
+    evidence.update(cpu_losses=history["cpu"]["losses"], neuron_losses=history["neuron"]["losses"],
+                    grad_norm_cpu=history["cpu"]["grad_norms"], grad_norm_neuron=history["neuron"]["grad_norms"],
+                    max_loss_rel_err=loss_err, max_grad_norm_rel_err=grad_err, rtol=s.tol.train_rtol,
+                    optimizer=f"SGD(lr={lr})", steps=steps, ok=ok)
+    summary = f"{steps} SGD steps: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
+    return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
+
+
+def _stage_compile(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+
+    model, _ = s.neuron()
+    inputs = s.neuron_inputs
+    torch._dynamo.reset()
+    first_metric = len(torch.neuron.get_dynamo_metrics())
+    explain = ExplainWithBackend(functools.partial(neuron_backend, options={"model_name": s.name}))
+    compiled = torch.compile(model, backend=explain, recompile_limit=RECOMPILE_LIMIT)
+    breaks_before = _graph_break_total()
+    # Eager reference in the same grad mode the compiled graphs are built for (forward + backward).
+    model.zero_grad(set_to_none=True)
+    with s.device_mode():
+        eager_out = compare.call(model, inputs, **s.extra)
+    eager_loss = compare.loss_of(eager_out)
+    eager_loss.backward()
+    eager_norm = compare.grad_norm(model)
+    model.zero_grad(set_to_none=True)
+    with s.device_mode():
+        out, s.compile_time_s = timed(lambda: compare.call(compiled, inputs, **s.extra))
+    loss = compare.loss_of(out)
+    _, backward_s = timed(loss.backward)
+    norm = compare.grad_norm(model)
+    model.zero_grad(set_to_none=True)
+    graphs = len(explain.graphs)
+    break_count = _graph_break_total() - breaks_before
+    rows = compare.compare_outputs(eager_out, out, s.tol)
+    top1 = compare.top1_agreement(eager_out, out)
+    training = {"loss_eager": eager_loss.item(), "loss_compiled": loss.item(), "grad_norm_eager": eager_norm,
+                "grad_norm_compiled": norm,
+                "loss_rel_err": compare.relative_error(loss.item(), eager_loss.item()),
+                "grad_norm_rel_err": compare.relative_error(norm, eager_norm)}
+    training["ok"] = max(training["loss_rel_err"], training["grad_norm_rel_err"]) <= s.tol.train_rtol
+    evidence.update(graphs=graphs, graph_breaks=_breaks(explain), graph_break_count=break_count,
+                    compile_time_s=s.compile_time_s,
+                    backward_compile_time_s=backward_s, parity={"outputs": rows, "top1_agreement": top1},
+                    training=training)
+    evidence.update(_recompiles(s, compiled, explain))
+    records = torch.neuron.get_dynamo_metrics()[first_metric:]
+    fallbacks = sorted({op for r in records for op in r["fallback_ops"]})
+    evidence.update(neffs=len(records), fallback_ops=fallbacks, graph_metrics=records,
+                    buckets=_buckets(s))
+    s.compiled = compiled
+    bad = [r["name"] for r in rows if not r["ok"]] + ([] if training["ok"] else ["training step"])
+    if bad:
+        return "fail", f"compiled {', '.join(bad)} off eager ({_worst(rows)})"
+    summary = (f"{graphs} graph(s), {break_count} graph break(s), {len(records)} NEFF(s), "
+               f"first call {s.compile_time_s:.1f} s; matches eager ({_worst(rows)})")
+    notes = _top1_note(top1, s.tol)
+    if evidence["graph_breaks"]:
+        notes.append(f"graph break: {_first_line(evidence['graph_breaks'][0]['reason'])}")
+    if fallbacks:
+        notes.append(f"{len(fallbacks)} op(s) in compiled graphs fall back to CPU: {', '.join(fallbacks)}")
+    return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
+
+
+def _stage_timing(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    """Forward and training step (forward + backward), eager vs compiled, in the grad mode the graphs
+    were compiled in, so timing never triggers a recompilation."""
+    model, _ = s.neuron()
+    inputs = s.neuron_inputs
+
+    def forward(m: torch.nn.Module) -> Callable[[], None]:
+        def run() -> None:
+            with s.device_mode():
+                compare.call(m, inputs, **s.extra)
+        return run
+
+    def train_step(m: torch.nn.Module) -> Callable[[], None]:
+        def run() -> None:
+            with s.device_mode():
+                loss = compare.loss_of(compare.call(m, inputs, **s.extra))
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+        return run
+
+    runs = s.settings["timing_runs"]
+    result = {}
+    for label, make in (("forward", forward), ("train_step", train_step)):
+        medians = interleaved_medians({"eager": make(model), "compiled": make(s.compiled)}, runs=runs)
+        result[label] = {"eager_ms": medians["eager"], "compiled_ms": medians["compiled"],
+                         "speedup": medians["eager"] / medians["compiled"]}
+    evidence.update(result, compile_time_s=s.compile_time_s, runs=runs)
+    f, t = result["forward"], result["train_step"]
+    return "pass", (f"forward {f['eager_ms']:.1f} -> {f['compiled_ms']:.1f} ms ({f['speedup']:.2f}x), "
+                    f"train step {t['eager_ms']:.1f} -> {t['compiled_ms']:.1f} ms ({t['speedup']:.2f}x); "
+                    f"first compiled call {s.compile_time_s:.1f} s")
+
+
+_STAGE_FUNCTIONS: dict[str, Callable[[_Session, dict[str, Any]], tuple[str, str]]] = {
+    "cpu": _stage_cpu, "eager": _stage_eager, "generate": _stage_generate, "train": _stage_train,
+    "compile": _stage_compile, "timing": _stage_timing,
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Helpers.
+
+
+def _recompiles(s: _Session, compiled: torch.nn.Module, explain: Any) -> dict[str, Any]:
+    """Call the compiled model with a second input shape and count the graphs it compiles (§3: static
+    shapes, one compilation per shape)."""
+    other = _other_shape(s.neuron_inputs, sequence=s.config is not None)
+    if other is None:
+        return {"recompiles": None, "recompile_shapes": None}
+    before = len(explain.graphs)
+    with s.device_mode():
+        compare.call(compiled, other, **s.extra)
+    return {"recompiles": len(explain.graphs) - before,
+            "recompile_shapes": [_shapes(s.neuron_inputs), _shapes(other)]}
+
+
+def _other_shape(inputs: Any, sequence: bool) -> Any:
+    """The inputs cut shorter: along the sequence (dim 1) of a Hugging Face batch, else along dim 0."""
+    dim = 1 if sequence else 0
+    tensors = [t for _, t in compare.named_outputs(inputs) if t.dim() > dim]
+    if not tensors or min(t.shape[dim] for t in tensors) < 2:
+        return None
+    length = max(1, min(t.shape[dim] for t in tensors) // 2)
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.narrow(dim, 0, length) if value.dim() > dim else value
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(cut(v) for v in value)
+        return value
+
+    return cut(inputs)
+
+
+def _shapes(inputs: Any) -> dict[str, list[int]]:
+    return {name: list(t.shape) for name, t in compare.named_outputs(inputs)}
+
+
+def _breaks(explain: Any) -> list[dict[str, str]]:
+    """Each graph break behind a compiled graph: a one-line reason, where it happened, the full text."""
+    breaks = []
+    for reason in explain.break_reasons:
+        frame = reason.user_stack[-1] if reason.user_stack else None
+        breaks.append({"reason": _short_reason(str(reason.reason)),
+                       "where": f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown",
+                       "detail": " ".join(str(reason.reason).split())})
+    return breaks
+
+
+def _graph_break_total() -> int:
+    """Graph breaks Dynamo has counted in this process, including those in frames it then skipped."""
+    from torch._dynamo.utils import counters
+
+    return sum(counters["graph_break"].values())
+
+
+def _short_reason(text: str) -> str:
+    """Dynamo's break type plus what caused it: the error an op raised while tracing, else the first
+    sentence of Dynamo's explanation."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    head = lines[0] if lines else "graph break"
+    raised = re.search(r"got (\w+)\((['\"])(.*?)\2\)", text, re.DOTALL)
+    if raised:
+        return f"{head}: {raised[1]}: {_first_sentence(raised[3])}"
+    explanation = next((line.removeprefix("Explanation:").strip() for line in lines[1:]
+                        if line.startswith("Explanation:")), "")
+    return f"{head}: {_first_sentence(explanation)}" if explanation else head
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
+
+
+def _buckets(s: _Session) -> dict[str, Any] | None:
+    """Shape-bucket advice from the bundled sample prompts, when the model has a tokenizer."""
+    if s.tokenizer is None:
+        return None
+    limit = getattr(s.config.get_text_config(), "max_position_embeddings", None) if s.config else None
+    lengths = [min(n, limit) for n in sample_lengths(s.tokenizer)] if limit else sample_lengths(s.tokenizer)
+    return suggest_buckets(lengths, max_length=limit).to_dict()
+
+
+def _cache_delta(before: dict[str, Any]) -> dict[str, Any]:
+    after = torch.neuron.neff_cache_stats()
+    return {k: after[k] - before[k] for k in ("hits", "disk_hits", "misses", "entries", "compile_s")}
+
+
+def _autocast_name(s: _Session) -> str | None:
+    return None if s.dtype is torch.float32 else str(s.dtype).removeprefix("torch.")
+
+
+def _top1_note(top1: float | None, tol: compare.Tolerance) -> list[str]:
+    return [f"top-1 agreement {top1:.1%} below {tol.min_top1:.0%}"] if top1 is not None and top1 < tol.min_top1 else []
+
+
+def _worst(rows: Sequence[dict[str, Any]]) -> str:
+    errors = [r for r in rows if r.get("max_abs_err") is not None]
+    if not errors:
+        return "no floating outputs" if not rows else "see outputs"
+    worst = max(errors, key=lambda r: r["max_abs_err"])
+    return f"max abs err {worst['max_abs_err']:.1e} on {worst['name']}"
+
+
+def _first_line(value: object) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else type(value).__name__
+
+
+def _report_summary(report: CheckReport) -> str:
+    counts = {status: sum(s.status == status for s in report.stages) for status in _SEVERITY}
+    return ", ".join(f"{n} {status}" for status, n in counts.items() if n) + " stage(s)"

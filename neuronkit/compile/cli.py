@@ -1,0 +1,41 @@
+"""`neuronkit check MODEL [--json OUT] [--dtype float32|bfloat16] [--stages ...]`: the staged parity
+checks (`neuronkit.compile.check`) as a table. Exit 0 when no stage fails, 1 when one does; bad input
+exits 2 through `neuronkit.cli`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the check subcommand's arguments."""
+    from neuronkit.compile.check import STAGES
+
+    parser.add_argument("model", metavar="MODEL",
+                        help="checkpoint directory, config.json, or bundled name (tiny-qwen3, tiny-bert, qwen3-100m)")
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report as JSON")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32",
+                        help="float32: tight fp32 parity; bfloat16/float16: device under torch.autocast('neuron')")
+    parser.add_argument("--stages", default=",".join(STAGES), metavar="STAGE[,STAGE...]",
+                        help=f"stages to run, comma-separated (default: all of {', '.join(STAGES)}); "
+                             "the stages they compare against are added")
+    parser.add_argument("--seq-len", type=int, default=16, help="sequence length of the example inputs")
+    parser.add_argument("--batch-size", type=int, default=1, help="batch size of the example inputs")
+    parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the checks, print the table, write the JSON; 1 when a stage failed."""
+    from neuronkit.compile.check import check
+
+    stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+    report = check(args.model, stages=stages, dtype=args.dtype, seq_len=args.seq_len,
+                   batch_size=args.batch_size, train_steps=args.train_steps)
+    print(report.table())
+    if args.json is not None:
+        report.to_json(args.json)
+        print(f"report: {args.json}")
+    return 0 if report.ok else 1

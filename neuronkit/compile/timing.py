@@ -1,0 +1,44 @@
+"""Steady-state timing: interleaved runs, medians, the device synchronized around every sample.
+
+Interleaving (A, B, A, B, ...) lets machine noise hit both variants alike; the median of several
+samples discards the odd slow one (the same discipline as bench/bench_device.py)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+
+def synchronize() -> None:
+    """Wait for the neuron device (a no-op on the synchronous simulator, required on hardware)."""
+    if hasattr(torch, "neuron"):
+        torch.neuron.synchronize()
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], runs: int = 5,
+                        warmup: int = 1) -> dict[str, float]:
+    """Median milliseconds per call of each function, calls interleaved across the functions."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            synchronize()
+            start = time.perf_counter()
+            fn()
+            synchronize()
+            samples[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def timed(fn: Callable[[], object]) -> tuple[object, float]:
+    """One call's result and its wall time in seconds (e.g. a first call that compiles)."""
+    synchronize()
+    start = time.perf_counter()
+    result = fn()
+    synchronize()
+    return result, time.perf_counter() - start
