@@ -1,0 +1,243 @@
+"""Staged parity checks (`neuronkit.compile.check`), shape buckets and the `neuronkit check` CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import pytest
+import torch
+import torch.nn as nn
+
+import neuronkit.cli
+from neuronkit.compile import suggest_buckets
+from neuronkit.compile.buckets import sample_lengths
+from neuronkit.compile.check import STAGES, check
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.models import load_tokenizer
+from neuronkit.stages import RunDir, StageResult
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class DataDependentBranch(MLP):
+    """`.item()` decides the branch: Dynamo cannot keep both halves in one graph."""
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if h.sum().item() > 0:
+            h = h * 2
+        return self.fc2(h)
+
+
+class HostOnly(MLP):
+    """Runs on the CPU, raises on the device: the eager stage fails."""
+
+    def forward(self, x):
+        if x.device.type == "neuron":
+            raise RuntimeError("HostOnly cannot run on neuron")
+        return super().forward(x)
+
+
+def mlp() -> MLP:
+    torch.manual_seed(0)
+    return MLP()
+
+
+@pytest.fixture(scope="module")
+def qwen3_report():
+    torch._dynamo.reset()
+    return check("tiny-qwen3", timing_runs=3)
+
+
+def test_tiny_qwen3_passes_every_stage_with_evidence(qwen3_report):
+    report = qwen3_report
+    assert [s.name for s in report.stages] == list(STAGES)
+    assert report.ok, report.table()
+    status = {s.name: s.status for s in report.stages}
+    assert status["cpu"] == status["generate"] == status["train"] == status["timing"] == "pass"
+    eager = report.stage("eager").evidence
+    assert all(row["ok"] for row in eager["parity"]["outputs"]) and eager["parity"]["top1_agreement"] == 1.0
+    assert report.stage("generate").evidence["generate_identical"] is True
+    train = report.stage("train").evidence
+    assert len(train["cpu_losses"]) == len(train["neuron_losses"]) == 2 and train["ok"]
+    compiled = report.stage("compile").evidence
+    assert all(row["ok"] for row in compiled["parity"]["outputs"]) and compiled["training"]["ok"]
+    assert compiled["graphs"] >= 1 and compiled["neffs"] >= 2 and compiled["compile_time_s"] > 0
+    assert compiled["recompiles"] >= 1  # a shorter sequence is a new static shape
+    assert compiled["buckets"]["compilations"] <= 4 < compiled["buckets"]["distinct_shapes"]
+    timing = report.stage("timing").evidence
+    assert timing["forward"]["eager_ms"] > 0 and timing["train_step"]["compiled_ms"] > 0
+
+
+def test_report_is_json_and_a_compile_stage_record(qwen3_report, tmp_path):
+    data = json.loads(qwen3_report.to_json(tmp_path / "check.json"))
+    assert data["model"] == "tiny-qwen3" and [s["name"] for s in data["stages"]] == list(STAGES)
+    assert json.loads((tmp_path / "check.json").read_text()) == data
+    run = RunDir(tmp_path / "run")
+    run.write(qwen3_report.to_stage_result())
+    record = run.read("compile")
+    assert isinstance(record, StageResult) and record.status == qwen3_report.status
+    for key in ("graphs", "graph_breaks", "recompiles", "compile_time_s", "eager_step_ms", "compiled_step_ms",
+                "speedup", "parity", "stages", "buckets"):
+        assert key in record.evidence
+    assert "tiny-qwen3" in qwen3_report.table()
+
+
+def test_encoder_skips_generate_with_the_reason():
+    report = check("tiny-bert", stages=["cpu", "eager", "generate", "train"])
+    status = {s.name: s.status for s in report.stages}
+    assert status["generate"] == "skipped"
+    assert "BertForMaskedLM is not a causal LM" in report.stage("generate").summary
+    assert status["cpu"] == status["train"] == "pass" and status["eager"] in ("pass", "warn")
+    assert report.ok
+
+
+def test_graph_break_is_reported_with_reason_and_place():
+    x = torch.randn(4, 8)
+    report = check(DataDependentBranch(), x, stages=["compile"])
+    stage = report.stage("compile")
+    assert stage.status == "warn", stage.summary
+    assert stage.evidence["graphs"] >= 2 and stage.evidence["graph_break_count"] >= 1
+    (first, *_) = stage.evidence["graph_breaks"]
+    assert "item()" in first["reason"] and "test_check.py" in first["where"]
+    assert all(row["ok"] for row in stage.evidence["parity"]["outputs"])
+
+
+def test_a_failing_stage_leaves_the_following_ones_reported():
+    report = check(HostOnly(), torch.randn(4, 8), timing_runs=1)
+    status = {s.name: s.status for s in report.stages}
+    assert status == {"cpu": "pass", "eager": "fail", "generate": "skipped", "train": "fail",
+                      "compile": "skipped", "timing": "skipped"}
+    eager = report.stage("eager")
+    assert "HostOnly cannot run on neuron" in eager.summary and "Traceback" in eager.error
+    assert "eager stage, which failed" in report.stage("compile").summary
+    assert not report.ok and report.status == "fail"
+    json.loads(report.to_json())
+
+
+def test_bfloat16_runs_under_autocast_with_looser_tolerances():
+    report = check(mlp(), torch.randn(4, 8), stages=["eager", "train"], dtype="bfloat16")
+    eager = report.stage("eager")
+    assert eager.status == "pass", eager.summary
+    assert eager.evidence["autocast"] == "bfloat16"
+    (row,) = eager.evidence["parity"]["outputs"]
+    assert row["rtol"] > 1e-3 and row["max_abs_err"] > 0  # bf16 rounding is visible, and tolerated
+    assert report.dtype == "bfloat16" and report.stage("train").status == "pass"
+
+
+def test_recompiles_are_counted_for_a_second_shape():
+    stage = check(mlp(), torch.randn(4, 8), stages=["compile"]).stage("compile")
+    assert stage.status == "pass", stage.summary
+    assert stage.evidence["recompiles"] == 1
+    assert stage.evidence["recompile_shapes"] == [{"output": [4, 8]}, {"output": [2, 8]}]
+
+
+def test_unknown_stage_or_non_module_is_bad_input():
+    with pytest.raises(NeuronkitInputError, match="unknown stage"):
+        check(mlp(), torch.randn(2, 8), stages=["warp"])
+    with pytest.raises(NeuronkitInputError, match="pass inputs="):
+        check(mlp())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Shape buckets.
+
+
+def test_buckets_bound_compilations_with_least_padding():
+    plan = suggest_buckets([3, 4, 4, 9, 10, 30], max_buckets=2)
+    assert plan.distinct_shapes == 5
+    assert plan.buckets == [10, 30] and plan.compilations == 2
+    assert plan.padding_overhead == pytest.approx(100 * 20 / 60, abs=0.01)
+    (pow2,) = plan.alternatives
+    assert pow2.strategy == "pow2" and pow2.buckets == [4, 16, 32] and pow2.compilations == 3
+    evidence = plan.to_dict()
+    assert {"lengths", "distinct_shapes", "buckets", "compilations", "padding_overhead"} <= evidence.keys()
+
+
+def test_min_padding_buckets_are_optimal():
+    rng = random.Random(0)
+    for _ in range(100):
+        lengths = [rng.randint(1, 40) for _ in range(rng.randint(1, 12))]
+        k = rng.randint(1, 4)
+        plan = suggest_buckets(lengths, max_buckets=k)
+        distinct = sorted(set(lengths))
+        brute = min(sum(min(e for e in edges if e >= v) for v in lengths)
+                    for r in range(1, k + 1) for edges in itertools.combinations(distinct, r) if edges[-1] == distinct[-1])
+        assert plan.recommended.padded_tokens == brute
+        assert plan.compilations <= k
+
+
+def test_bucket_advice_from_the_sample_prompts():
+    lengths = sample_lengths(load_tokenizer("tiny-qwen3"))
+    assert len(lengths) == 60
+    plan = suggest_buckets(lengths, max_buckets=4, multiple_of=8, max_length=512)
+    assert plan.distinct_shapes > 20 and plan.compilations <= 4
+    assert all(b % 8 == 0 for b in plan.buckets) and plan.buckets[-1] >= max(lengths)
+    assert "distinct lengths" in plan.summary()
+
+
+@pytest.mark.parametrize("lengths, kwargs, message", [
+    ([], {}, "at least one"),
+    ([3, 0], {}, "positive integers"),
+    ([3], {"max_buckets": 0}, "max_buckets"),
+    ([600], {"max_length": 512}, "exceeds max_length"),
+])
+def test_bad_bucket_input(lengths, kwargs, message):
+    with pytest.raises(NeuronkitInputError, match=message):
+        suggest_buckets(lengths, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# CLI.
+
+
+@pytest.fixture
+def main(monkeypatch):
+    monkeypatch.setattr(neuronkit.cli, "SUBCOMMANDS", {"check": neuronkit.cli.SUBCOMMANDS["check"]})
+    return neuronkit.cli.main
+
+
+def test_cli_prints_the_table_and_writes_json(main, tmp_path, capsys):
+    out = tmp_path / "check.json"
+    assert main(["check", "tiny-bert", "--stages", "eager,generate", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "stage" in text and "SKIPPED" in text and "not a causal LM" in text
+    assert [s["name"] for s in json.loads(out.read_text())["stages"]] == ["cpu", "eager", "generate"]
+
+
+def test_cli_exits_1_when_a_stage_fails(main, monkeypatch, capsys):
+    import neuronkit.compile.check as check_module
+
+    def broken(session, evidence):
+        raise RuntimeError("injected")
+
+    monkeypatch.setitem(check_module._STAGE_FUNCTIONS, "eager", broken)
+    assert main(["check", "tiny-bert", "--stages", "eager"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["check", "tiny-bert", "--stages", "eager,warp"], "unknown stage"),
+    (["check", "/no/such/model"], "not found"),
+    (["check", "tiny-bert", "--seq-len", "0"], "seq_len"),
+])
+def test_cli_bad_input_exits_2(main, argv, expected, capsys):
+    assert main(argv) == 2
+    assert expected in capsys.readouterr().err
