@@ -178,8 +178,9 @@ def test_min_padding_buckets_are_optimal():
         k = rng.randint(1, 4)
         plan = suggest_buckets(lengths, max_buckets=k)
         distinct = sorted(set(lengths))
-        brute = min(sum(min(e for e in edges if e >= v) for v in lengths)
-                    for r in range(1, k + 1) for edges in itertools.combinations(distinct, r) if edges[-1] == distinct[-1])
+        candidates = (edges for r in range(1, k + 1) for edges in itertools.combinations(distinct, r)
+                      if edges[-1] == distinct[-1])
+        brute = min(sum(min(e for e in edges if e >= v) for v in lengths) for edges in candidates)
         assert plan.recommended.padded_tokens == brute
         assert plan.compilations <= k
 

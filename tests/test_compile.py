@@ -173,7 +173,8 @@ def test_mode_is_warned_about_and_model_name_lands_in_metrics(caplog):
         torch.compile(MyModel().to("neuron"), backend="neuron", mode="max-autotune")(torch.randn(2, 8, device="neuron"))
     assert "Neuron backend does not support mode='max-autotune', falling back to default mode." in caplog.text
     torch._dynamo.reset()
-    torch.compile(MyModel().to("neuron"), backend="neuron", options={"model_name": "mlp"})(torch.randn(2, 8, device="neuron"))
+    named = torch.compile(MyModel().to("neuron"), backend="neuron", options={"model_name": "mlp"})
+    named(torch.randn(2, 8, device="neuron"))
     first, second = new_metrics(before)  # forward graphs only: no backward ran
     assert first["model_name"] == "model"
     assert second["model_name"] == "mlp" and second["graph_name"].startswith("mlp_forward_")

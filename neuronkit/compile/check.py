@@ -291,15 +291,18 @@ def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
 def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
         return "skipped", f"{type(s.cpu_model).__name__} is not a causal LM: it has no generate()"
-    prompt = {k: v[:1] for k, v in s.inputs.items() if k in ("input_ids", "attention_mask")}
+    inputs = s.inputs if isinstance(s.inputs, dict) else {"input_ids": s.inputs}
+    prompt = {k: v[:1] for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+    pad = getattr(s.tokenizer, "pad_token_id", None)
     settings = {"max_new_tokens": s.settings["generate_tokens"], "do_sample": False,
-                "pad_token_id": getattr(s.tokenizer, "pad_token_id", None) or getattr(s.config, "pad_token_id", None)}
+                "pad_token_id": pad if pad is not None else getattr(s.config, "pad_token_id", None)}
     start = prompt["input_ids"].shape[1]
     with torch.no_grad():
         cpu_tokens = s.cpu_model.generate(**prompt, **settings)[0, start:].tolist()
         model, _ = s.neuron()
         with s.device_mode():
-            device_tokens = model.generate(**compare.move_inputs(prompt, "neuron"), **settings)[0, start:].cpu().tolist()
+            generated = model.generate(**compare.move_inputs(prompt, "neuron"), **settings)
+        device_tokens = generated[0, start:].cpu().tolist()
     diverge = next((i for i, (a, b) in enumerate(zip(cpu_tokens, device_tokens)) if a != b),
                    None if len(cpu_tokens) == len(device_tokens) else min(len(cpu_tokens), len(device_tokens)))
     evidence.update(prompt_tokens=start, cpu_tokens=cpu_tokens, neuron_tokens=device_tokens,
@@ -395,8 +398,9 @@ def _stage_compile(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     summary = (f"{graphs} graph(s), {break_count} graph break(s), {len(records)} NEFF(s), "
                f"first call {s.compile_time_s:.1f} s; matches eager ({_worst(rows)})")
     notes = _top1_note(top1, s.tol)
-    if evidence["graph_breaks"]:
-        notes.append(f"graph break: {_first_line(evidence['graph_breaks'][0]['reason'])}")
+    if break_count or evidence["graph_breaks"]:
+        reason = evidence["graph_breaks"][0]["reason"] if evidence["graph_breaks"] else "see graph_break_count"
+        notes.append(f"graph break: {_first_line(reason)}")
     if fallbacks:
         notes.append(f"{len(fallbacks)} op(s) in compiled graphs fall back to CPU: {', '.join(fallbacks)}")
     return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
@@ -487,7 +491,7 @@ def _breaks(explain: Any) -> list[dict[str, str]]:
     breaks = []
     for reason in explain.break_reasons:
         frame = reason.user_stack[-1] if reason.user_stack else None
-        breaks.append({"reason": _short_reason(str(reason.reason)),
+        breaks.append({"reason": short_break_reason(str(reason.reason)),
                        "where": f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown",
                        "detail": " ".join(str(reason.reason).split())})
     return breaks
@@ -500,7 +504,7 @@ def _graph_break_total() -> int:
     return sum(counters["graph_break"].values())
 
 
-def _short_reason(text: str) -> str:
+def short_break_reason(text: str) -> str:
     """Dynamo's break type plus what caused it: the error an op raised while tracing, else the first
     sentence of Dynamo's explanation."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
