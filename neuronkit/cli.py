@@ -17,24 +17,29 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "detect": ("neuronkit.device.detect", "report whether the neuron device is real, simulated or absent"),
     "audit": ("neuronkit.audit.cli", "list the aten ops a model runs and classify them against Neuron support"),
     "check": ("neuronkit.compile.cli", "staged parity checks: CPU, eager on neuron, training, compiled"),
-    "run": ("neuronkit.workbook", "run the whole workbook with papermill and write the report"),
+    "run": ("neuronkit.workbook.cli", "run the whole workbook with papermill and write the report"),
     "report": ("neuronkit.report.cli", "render report.html and report.json from a run directory"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that subcommand's module is imported (each pulls in heavy parts
+    of the stack, such as Dynamo, that other commands do not need)."""
     parser = argparse.ArgumentParser(prog="neuronkit", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub = subparsers.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).configure_parser(sub)
+        if only in (None, name):
+            importlib.import_module(module).configure_parser(sub)
         sub.set_defaults(_module=module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `neuronkit` console script."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command if command in SUBCOMMANDS else None).parse_args(argv)
     try:
         return importlib.import_module(args._module).run(args)
     except (NeuronkitInputError, FileNotFoundError, NotADirectoryError) as exc:

@@ -8,15 +8,12 @@ that does not fit gets an error naming its size and the budget, never a silent C
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import sys
 from typing import Any, Mapping
 
 import torch
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.post_import import when_imported
 from neuronkit.units import format_bytes
 
 _BRIDGED_MODULE = "transformers.integrations.accelerate"
@@ -134,35 +131,6 @@ def _neuron_max_memory(original):
     return get_max_memory
 
 
-class _BridgeFinder(importlib.abc.MetaPathFinder):
-    """Patches transformers' accelerate integration right after it is imported."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != _BRIDGED_MODULE:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return None
-        spec.loader = _PatchingLoader(spec.loader)
-        return spec
-
-
-class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader) -> None:
-        self.loader = loader
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self.loader.exec_module(module)
-        _patch(module)
-
-
 def _refuse_partial_placement(original, module):
     """transformers' `_get_device_map`, refusing an "auto" map that would spill off the neuron core."""
 
@@ -193,7 +161,4 @@ def _patch(module) -> None:
 
 def install_auto_device_map_bridge() -> None:
     """Make transformers' `device_map="auto"` see the neuron device's HBM (now or when it is imported)."""
-    if _BRIDGED_MODULE in sys.modules:
-        _patch(sys.modules[_BRIDGED_MODULE])
-    elif not any(isinstance(f, _BridgeFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _BridgeFinder())
+    when_imported(_BRIDGED_MODULE, _patch)

@@ -36,9 +36,7 @@ BACKEND_NAME = "neuron"
 FALLBACK_ENV = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
 DEFAULT_MODEL_NAME = "model"
 _FALSE = ("0", "false", "no", "off")
-SIMULATOR_PACKAGE = "neuronkit.device.simulator"
 _graph_ids = itertools.count()
-_frames_skipped = False
 
 
 class NEFFCompilationError(RuntimeError):
@@ -77,19 +75,6 @@ def register() -> None:
 
     if BACKEND_NAME not in registry._BACKENDS and BACKEND_NAME not in registry._COMPILER_FNS:
         registry.register_backend(neuron_backend, name=BACKEND_NAME)
-    _skip_simulator_frames()
-
-
-def _skip_simulator_frames() -> None:
-    """Keep Dynamo out of the simulated device's Python kernels.
-
-    The real device's kernels are C++, invisible to Dynamo. The simulator's are Python, called from the
-    dispatcher whenever an op runs eagerly inside a compiled region (e.g. after a graph break); without
-    this, Dynamo would try to compile the kernel's own frames."""
-    global _frames_skipped
-    if not _frames_skipped:
-        torch._dynamo.trace_rules.add(SIMULATOR_PACKAGE)
-        _frames_skipped = True
 
 
 class _Settings:

@@ -77,8 +77,10 @@ def _sdpa_rule(policy: Policy) -> Rule:
 
 
 class _SdpaMaskGuard:
-    """SDPA on the device accepts no mask or a causal one; an explicit mask that is exactly causal is
-    accepted too (it is what is_causal=True computes), any other mask raises."""
+    """SDPA on the device accepts no mask or a causal one. A mask that allows everything is no mask, and
+    a mask that is exactly causal is what is_causal=True computes; any other mask raises. While tracing
+    for torch.compile the mask has no values to inspect, so it is accepted there; eager runs and the op
+    audit judge its values."""
 
     __slots__ = ("rule", "op")
 
@@ -88,31 +90,37 @@ class _SdpaMaskGuard:
 
     def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                  enable_gqa=False):
-        if attn_mask is not None:
-            if not _is_causal_mask(attn_mask, query.shape[-2], key.shape[-2]):
+        if attn_mask is not None and _has_values(attn_mask):
+            kind = _mask_kind(attn_mask, query.shape[-2], key.shape[-2])
+            if kind == "arbitrary":
                 raise NotImplementedError(
                     "aten::scaled_dot_product_attention is not supported on the Neuron device with an arbitrary "
-                    f"attn_mask (shape {tuple(attn_mask.shape)}): only no mask or a causal mask [{self.rule.category}]. "
-                    f"{self.rule.remedy}")
-            attn_mask, is_causal = None, True
-        return self.op.decompose(query, key, value, None, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+                    f"attn_mask (shape {tuple(attn_mask.shape)}): only no mask or a causal mask "
+                    f"[{self.rule.category}]. {self.rule.remedy}")
+            attn_mask, is_causal = None, is_causal or kind == "causal"
+        return self.op.decompose(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                 enable_gqa=enable_gqa)
 
 
-def _is_causal_mask(mask: torch.Tensor, q_len: int, k_len: int) -> bool:
-    """True when `mask` (bool, or additive float) is the plain lower-triangular causal mask."""
-    if torch._subclasses.fake_tensor.is_fake(mask) or mask.device.type == "meta":
-        return False  # no data to inspect while tracing: only is_causal=True is accepted
-    if q_len != k_len:
-        return False
-    causal = torch.ones(q_len, k_len, dtype=torch.bool).tril_()
+def _has_values(mask: torch.Tensor) -> bool:
+    return not (torch._subclasses.fake_tensor.is_fake(mask) or mask.device.type == "meta"
+                or torch._C._functorch.is_functorch_wrapped_tensor(mask))
+
+
+def _mask_kind(mask: torch.Tensor, q_len: int, k_len: int) -> str:
+    """"none" (allows everything), "causal" (plain lower-triangular), or "arbitrary"."""
     host = mask.detach().to("cpu")
     if host.dtype is torch.bool:
         allowed = host
     else:  # additive mask: 0 where attention is allowed, -inf (or the dtype's minimum) elsewhere
         allowed = host == 0
         if not bool((allowed | (host <= torch.finfo(host.dtype).min / 2)).all()):
-            return False
-    return bool((allowed == causal).all())
+            return "arbitrary"
+    if bool(allowed.all()):
+        return "none"
+    if q_len == k_len and bool((allowed == torch.ones(q_len, k_len, dtype=torch.bool).tril_()).all()):
+        return "causal"
+    return "arbitrary"
 
 
 def _device_kwarg_is_neuron(args: tuple, kwargs: dict) -> bool:

@@ -18,6 +18,7 @@ from neuronkit.device.simulator import features, host_memory, kernel, module, se
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.policy import load_policy
+from neuronkit.post_import import when_imported
 
 _LIBS: list[Library] = []  # registrations live as long as their Library object
 
@@ -55,6 +56,14 @@ def install(config: SimConfig | None = None) -> None:
     serialization.install()
     host_memory.install()
     shim.install()
+    when_imported("torch._dynamo.trace_rules", _skip_simulator_frames)
+
+
+def _skip_simulator_frames(trace_rules) -> None:
+    """Keep Dynamo out of the simulator's Python kernels. The real device's kernels are C++, invisible to
+    Dynamo; these run from the dispatcher whenever an op executes eagerly in a compiled region (after a
+    graph break), and Dynamo would otherwise try to compile their frames."""
+    trace_rules.add("neuronkit.device.simulator")
 
 
 class _Hooks(torch._C._acc.PrivateUse1Hooks):
