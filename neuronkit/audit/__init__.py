@@ -5,22 +5,12 @@ shapes and the module that issued it) and classifies each against the Neuron op-
 native, CPU fallback, or a first-release blocker, with a remedy for every finding.
 """
 
-import sys
-import types
-
 from neuronkit.audit.recorder import OpRecorder
 from neuronkit.audit.report import AuditReport
 from neuronkit.audit.runner import audit
+from neuronkit.callable_package import make_callable
 
 __all__ = ["AuditReport", "OpRecorder", "audit"]
 
 
-class _CallablePackage(types.ModuleType):
-    """`neuronkit.audit(...)` is the function whether `neuronkit.audit` resolved to it lazily or an
-    earlier `import neuronkit.audit.<submodule>` bound the package itself to that name."""
-
-    def __call__(self, *args, **kwargs) -> AuditReport:
-        return audit(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
+make_callable(__name__, audit)

@@ -13,6 +13,7 @@ from pathlib import Path
 from neuronkit.report.charts import render_charts
 from neuronkit.report.model import ReportModel, build_model
 from neuronkit.report.render import render_html
+from neuronkit.callable_package import make_callable
 from neuronkit.stages import RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
@@ -38,3 +39,6 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     paths.html.write_text(render_html(model, render_charts(model.charts)), encoding="utf-8")
     paths.json.write_text(json.dumps(model.to_json(), indent=2, default=str) + "\n", encoding="utf-8")
     return paths
+
+
+make_callable(__name__, report)
