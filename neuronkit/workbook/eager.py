@@ -1,0 +1,59 @@
+"""Stage 02, eager on neuron: the one-line move, `model.to("neuron")`, and whether the answers survive
+it: `neuronkit.compile.check`'s eager, generate and training stages against the CPU, plus what the
+device saw on the way (CPU fallbacks, NEFF cache, memory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from neuronkit.stages import StageResult, recording
+from neuronkit.workbook.flow import begin
+from neuronkit.workbook.loading import neuron_device
+from neuronkit.workbook.params import Params, require_positive_ints
+
+CHECK_STAGES = ("eager", "generate", "train")
+
+
+def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_tokens: int = 8) -> StageResult:
+    """Check eager parity on `device` (outputs, top-1 tokens, greedy generation, `train_steps` SGD steps)
+    and keep the check's evidence in the contract's shape; the status is the worst check stage's."""
+    skipped = begin(params, "eager")
+    if skipped:
+        return skipped
+    with recording(params.run, "eager") as slot:
+        from neuronkit.compile.check import check
+
+        require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens)
+        target = neuron_device(device)
+        torch.neuron.set_device(target.index or 0)  # "neuron" in the check is the current core
+        report = check(params.model, stages=CHECK_STAGES, dtype=params.dtype, train_steps=train_steps,
+                       generate_tokens=generate_tokens, batch_size=params.batch_size, seq_len=params.seq_len,
+                       model_name=params.model)
+        stages = {s.name: s for s in report.stages}
+        slot["evidence"] = evidence(stages, target)
+        ran = [stages[name] for name in CHECK_STAGES if name in stages]
+        slot["status"] = report.status
+        slot["summary"] = "; ".join(f"{s.name}: {s.summary}" for s in ran)
+    return slot["result"]
+
+
+def evidence(stages: dict[str, Any], target: torch.device) -> dict[str, Any]:
+    """The eager stage's evidence (docs/run-directory.md) from the check's stage evidence."""
+    eager = stages["eager"].evidence
+    generate = stages["generate"].evidence if "generate" in stages else {}
+    train = stages["train"].evidence if "train" in stages else {}
+    return {
+        "parity": {**eager.get("parity", {}), "generate_identical": generate.get("generate_identical")},
+        "training": {k: train.get(k) for k in ("cpu_losses", "neuron_losses", "grad_norm_cpu", "grad_norm_neuron",
+                                              "ok")} if train else None,
+        "fallback_ops": eager.get("fallback_ops", []),
+        "executed_ops": eager.get("executed_ops"),
+        "neff_cache": eager.get("neff_cache"),
+        "memory": {**eager.get("memory", {}),
+                   "hbm_bytes_per_core": torch.neuron.get_device_properties(target.index or 0).total_memory},
+        "generate": {k: generate.get(k) for k in ("cpu_text", "neuron_text", "first_divergence")} if generate else None,
+        "untied_parameters": eager.get("untied_parameters", []),
+        "stages": [s.to_dict() for s in stages.values()],
+    }
