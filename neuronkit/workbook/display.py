@@ -21,18 +21,19 @@ from neuronkit.workbook.params import DTYPES, Params
 _COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "error": "#cf222e", "skipped": "#6e7781"}
 
 # Evidence the final cell of each notebook prints for `# NBVAL_CHECK_OUTPUT`: facts that depend only on
-# the model and the parameters, never on timings, paths or the machine.
+# the model and the parameters, never on timings, paths or the machine. Rows of a table keep STABLE_KEYS.
 CHECKED: dict[str, tuple[str, ...]] = {
     "environment": ("device.kind", "model.name", "model.architecture", "model.model_type",
                     "model.num_parameters", "model.dtype"),
-    "cpu_baseline": ("logits_shape", "loss", "generate.text", "fill_mask.predictions"),
+    "cpu_baseline": ("logits_shape", "loss", "generate.text", "fill_mask.text"),
     "eager": ("parity.outputs", "parity.top1_agreement", "parity.generate_identical", "training.ok",
               "fallback_ops"),
     "audit": ("summary.distinct_ops", "summary.support_pct_ops", "summary.by_category", "summary.blockers"),
-    "compile": ("graphs", "graph_breaks", "recompiles", "buckets.buckets", "buckets.compilations"),
+    "compile": ("graphs", "graph_breaks", "recompiles", "parity.outputs", "buckets.buckets",
+                "buckets.compilations"),
     "profile": ("distinct_ops", "fallbacks"),
 }
-
+STABLE_KEYS = ("name", "op", "category", "calls", "shape", "ok", "reason", "bytes_copied")
 
 class StageView:
     """A stage record in a notebook: status, summary and evidence, as HTML and as text."""
@@ -89,6 +90,17 @@ def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> A
 
     frame = pd.DataFrame(list(rows))
     return frame[[c for c in columns if c in frame.columns]] if columns and not frame.empty else frame
+
+
+def buckets(plan: dict[str, Any] | None) -> Any:
+    """The bucket advice as a table: the recommended bucketing first, then the alternatives."""
+    if not plan:
+        return table([])
+    print(f"{len(plan['lengths'])} prompts, {plan['distinct_shapes']} distinct lengths: "
+          f"{plan['distinct_shapes']} compilations without buckets")
+    recommended = {k: plan[k] for k in ("strategy", "buckets", "compilations", "padding_overhead")}
+    return table([{**recommended, "recommended": True}, *plan.get("alternatives", [])],
+                 ["strategy", "buckets", "compilations", "padding_overhead", "recommended"])
 
 
 def filter_widget(frame: Any, by: list[str], text_column: str | None = None) -> Any:
@@ -180,7 +192,8 @@ def report_link(path: str | Path) -> _Link:
 
 def comparison(run_dir: str | Path) -> Any:
     """One column per stage, one row per number the stages share: status, duration, step time, the
-    largest parity error against the CPU and the number of CPU-fallback ops each stage saw."""
+    largest parity error against the stage's reference (eager: CPU; compile: eager) and the number of
+    CPU-fallback ops each stage saw."""
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
     ev = {stage: record.evidence for stage, record in records.items()}
     rows = {
@@ -189,13 +202,15 @@ def comparison(run_dir: str | Path) -> Any:
         "step time (ms)": {"cpu_baseline": _round(ev.get("cpu_baseline", {}).get("forward_ms")),
                            "eager": _round(ev.get("compile", {}).get("eager_step_ms")),
                            "compile": _round(ev.get("compile", {}).get("compiled_step_ms"))},
-        "max abs error vs CPU": {stage: _max_err(ev.get(stage, {})) for stage in ("eager", "compile")},
+        "max abs error vs reference": {stage: _max_err(ev.get(stage, {})) for stage in ("eager", "compile")},
         "CPU-fallback ops": {"eager": _count(ev.get("eager", {}).get("fallback_ops")),
                              "audit": _count(ev.get("audit", {}).get("summary", {}).get("fallbacks")),
                              "profile": _count(ev.get("profile", {}).get("fallbacks"))},
     }
-    frame = table([{"": name, **{stage: values.get(stage) for stage in STAGES}} for name, values in rows.items()])
-    return frame.set_index("").fillna("—")
+    import pandas as pd
+
+    frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(STAGES)).astype(object)
+    return frame.where(frame.notna(), "—")
 
 
 def compare_widget(run_dir: str | Path) -> Any:
@@ -254,7 +269,8 @@ def _stable(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, list):
-        return "[" + ", ".join(_stable(v) for v in value) + "]"
+        rows = [{k: v[k] for k in STABLE_KEYS if k in v} if isinstance(v, dict) else v for v in value]
+        return "[" + ", ".join(_stable(v) for v in rows) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_stable(v)}" for k, v in value.items()) + "}"
     return repr(value) if isinstance(value, str) else str(value)

@@ -54,7 +54,7 @@ def blocked_by(run: RunDir, stage: str) -> str | None:
 
 def skip(run: RunDir, stage: str, reason: str) -> StageResult:
     """Write and return a `skipped` record for `stage` carrying the reason."""
-    result = StageResult(stage, "skipped", f"skipped: {reason}", error=reason, duration_s=0.0, finished_at=_now())
+    result = StageResult(stage, "skipped", reason, error=reason, duration_s=0.0, finished_at=_now())
     run.write(result)
     return result
 

@@ -31,6 +31,11 @@ NOTEBOOKS: tuple[tuple[str, str | None], ...] = (
     ("06_report.ipynb", None),
 )
 # Set in the kernels' environment unless the caller set them: no hub access, no progress bars in logs.
+# Notebook parameters naming files (besides `model`): made absolute, as the kernels run in the notebooks folder.
+PATH_PARAMETERS = ("prompts_file",)
+# The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
+# what a notebook does is in its executed copy, errors included.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=CRITICAL"]
 KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
               "TQDM_DISABLE": "1"}
 
@@ -81,6 +86,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
                       batch_size=batch_size)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
+    values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
     declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name, _ in NOTEBOOKS}
     unknown = sorted(set(values) - set().union(*declared.values()))
     if unknown:
@@ -132,7 +138,8 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kerne
     try:
         papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
                                    kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
-                                   start_timeout=120, execution_timeout=cell_timeout)
+                                   start_timeout=120, execution_timeout=cell_timeout,
+                                   extra_arguments=KERNEL_ARGUMENTS)
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
     except (CellTimeoutError, DeadKernelError) as exc:
@@ -167,10 +174,10 @@ def _notebook(folder: Path, name: str) -> Path:
     return path
 
 
-def _absolute(model: str | os.PathLike) -> str:
-    """A model path that exists from here made absolute (the kernels run in the notebooks folder)."""
-    path = Path(model).expanduser()
-    return str(path.resolve()) if path.exists() else str(model)
+def _absolute(value: str | os.PathLike) -> str:
+    """A path that exists from here made absolute; anything else (a bundled model name) as it is."""
+    path = Path(value).expanduser()
+    return str(path.resolve()) if path.exists() else str(value)
 
 
 @contextmanager
