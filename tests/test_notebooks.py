@@ -1,0 +1,172 @@
+"""The workbook: clean committed notebooks, parameter validation, and (marked `notebooks`) the whole
+sequence executed by papermill on both bundled architectures, failure handling, and nbval's checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+from papermill.exceptions import PapermillExecutionError
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.stages import STAGES, RunDir
+from neuronkit.workbook import NOTEBOOKS, parameters, run_workbook
+from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS_DIR = ROOT / "notebooks"
+CELL_TIMEOUT = 600
+
+
+# --- committed notebooks and parameters (fast) -------------------------------------------------------
+
+def test_notebooks_are_what_the_generator_writes() -> None:
+    proc = subprocess.run([sys.executable, str(NOTEBOOKS_DIR / "build_notebooks.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("name", [name for name, _ in NOTEBOOKS])
+def test_notebook_is_clean_and_parameterized(name: str) -> None:
+    nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith(f"# {name[:2]} ·")
+    assert code[0].metadata.get("tags") == ["parameters"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    assert 'os.environ.setdefault("HF_HUB_OFFLINE", "1")' in code[0].source
+    assert nb.metadata.kernelspec.name == KERNEL_NAME
+    assert code[-1].source.startswith("# NBVAL_CHECK_OUTPUT")
+
+
+def test_parameters_list_every_problem_at_once() -> None:
+    with pytest.raises(NeuronkitInputError) as info:
+        parameters(model="tiny-qwen3", run_dir=3, dtype="float64", seq_len="16", batch_size=0)
+    message = str(info.value)
+    assert "run_dir must be a directory path (a string), got int 3" in message
+    assert "dtype must be one of float32, bfloat16, float16" in message
+    assert "seq_len must be a positive integer, got str '16'" in message
+    assert "batch_size must be a positive integer, got 0" in message
+
+
+def test_parameters_refuse_a_missing_checkpoint_and_a_too_long_sequence(tmp_path: Path) -> None:
+    with pytest.raises(NeuronkitInputError, match="not found"):
+        parameters(model=str(tmp_path / "no-such-checkpoint"), run_dir=str(tmp_path))
+    with pytest.raises(NeuronkitInputError, match="exceeds the model's max_position_embeddings"):
+        parameters(model="tiny-qwen3", run_dir=str(tmp_path), seq_len=100_000)
+
+
+def test_runner_refuses_bad_parameters_before_starting_a_kernel(tmp_path: Path) -> None:
+    with pytest.raises(NeuronkitInputError, match="not found"):
+        run_workbook(tmp_path / "missing", tmp_path / "run")
+    with pytest.raises(NeuronkitInputError, match="unknown workbook parameter"):
+        run_workbook("tiny-qwen3", tmp_path / "run", parameters={"max_new_tokenz": 4})
+    assert not (tmp_path / "run").exists()
+
+
+# --- executed notebooks ------------------------------------------------------------------------------
+
+def _run(model: str, out: Path, **kwargs) -> tuple[object, list[str]]:
+    lines: list[str] = []
+    result = run_workbook(model, out, cell_timeout=CELL_TIMEOUT, log=lines.append, **kwargs)
+    return result, lines
+
+
+def _assert_complete_run(out: Path, result, lines: list[str]) -> None:
+    assert result.ok, "\n".join(lines)
+    run = RunDir(out)
+    for stage in STAGES:
+        record = run.read(stage)
+        assert record is not None, f"{stage} left no record"
+        assert record.status in ("pass", "warn"), f"{stage}: {record.status} — {record.summary}\n{record.error}"
+    assert (out / "report.html").stat().st_size > 0
+    assert json.loads((out / "report.json").read_text())["missing_stages"] == []
+    for name, _ in NOTEBOOKS:
+        assert (out / "artifacts" / "notebooks" / name).is_file()
+    assert len([line for line in lines if line.startswith("[")]) == len(NOTEBOOKS)
+    assert lines[-1] == f"report: {out / 'report.html'}"
+
+
+@pytest.mark.notebooks
+def test_whole_workbook_on_tiny_qwen3(tmp_path: Path) -> None:
+    out = tmp_path / "qwen"
+    result, lines = _run("tiny-qwen3", out)
+    _assert_complete_run(out, result, lines)
+    assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
+    assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1}
+
+
+@pytest.mark.notebooks
+def test_whole_workbook_on_tiny_bert_checkpoint_directory(tmp_path: Path) -> None:
+    out = tmp_path / "bert"
+    result, lines = _run(str(ROOT / "data" / "models" / "tiny-bert"), out)
+    _assert_complete_run(out, result, lines)
+    run = RunDir(out)
+    assert run.read("environment").evidence["model"]["architecture"] == "BertForMaskedLM"
+    assert len(run.read("cpu_baseline").evidence["fill_mask"]["predictions"]) == 5
+
+
+def _execute_first_notebook(tmp_path: Path, **params) -> PapermillExecutionError:
+    ensure_kernel()
+    output = tmp_path / "00.ipynb"
+    with pytest.raises(PapermillExecutionError) as info:
+        papermill.execute_notebook(str(NOTEBOOKS_DIR / "00_environment.ipynb"), str(output),
+                                   parameters={"run_dir": str(tmp_path / "run"), **params},
+                                   kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+    nb = nbformat.read(output, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    failed = [c for c in code if any(o.output_type == "error" for o in c.outputs)]
+    injected = next(i for i, c in enumerate(code) if "injected-parameters" in c.metadata.get("tags", []))
+    assert failed == [code[injected + 1]], "the cell right after the parameters must be the one failing"
+    assert not (tmp_path / "run" / "stages").exists()
+    return info.value
+
+
+@pytest.mark.notebooks
+def test_missing_model_path_fails_in_the_first_cell(tmp_path: Path) -> None:
+    error = _execute_first_notebook(tmp_path, model=str(tmp_path / "no-such-checkpoint"))
+    assert error.ename == "NeuronkitInputError"
+    assert "bad workbook parameters" in error.evalue and "not found" in error.evalue
+
+
+@pytest.mark.notebooks
+def test_wrong_parameter_type_fails_in_the_first_cell(tmp_path: Path) -> None:
+    error = _execute_first_notebook(tmp_path, seq_len="16", dtype="float64")
+    assert error.ename == "NeuronkitInputError"
+    assert "seq_len must be a positive integer, got str '16'" in error.evalue
+    assert "dtype must be one of float32, bfloat16, float16" in error.evalue
+
+
+@pytest.mark.notebooks
+def test_failure_mid_workbook_leaves_error_and_skipped_records_and_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "broken"
+    result, lines = _run("tiny-qwen3", out, parameters={"device": "neuron:99"})
+    assert not result.ok
+    run = RunDir(out)
+    assert run.read("environment").status == "pass" and run.read("cpu_baseline").status == "pass"
+    eager = run.read("eager")
+    assert eager.status == "error" and "neuron:99" in eager.summary
+    for stage in ("audit", "compile", "profile"):
+        record = run.read(stage)
+        assert record.status == "skipped" and "02_eager_on_neuron.ipynb failed" in record.error
+    assert [nb.notebook[:2] for nb in result.notebooks] == ["00", "01", "02", "06"]
+    assert result.notebooks[-1].error is None, "the report notebook renders a failed run"
+    report = json.loads((out / "report.json").read_text())
+    assert report["stages"]["eager"]["status"] == "error" and (out / "report.html").stat().st_size > 0
+
+
+@pytest.mark.notebooks
+def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> None:
+    prepared = tmp_path / "nbval"
+    subprocess.run([sys.executable, str(ROOT / "tests" / "nbval" / "prepare.py"), str(prepared)], check=True,
+                   cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", KERNEL_NAME,
+                           "--nbval-sanitize-with", str(ROOT / "tests" / "nbval" / "sanitize.cfg"),
+                           "-p", "no:cacheprovider", "-q", str(prepared)],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1"})
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
