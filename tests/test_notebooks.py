@@ -32,7 +32,7 @@ def test_notebooks_are_what_the_generator_writes() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("name", [name for name, _ in NOTEBOOKS])
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_is_clean_and_parameterized(name: str) -> None:
     nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -86,7 +86,7 @@ def _assert_complete_run(out: Path, result, lines: list[str]) -> None:
         assert record.status in ("pass", "warn"), f"{stage}: {record.status} — {record.summary}\n{record.error}"
     assert (out / "report.html").stat().st_size > 0
     assert json.loads((out / "report.json").read_text())["missing_stages"] == []
-    for name, _ in NOTEBOOKS:
+    for name in NOTEBOOKS:
         assert (out / "artifacts" / "notebooks" / name).is_file()
     assert len([line for line in lines if line.startswith("[")]) == len(NOTEBOOKS)
     assert lines[-1] == f"report: {out / 'report.html'}"

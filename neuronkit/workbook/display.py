@@ -35,6 +35,7 @@ CHECKED: dict[str, tuple[str, ...]] = {
 }
 STABLE_KEYS = ("name", "op", "category", "calls", "shape", "ok", "reason", "bytes_copied")
 
+
 class StageView:
     """A stage record in a notebook: status, summary and evidence, as HTML and as text."""
 
@@ -50,9 +51,8 @@ class StageView:
                  f'padding:1px 6px;border-radius:3px">{r.status}</span> {html.escape(r.summary)}</div>']
         for item in evidence_items(r.stage, r.evidence):
             parts.append(_item_html(item))
-        if r.error:
-            parts.append(f"<details><summary>{'reason' if r.status == 'skipped' else 'traceback'}</summary>"
-                         f"<pre>{html.escape(r.error)}</pre></details>")
+        if r.error and r.status != "skipped":  # a skipped record's summary is its reason
+            parts.append(f"<details><summary>traceback</summary><pre>{html.escape(r.error)}</pre></details>")
         return "\n".join(parts)
 
     def __repr__(self) -> str:
@@ -106,12 +106,9 @@ def buckets(plan: dict[str, Any] | None) -> Any:
 def filter_widget(frame: Any, by: list[str], text_column: str | None = None) -> Any:
     """Dropdowns over `by` columns (and a substring box over `text_column`) that filter `frame` live.
 
-    Returns None without ipywidgets; callers display `frame` itself first, so nothing depends on this.
+    Callers display `frame` itself first: the widget state is not rendered outside a live kernel.
     """
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        return None
+    import ipywidgets as widgets
     from IPython.display import display
 
     controls: dict[str, Any] = {
@@ -146,14 +143,12 @@ def run_command(model: str, dtype: str, seq_len: int, batch_size: int) -> str:
 
 
 def command_picker(params: Params) -> Any:
-    """Print the command for `params`; with ipywidgets, also return a model/dtype picker rebuilding it."""
-    print(run_command(params.model, params.dtype, params.seq_len, params.batch_size))
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        return None
+    """Print the command for `params`, and return a model/dtype picker that rebuilds it (JupyterLab)."""
+    import ipywidgets as widgets
+
     from neuronkit.models import BUNDLED_MODELS
 
+    print(run_command(params.model, params.dtype, params.seq_len, params.batch_size))
     model = widgets.Combobox(value=params.model, options=list(BUNDLED_MODELS), ensure_option=False,
                              description="model", placeholder="bundled name or checkpoint directory")
     dtype = widgets.Dropdown(options=list(DTYPES), value=params.dtype, description="dtype")
@@ -194,6 +189,8 @@ def comparison(run_dir: str | Path) -> Any:
     """One column per stage, one row per number the stages share: status, duration, step time, the
     largest parity error against the stage's reference (eager: CPU; compile: eager) and the number of
     CPU-fallback ops each stage saw."""
+    import pandas as pd
+
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
     ev = {stage: record.evidence for stage, record in records.items()}
     rows = {
@@ -207,18 +204,13 @@ def comparison(run_dir: str | Path) -> Any:
                              "audit": _count(ev.get("audit", {}).get("summary", {}).get("fallbacks")),
                              "profile": _count(ev.get("profile", {}).get("fallbacks"))},
     }
-    import pandas as pd
-
     frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(STAGES)).astype(object)
     return frame.where(frame.notna(), "—")
 
 
 def compare_widget(run_dir: str | Path) -> Any:
-    """Two stage pickers showing the chosen records side by side (None without ipywidgets)."""
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        return None
+    """Two stage pickers showing the chosen records side by side (JupyterLab)."""
+    import ipywidgets as widgets
     from IPython.display import display
 
     run = RunDir(run_dir)
@@ -226,7 +218,7 @@ def compare_widget(run_dir: str | Path) -> Any:
     panes = []
     for default in stages[1:2] + stages[-1:]:
         picker = widgets.Dropdown(options=stages, value=default, description="stage")
-        output = widgets.Output(layout=widgets.Layout(width="50%"))
+        output = widgets.Output()
 
         def refresh(_: Any = None, picker: Any = picker, output: Any = output) -> None:
             output.clear_output()

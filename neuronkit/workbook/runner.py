@@ -20,17 +20,17 @@ from neuronkit.workbook.flow import skip
 from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
 from neuronkit.workbook.params import parameters as validate
 
-# Notebook file → the stage whose record it writes (the report notebook writes none).
-NOTEBOOKS: tuple[tuple[str, str | None], ...] = (
+# Notebook file → the stage whose record it writes, in order; then the report notebook, which writes none.
+STAGE_NOTEBOOKS: tuple[tuple[str, str], ...] = (
     ("00_environment.ipynb", "environment"),
     ("01_cpu_baseline.ipynb", "cpu_baseline"),
     ("02_eager_on_neuron.ipynb", "eager"),
     ("03_op_audit.ipynb", "audit"),
     ("04_compile.ipynb", "compile"),
     ("05_profiling.ipynb", "profile"),
-    ("06_report.ipynb", None),
 )
-# Set in the kernels' environment unless the caller set them: no hub access, no progress bars in logs.
+REPORT_NOTEBOOK = "06_report.ipynb"
+NOTEBOOKS: tuple[str, ...] = (*(name for name, _ in STAGE_NOTEBOOKS), REPORT_NOTEBOOK)
 # Notebook parameters naming files (besides `model`): made absolute, as the kernels run in the notebooks folder.
 PATH_PARAMETERS = ("prompts_file",)
 # The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
@@ -66,9 +66,8 @@ class WorkbookResult:
 
 
 def notebooks_dir() -> Path:
-    """The workbook's notebooks folder (NEURONKIT_NOTEBOOKS_DIR overrides the one beside the package)."""
-    override = os.environ.get("NEURONKIT_NOTEBOOKS_DIR")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "notebooks"
+    """The notebooks folder of the source checkout this package runs from (`notebooks=` picks another)."""
+    return Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
@@ -87,7 +86,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
                       batch_size=batch_size)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
-    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name, _ in NOTEBOOKS}
+    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
     unknown = sorted(set(values) - set().union(*declared.values()))
     if unknown:
         known = ", ".join(sorted(set().union(*declared.values())))
@@ -96,25 +95,25 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
     run = params.run
     result = WorkbookResult(run.path)
+
+    def execute(name: str) -> NotebookRun:
+        own = {k: v for k, v in values.items() if k in declared[name]}
+        nb = _execute(folder, name, run, own, kernel_name, cell_timeout)
+        result.notebooks.append(nb)
+        return nb
+
     with _kernel_environment():
-        for index, (name, stage) in enumerate(NOTEBOOKS):
-            if stage is None:
-                break
-            nb = _execute(folder, name, run, {k: v for k, v in values.items() if k in declared[name]},
-                          kernel_name, cell_timeout)
-            nb.status = nb.status if nb.error else _status(run, stage)
-            result.notebooks.append(nb)
+        for index, (name, stage) in enumerate(STAGE_NOTEBOOKS):
+            nb = execute(name)
+            if nb.error is None:
+                nb.status = _status(run, stage)
             log(_line(len(result.notebooks), nb))
             if nb.error:
                 _record_failure(run, stage, nb)
-                for _, later in NOTEBOOKS[index + 1:]:
-                    if later:
-                        skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
+                for _, later in STAGE_NOTEBOOKS[index + 1:]:
+                    skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
                 break
-        report_nb = NOTEBOOKS[-1][0]
-        nb = _execute(folder, report_nb, run, {k: v for k, v in values.items() if k in declared[report_nb]},
-                      kernel_name, cell_timeout)
-    result.notebooks.append(nb)
+        nb = execute(REPORT_NOTEBOOK)
     log(_line(len(result.notebooks), nb))
     if nb.error:
         from neuronkit.report import report  # the report notebook failed: render without it

@@ -34,7 +34,7 @@ def prepare(out: Path) -> list[Path]:
     """Write the parameterized copies into `out`, one shared run directory `out/run` for the sequence."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, _ in NOTEBOOKS:
+    for name in NOTEBOOKS:
         path = out / name
         papermill.execute_notebook(str(notebooks_dir() / name), str(path), parameters={"run_dir": str(out / "run")},
                                    prepare_only=True, kernel_name=KERNEL_NAME, progress_bar=False)
