@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import math
-import statistics
-import time
 from typing import Any
 
 import torch
 
+from neuronkit.compile.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import Subject, load
@@ -20,7 +19,8 @@ MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokeniz
 
 def run(params: Params, prompt: str = "A migration starts with", max_new_tokens: int = 16,
         timing_steps: int = 5) -> StageResult:
-    """Time the forward pass on the CPU, record its loss, and sample the model on `prompt`.
+    """Time the forward pass on the CPU (median of `timing_steps` after a warm-up), record its loss, and
+    sample the model on `prompt`.
 
     `fail` when the CPU logits are not finite: a model broken on the CPU cannot be migrated yet."""
     skipped = begin(params, "cpu_baseline")
@@ -31,16 +31,18 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         subject = load(params)
         with torch.inference_mode():
             out = subject.model(**_with_labels(subject))
-            forward_ms = _median_ms(lambda: subject.model(**subject.inputs), timing_steps)
+            forward_ms = interleaved_medians({"cpu": lambda: subject.model(**subject.inputs)},
+                                             runs=timing_steps)["cpu"]
         loss = float(out.loss) if getattr(out, "loss", None) is not None else None
-        evidence: dict[str, Any] = {"forward_ms": forward_ms, "logits_shape": list(out.logits.shape),
+        logits = out.logits if getattr(out, "logits", None) is not None else out[0]  # base models: hidden states
+        evidence: dict[str, Any] = {"forward_ms": forward_ms, "logits_shape": list(logits.shape),
                                     "loss": loss, "threads": torch.get_num_threads()}
         if subject.tokenizer is not None and subject.kind == "causal_lm":
             evidence["generate"] = greedy_generate(subject, prompt, max_new_tokens)
         elif subject.tokenizer is not None and subject.kind == "masked_lm":
             evidence["fill_mask"] = fill_mask(subject, prompt)
         slot["evidence"] = evidence
-        if not torch.isfinite(out.logits).all() or (loss is not None and not math.isfinite(loss)):
+        if not torch.isfinite(logits).all() or (loss is not None and not math.isfinite(loss)):
             slot["status"], slot["summary"] = "fail", "The CPU forward pass produced NaN or infinite values."
         else:
             slot["summary"] = (f"Forward pass {forward_ms:.1f} ms (median of {timing_steps}) on "
@@ -79,12 +81,3 @@ def _with_labels(subject: Subject) -> dict[str, torch.Tensor]:
         return {**subject.inputs, "labels": subject.inputs["input_ids"]}
     return subject.inputs
 
-
-def _median_ms(step: Any, steps: int) -> float:
-    step()  # warm-up: first-call allocations are not the model's speed
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)

@@ -53,7 +53,3 @@ def neuron_device(device: str) -> torch.device:
                                   f"NeuronCores (neuron:0 to neuron:{count - 1})")
     return resolved
 
-
-def to_device(inputs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    """The example inputs moved to `device`."""
-    return {name: tensor.to(device) for name, tensor in inputs.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import load, neuron_device, to_device
+from neuronkit.workbook.loading import load, neuron_device
 from neuronkit.workbook.params import Params, require_positive_ints
 
 TOP_COLUMNS = ["name", "calls", "device_time_us", "cpu_time_us", "classification", "est_trn2_us", "bound"]
@@ -20,12 +20,13 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
     if skipped:
         return skipped
     with recording(params.run, "profile") as slot:
+        from neuronkit.compile.compare import move_inputs
         from neuronkit.profiling import profile
 
         require_positive_ints(steps=steps, warmup=warmup, top=top)
         target = neuron_device(device)
         subject = load(params)
-        inputs = {k: v for k, v in to_device(subject.inputs, target).items() if k != "labels"}  # inference
+        inputs = move_inputs({k: v for k, v in subject.inputs.items() if k != "labels"}, target)  # inference
         frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
                         output_dir=params.run.artifact_dir("profile"))
         info = frame.attrs
