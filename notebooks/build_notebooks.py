@@ -25,11 +25,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 """
 RUN_PARAMETERS = """\
-model = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
-dtype = "float32"               # float32, bfloat16 or float16
-seq_len = 16                    # tokens per example input
-batch_size = 1                  # example inputs per batch
+model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
+run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+dtype: str = "float32"               # float32, bfloat16 or float16
+seq_len: int = 16                    # tokens per example input
+batch_size: int = 1                  # example inputs per batch
+"""
+REPORT_PARAMETERS = """\
+run_dir: str = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote
 """
 CHECKED_SUMMARY = """\
 # NBVAL_CHECK_OUTPUT
@@ -176,9 +179,9 @@ def cpu_baseline() -> list[nbformat.NotebookNode]:
         `[MASK]` for an encoder. Notebook 02 runs the same inputs on `neuron` and compares against these.
         """),
         parameters_cell("""\
-        prompt = "A migration starts with"  # causal LM: text to continue; encoder: text with a [MASK] (appended if absent)
-        max_new_tokens = 16                 # tokens of greedy generation
-        timing_steps = 5                    # timed forward passes (after one warm-up)
+        prompt: str = "A migration starts with"  # causal LM: text to continue; encoder: text with a [MASK]
+        max_new_tokens: int = 16                 # tokens of greedy generation
+        timing_steps: int = 5                    # timed forward passes (after one warm-up)
         """),
         setup_cell("cpu_baseline"),
         md("""\
@@ -231,9 +234,9 @@ def eager_on_neuron() -> list[nbformat.NotebookNode]:
         same losses and gradient norms.
         """),
         parameters_cell("""\
-        device = "neuron"    # the NeuronCore to run on, e.g. "neuron:0"
-        train_steps = 2      # SGD steps compared between CPU and neuron
-        generate_tokens = 8  # greedy tokens compared (causal LMs)
+        device: str = "neuron"    # the NeuronCore to run on, e.g. "neuron:0"
+        train_steps: int = 2      # SGD steps compared between CPU and neuron
+        generate_tokens: int = 8  # greedy tokens compared (causal LMs)
         """),
         setup_cell("eager"),
         md("""\
@@ -334,10 +337,10 @@ def compile_notebook() -> list[nbformat.NotebookNode]:
         - The first call pays the compilation; the NEFF cache makes later runs cheap.
         """),
         parameters_cell("""\
-        device = "neuron"    # the NeuronCore to compile for, e.g. "neuron:0"
-        timing_runs = 5      # interleaved eager/compiled timings (medians)
-        prompts_file = None  # your prompts, one per line, for bucket advice (None: data/sample_prompts.txt)
-        max_buckets = 4      # at most this many bucket lengths, i.e. compilations
+        device: str = "neuron"  # the NeuronCore to compile for, e.g. "neuron:0"
+        timing_runs: int = 5    # interleaved eager/compiled timings (medians)
+        prompts_file = None     # your prompts, one per line, for bucket advice (None: data/sample_prompts.txt)
+        max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
         """),
         setup_cell("compile"),
         md("""\
@@ -407,8 +410,8 @@ def op_audit() -> list[nbformat.NotebookNode]:
         will fall back or block before you are on a rented instance.
         """),
         parameters_cell("""\
-        training = True   # also audit backward and one optimizer step (AdamW)
-        generate = False  # also audit greedy generate() (causal LMs; runs on random weights, needs the memory)
+        training: bool = True   # also audit backward and one optimizer step (AdamW)
+        generate: bool = False  # also audit greedy generate() (causal LMs; runs on random weights, needs the memory)
         """),
         setup_cell("audit"),
         md("""\
@@ -491,10 +494,10 @@ def profiling() -> list[nbformat.NotebookNode]:
         on `neuron` and lists the hottest ops.
         """),
         parameters_cell("""\
-        device = "neuron"  # the NeuronCore to profile on, e.g. "neuron:0"
-        steps = 5          # profiled forward passes (and as many plain, timed ones to measure overhead)
-        warmup = 3         # unprofiled passes first: the docs ask for at least 3
-        top = 15           # ops kept in the stage record, by device time
+        device: str = "neuron"  # the NeuronCore to profile on, e.g. "neuron:0"
+        steps: int = 5          # profiled forward passes (and as many plain, timed ones to measure overhead)
+        warmup: int = 3         # unprofiled passes first: the docs ask for at least 3
+        top: int = 15           # ops kept in the stage record, by device time
         """),
         setup_cell("profile"),
         md("""\
@@ -566,7 +569,7 @@ def report() -> list[nbformat.NotebookNode]:
         machine-readable twin `report.json`, and shows the verdict here. The report reads only those records:
         it never re-runs a model, and it never claims more than the records hold.
         """),
-        parameters_cell(run_parameters='run_dir = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote\n'),
+        parameters_cell(run_parameters=REPORT_PARAMETERS),
         code("""\
         import json
 
