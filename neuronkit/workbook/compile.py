@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import neuron_device
+from neuronkit.workbook.loading import check_verdict, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("compile", "timing")
@@ -24,17 +22,10 @@ def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_fi
     if skipped:
         return skipped
     with recording(params.run, "compile") as slot:
-        from neuronkit.compile.check import check
-
         require_positive_ints(timing_runs=timing_runs, max_buckets=max_buckets)
-        target = neuron_device(device)
-        torch.neuron.set_device(target.index or 0)  # "neuron" in the check is the current core
-        report = check(params.model, stages=CHECK_STAGES, dtype=params.dtype, timing_runs=timing_runs,
-                       batch_size=params.batch_size, seq_len=params.seq_len, model_name=params.model)
+        report = run_check(params, device, CHECK_STAGES, timing_runs=timing_runs)
         slot["evidence"] = {**report.compile_evidence(), "buckets": buckets(params, prompts_file, max_buckets)}
-        ran = [s for s in report.stages if s.name in CHECK_STAGES]
-        slot["status"] = max((s.status for s in ran), key=("skipped", "pass", "warn", "fail").index)
-        slot["summary"] = "; ".join(f"{s.name}: {s.summary}" for s in ran)
+        slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
     return slot["result"]
 
 

@@ -10,7 +10,7 @@ import torch
 
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import neuron_device
+from neuronkit.workbook.loading import check_verdict, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("eager", "generate", "train")
@@ -18,28 +18,19 @@ CHECK_STAGES = ("eager", "generate", "train")
 
 def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_tokens: int = 8) -> StageResult:
     """Check eager parity on `device` (outputs, top-1 tokens, greedy generation, `train_steps` SGD steps)
-    and keep the check's evidence in the contract's shape; the status is the worst check stage's."""
+    and keep the check's evidence in the contract's shape; the status is the worst of those check stages."""
     skipped = begin(params, "eager")
     if skipped:
         return skipped
     with recording(params.run, "eager") as slot:
-        from neuronkit.compile.check import check
-
         require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens)
-        target = neuron_device(device)
-        torch.neuron.set_device(target.index or 0)  # "neuron" in the check is the current core
-        report = check(params.model, stages=CHECK_STAGES, dtype=params.dtype, train_steps=train_steps,
-                       generate_tokens=generate_tokens, batch_size=params.batch_size, seq_len=params.seq_len,
-                       model_name=params.model)
-        stages = {s.name: s for s in report.stages}
-        slot["evidence"] = evidence(stages, target)
-        ran = [stages[name] for name in CHECK_STAGES if name in stages]
-        slot["status"] = report.status
-        slot["summary"] = "; ".join(f"{s.name}: {s.summary}" for s in ran)
+        report = run_check(params, device, CHECK_STAGES, train_steps=train_steps, generate_tokens=generate_tokens)
+        slot["evidence"] = evidence({s.name: s for s in report.stages})
+        slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
     return slot["result"]
 
 
-def evidence(stages: dict[str, Any], target: torch.device) -> dict[str, Any]:
+def evidence(stages: dict[str, Any]) -> dict[str, Any]:
     """The eager stage's evidence (docs/run-directory.md) from the check's stage evidence."""
     eager = stages["eager"].evidence
     generate = stages["generate"].evidence if "generate" in stages else {}
@@ -52,7 +43,7 @@ def evidence(stages: dict[str, Any], target: torch.device) -> dict[str, Any]:
         "executed_ops": eager.get("executed_ops"),
         "neff_cache": eager.get("neff_cache"),
         "memory": {**eager.get("memory", {}),
-                   "hbm_bytes_per_core": torch.neuron.get_device_properties(target.index or 0).total_memory},
+                   "hbm_bytes_per_core": torch.neuron.get_device_properties(torch.neuron.current_device()).total_memory},
         "generate": {k: generate.get(k) for k in ("cpu_text", "neuron_text", "first_divergence")} if generate else None,
         "untied_parameters": eager.get("untied_parameters", []),
         "stages": [s.to_dict() for s in stages.values()],

@@ -53,3 +53,20 @@ def neuron_device(device: str) -> torch.device:
                                   f"NeuronCores (neuron:0 to neuron:{count - 1})")
     return resolved
 
+
+def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: Any) -> Any:
+    """`neuronkit.compile.check`'s `stages` on the run's model, dtype and input shape, on `device` (made
+    the current core, which is what the check's "neuron" means)."""
+    from neuronkit.compile.check import check
+
+    torch.neuron.set_device(neuron_device(device).index or 0)
+    return check(params.model, stages=stages, dtype=params.dtype, batch_size=params.batch_size,
+                 seq_len=params.seq_len, model_name=params.model, **settings)
+
+
+def check_verdict(report: Any, own: tuple[str, ...]) -> tuple[str, str]:
+    """Status and summary of the check stages a workbook stage owns: the worst of them (the whole check's
+    status when they were all skipped because a stage they compare against failed), and their summaries."""
+    ran = [s for s in report.stages if s.name in own]
+    status = max((s.status for s in ran), key=("skipped", "pass", "warn", "fail").index, default="skipped")
+    return (report.status if status == "skipped" else status), "; ".join(f"{s.name}: {s.summary}" for s in ran)
