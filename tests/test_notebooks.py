@@ -69,6 +69,14 @@ def test_runner_refuses_bad_parameters_before_starting_a_kernel(tmp_path: Path) 
     assert not (tmp_path / "run").exists()
 
 
+def test_cli_run_exits_2_on_bad_parameters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from neuronkit.cli import main
+
+    assert main(["run", str(tmp_path / "missing"), "--out", str(tmp_path / "run")]) == 2
+    assert main(["run", "tiny-qwen3", "--out", str(tmp_path / "run"), "-p", "run_dir", "x"]) == 2
+    assert "neuronkit run: error: bad workbook parameters" in capsys.readouterr().err
+
+
 # --- executed notebooks ------------------------------------------------------------------------------
 
 def _run(model: str, out: Path, **kwargs) -> tuple[object, list[str]]:
