@@ -65,7 +65,7 @@ def parameters_cell(stage_parameters: str = "", run_parameters: str = RUN_PARAME
     """The first code cell: environment defaults, then literal parameters papermill can override."""
     header = ("# Parameters. `neuronkit run` (papermill) injects its values in a cell right after this one;\n"
               "# keep them literal: the next cell validates them and derives everything else.\n")
-    body = ENVIRONMENT + "\n" + run_parameters + textwrap.dedent(stage_parameters)
+    body = ENVIRONMENT + "\n" + run_parameters + ("\n" + textwrap.dedent(stage_parameters) if stage_parameters else "")
     return code(header + body, "parameters")
 
 
@@ -388,7 +388,10 @@ def compile_notebook() -> list[nbformat.NotebookNode]:
         next_steps("""\
         ## Next
 
-        Open **05_profiling**: where the time goes, op by op, on the device.
+        Remove graph breaks first: each reason names the op or the Python construct that split the graph, and
+        notebook 03's remedies apply to unsupported ops. Then pad real inputs up to the recommended bucket
+        lengths, so that serving compiles only that many graphs. Open **05_profiling** to see where the time
+        goes, op by op, on the device.
         """),
         code(CHECKED_SUMMARY),
     ]
