@@ -134,16 +134,17 @@ def recording(run: RunDir | str | Path | None, stage: str) -> Iterator[dict[str,
     except BaseException as exc:
         result = StageResult(stage, "error", f"{type(exc).__name__}: {exc}", slot.get("evidence", {}),
                              error="".join(traceback.format_exception(exc)),
-                             duration_s=time.perf_counter() - start, finished_at=_now())
+                             duration_s=time.perf_counter() - start, finished_at=now())
         if run is not None:
             run.write(result)
         raise
     result = StageResult(stage, slot["status"], slot["summary"], slot["evidence"],
-                         duration_s=time.perf_counter() - start, finished_at=_now())
+                         duration_s=time.perf_counter() - start, finished_at=now())
     if run is not None:
         run.write(result)
     slot["result"] = result
 
 
-def _now() -> str:
+def now() -> str:
+    """The local time as an ISO-8601 string, as records store it."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -188,6 +188,16 @@ def test_cpu_fallbacks_and_warnings_give_ready_with_cpu_fallbacks(full_report: A
     assert "Findings to plan for" in html and escape(load_policy().remedies["dynamic_shape"]) in html
 
 
+def test_warnings_without_fallbacks_give_ready_with_caveats(tmp_path: Path) -> None:
+    records = passing_records()
+    records["eager"].status = "warn"
+    records["eager"].summary = "tied weights came apart on .to('neuron')"
+    html, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "ready_with_caveats"
+    assert any("tied weights" in r for r in data["reasons"])
+    assert "Ready, with caveats" in html
+
+
 def test_blocker_finding_blocks_and_shows_its_remedy(tmp_path: Path) -> None:
     records = passing_records(extra_ops=("embedding_bag", "hann_window"))
     records["audit"].status = "fail"

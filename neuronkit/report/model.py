@@ -32,6 +32,7 @@ VERDICTS: dict[str, str] = {
     "blocked": "Blocked",
     "incomplete": "Incomplete",
     "ready_with_cpu_fallbacks": "Ready with CPU fallbacks",
+    "ready_with_caveats": "Ready, with caveats",
     "ready": "Ready",
 }
 SEVERITY_ORDER = ("blocker", "warn", "info", "ok")
@@ -235,8 +236,9 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
 
     blocked: blocker findings, a failed audit, or eager parity failed/errored.
     incomplete: a stage has no usable record (missing, skipped, errored), or the environment or CPU
-    baseline failed. ready_with_cpu_fallbacks: it runs, with CPU fallbacks or other warnings.
-    ready: every stage passed with nothing to plan for.
+    baseline failed. ready_with_cpu_fallbacks: it runs, with ops falling back to CPU (and maybe other
+    warnings). ready_with_caveats: it runs natively, with warnings to plan for (e.g. untied weights,
+    dynamic shapes). ready: every stage passed with nothing to plan for.
     """
     by_category: dict[str, list[str]] = {}
     for f in blockers:
@@ -265,7 +267,7 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
             ops = [f.op for f in warnings if f.category == category]
             caveats.append(f"Op audit: {category} findings to plan for: {_names(ops)}.")
     for verdict, reasons in (("blocked", blocked), ("incomplete", incomplete),
-                             ("ready_with_cpu_fallbacks", caveats)):
+                             ("ready_with_cpu_fallbacks", fallback_ops), ("ready_with_caveats", caveats)):
         if reasons:
             return verdict, blocked + incomplete + caveats
     return "ready", [f"All {len(records)} stages passed; the op audit has no blocker or warning findings."]

@@ -22,6 +22,7 @@ VERDICT_MEANING = {
     "incomplete": "The run directory does not hold the records needed to judge the migration.",
     "ready_with_cpu_fallbacks":
         "The model runs on neuron with parity; some work falls back to CPU or needs planning.",
+    "ready_with_caveats": "The model runs on neuron with parity, every op natively; some findings need planning.",
     "ready": "The model runs on neuron with parity against CPU, every audited op natively.",
 }
 AUDIT_LABELS = {

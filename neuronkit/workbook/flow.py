@@ -5,7 +5,7 @@ say why a stage has no result."""
 from __future__ import annotations
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.stages import STAGES, RunDir, StageResult, _now
+from neuronkit.stages import STAGES, RunDir, StageResult, now
 from neuronkit.workbook.params import Params
 
 # The migration order (seed article: eager → compile → profile); the audit needs only a loadable model.
@@ -54,7 +54,7 @@ def blocked_by(run: RunDir, stage: str) -> str | None:
 
 def skip(run: RunDir, stage: str, reason: str) -> StageResult:
     """Write and return a `skipped` record for `stage` carrying the reason."""
-    result = StageResult(stage, "skipped", reason, error=reason, duration_s=0.0, finished_at=_now())
+    result = StageResult(stage, "skipped", reason, error=reason, duration_s=0.0, finished_at=now())
     run.write(result)
     return result
 

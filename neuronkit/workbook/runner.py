@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.stages import RunDir, StageResult, _now
+from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
 from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
 from neuronkit.workbook.params import parameters as validate
@@ -153,7 +153,7 @@ def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:
         return
     evidence = {**(existing.evidence if existing else {}), "notebook": str(nb.output)}
     run.write(StageResult(stage, "error", f"notebook {nb.notebook} failed: {nb.error.splitlines()[0]}",
-                          evidence, error=nb.error, duration_s=nb.seconds, finished_at=_now()))
+                          evidence, error=nb.error, duration_s=nb.seconds, finished_at=now()))
 
 
 def _status(run: RunDir, stage: str) -> str:
