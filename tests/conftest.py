@@ -32,3 +32,13 @@ def run_python(tmp_path):
         return proc
 
     return run
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches and counters reset around a test that compiles."""
+    import torch
+
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()

@@ -19,11 +19,7 @@ from neuronkit.models import load_tokenizer
 from neuronkit.stages import RunDir, StageResult
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class MLP(nn.Module):

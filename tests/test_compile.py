@@ -20,11 +20,7 @@ from neuronkit.models import example_inputs, load_model, load_tokenizer
 BACKEND_LOG = "neuronkit.compile.backend"
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class MyModel(nn.Module):

@@ -19,7 +19,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -288,6 +288,18 @@ def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
 
 
+@contextlib.contextmanager
+def _fallbacks_into(evidence: dict[str, Any]) -> Iterator[None]:
+    """Record in `evidence["fallback_ops"]` the ops that fell back to CPU inside the block."""
+    import torch_neuronx
+
+    torch_neuronx.clear_op_tracking()
+    try:
+        yield
+    finally:
+        evidence["fallback_ops"] = sorted(torch_neuronx.get_fallback_ops())
+
+
 def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
         return "skipped", f"{type(s.cpu_model).__name__} is not a causal LM: it has no generate()"
@@ -300,7 +312,7 @@ def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     with torch.no_grad():
         cpu_tokens = s.cpu_model.generate(**prompt, **settings)[0, start:].tolist()
         model, _ = s.neuron()
-        with s.device_mode():
+        with s.device_mode(), _fallbacks_into(evidence):
             generated = model.generate(**compare.move_inputs(prompt, "neuron"), **settings)
         device_tokens = generated[0, start:].cpu().tolist()
     diverge = next((i for i, (a, b) in enumerate(zip(cpu_tokens, device_tokens)) if a != b),
@@ -309,8 +321,10 @@ def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
                     generate_identical=diverge is None, first_divergence=diverge)
     if s.tokenizer is not None:
         evidence.update(cpu_text=s.tokenizer.decode(cpu_tokens), neuron_text=s.tokenizer.decode(device_tokens))
+    fallbacks = evidence["fallback_ops"]
+    note = f"; {len(fallbacks)} op(s) fall back to CPU: {', '.join(fallbacks)}" if fallbacks else ""
     if diverge is None:
-        return "pass", f"greedy generate(): {len(cpu_tokens)} identical tokens"
+        return "pass", f"greedy generate(): {len(cpu_tokens)} identical tokens{note}"
     status = "fail" if s.dtype is torch.float32 else "warn"
     return status, f"greedy generate() diverges from CPU at new token {diverge}"
 
@@ -328,15 +342,16 @@ def _stage_train(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     for device, (model, inputs, mode) in runs.items():
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)
         losses, norms = [], []
-        for step in range(steps):
-            torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
-            with mode():
-                loss = compare.loss_of(compare.call(model, inputs, **s.extra))
-            loss.backward()
-            losses.append(loss.item())
-            norms.append(compare.grad_norm(model))
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+        with _fallbacks_into(evidence) if device == "neuron" else contextlib.nullcontext():
+            for step in range(steps):
+                torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
+                with mode():
+                    loss = compare.loss_of(compare.call(model, inputs, **s.extra))
+                loss.backward()
+                losses.append(loss.item())
+                norms.append(compare.grad_norm(model))
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
         history[device] = {"losses": losses, "grad_norms": norms}
     loss_err = max(map(compare.relative_error, history["neuron"]["losses"], history["cpu"]["losses"]))
     grad_err = max(map(compare.relative_error, history["neuron"]["grad_norms"], history["cpu"]["grad_norms"]))

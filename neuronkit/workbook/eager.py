@@ -39,7 +39,9 @@ def evidence(stages: dict[str, Any]) -> dict[str, Any]:
         "parity": {**eager.get("parity", {}), "generate_identical": generate.get("generate_identical")},
         "training": {k: train.get(k) for k in ("cpu_losses", "neuron_losses", "grad_norm_cpu", "grad_norm_neuron",
                                               "ok")} if train else None,
-        "fallback_ops": eager.get("fallback_ops", []),
+        "fallback_ops": sorted({op for stage in (eager, generate, train) for op in stage.get("fallback_ops", [])}),
+        "fallback_ops_by_phase": {name: stage.get("fallback_ops", []) for name, stage in
+                                  (("forward", eager), ("generate", generate), ("train", train)) if stage},
         "executed_ops": eager.get("executed_ops"),
         "neff_cache": eager.get("neff_cache"),
         "memory": {**eager.get("memory", {}),
