@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
+from torch import nn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -37,8 +39,18 @@ def run_python(tmp_path):
 @pytest.fixture
 def fresh_dynamo():
     """Dynamo's caches and counters reset around a test that compiles."""
-    import torch
-
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+class TwoLayerMLP(nn.Module):
+    """A small model that compiles to one graph: Linear -> ReLU -> Linear, 8 -> 16 -> 4."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))

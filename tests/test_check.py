@@ -8,7 +8,6 @@ import random
 
 import pytest
 import torch
-import torch.nn as nn
 
 import neuronkit.cli
 from neuronkit.compile import suggest_buckets
@@ -19,17 +18,9 @@ from neuronkit.models import load_tokenizer
 from neuronkit.stages import RunDir, StageResult
 
 
+from conftest import TwoLayerMLP as MLP  # noqa: E402
+
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
-
-
-class MLP(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 class DataDependentBranch(MLP):

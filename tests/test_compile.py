@@ -9,7 +9,6 @@ import logging
 
 import pytest
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from torch._dynamo.exc import BackendCompilerFailed
 
@@ -20,17 +19,9 @@ from neuronkit.models import example_inputs, load_model, load_tokenizer
 BACKEND_LOG = "neuronkit.compile.backend"
 
 
+from conftest import TwoLayerMLP as MyModel  # noqa: E402 - the seed calls its model MyModel
+
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
-
-
-class MyModel(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 def new_metrics(before: int) -> list[dict]:

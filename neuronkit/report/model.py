@@ -15,7 +15,7 @@ from typing import Any
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import CPU_FALLBACK, base_name, load_policy
 from neuronkit.report.evidence import EvidenceItem, evidence_items
-from neuronkit.stages import STAGES, RunDir, StageResult
+from neuronkit.stages import RunDir, StageResult
 
 REPORT_SCHEMA_VERSION = 1
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op

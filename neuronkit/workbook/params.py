@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
