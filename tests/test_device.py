@@ -165,3 +165,13 @@ def test_dataloader_with_pinned_memory_feeds_the_device():
     loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)
     batches = [batch.to("neuron") for (batch,) in loader]
     assert len(batches) == 2 and batches[0].device.type == "neuron"
+
+
+def test_advanced_indexing_with_none_and_index_tensors():
+    host = torch.arange(24.0).reshape(2, 3, 4)
+    index = torch.tensor([2, 0])
+    on_device = host.to("neuron")
+    assert torch.equal(on_device[None, :, index, None].cpu(), host[None, :, index, None])
+    on_device[:, index] = 0.0
+    host[:, index] = 0.0
+    assert torch.equal(on_device.cpu(), host)

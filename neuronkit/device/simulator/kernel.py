@@ -150,7 +150,7 @@ class OpKernel:
                     a = to_cpu(a)
                 elif a.dim() > 0 and a.device.type == "cpu":
                     host = a
-            elif isinstance(a, (list, tuple)) and a and (isinstance(a[0], _Tensor) or isinstance(a[-1], _Tensor)):
+            elif isinstance(a, (list, tuple)) and any(isinstance(x, _Tensor) for x in a):
                 converted = []
                 for x in a:
                     if isinstance(x, _Tensor):
