@@ -94,8 +94,7 @@ def _is_neuron(x: object) -> bool:
 class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
-    __slots__ = ("op", "rule", "name", "overload", "returns", "arg_names", "resizes", "native",
-                 "compiles", "emulate", "cross_device")
+    __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         self.op = op
@@ -105,9 +104,7 @@ class OpKernel:
         self.rule: Rule = policy.rule(schema.name)
         self.native = policy.runs_natively(schema.name)
         self.compiles = self.native and not self.rule.is_view
-        self.emulate = self.compiles
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
-        self.arg_names = [a.name for a in schema.arguments]
         positions = {}
         for i, a in enumerate(schema.arguments):
             if a.alias_info is not None:
@@ -208,7 +205,7 @@ class OpKernel:
         observed = bool(observers)
         if observed:
             start = _perf_ns()
-        if narrow is not None and self.emulate:
+        if narrow is not None and self.compiles:
             result = self._run_narrow(cargs, ckwargs, narrow)
         else:
             result = self.op(*cargs, **ckwargs)
