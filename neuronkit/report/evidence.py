@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronkit.units import format_bytes
+
 # Known evidence keys per stage, in display order, with their labels.
 LABELS: dict[str, dict[str, str]] = {
     "environment": {"device": "Device", "model": "Model", "params": "Notebook parameters"},
@@ -114,7 +116,7 @@ def format_value(key: str, value: Any) -> str:
 
 def _number(key: str, value: float) -> str:
     if key.endswith("_bytes") or key == "bytes_copied":
-        return human_bytes(value)
+        return format_bytes(value)
     if key == "num_parameters":
         return _si(value)
     unit = next((u for suffix, u in (("_ms", "ms"), ("_us", "µs"), ("_s", "s")) if key.endswith(suffix)), "")
@@ -129,16 +131,6 @@ def _number(key: str, value: float) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return f"{value:.4g}"
-
-
-def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB'."""
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    step = 0
-    while abs(n) >= 1024 and step < len(units) - 1:
-        n /= 1024
-        step += 1
-    return f"{n:.0f} B" if step == 0 else f"{n:.1f} {units[step]}"
 
 
 def _si(n: float) -> str:
