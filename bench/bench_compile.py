@@ -3,7 +3,7 @@ steady-state step time (forward under no_grad; training step = forward + backwar
 
 Each model is compiled once with `backend="neuron"`; the first compiled call of each workload is timed
 on its own (Dynamo trace + AOTAutograd + the backend's graph checks). Steady state then interleaves
-eager and compiled calls (`neuronkit.compile.timing.interleaved_medians`) in several rounds and reports
+eager and compiled calls (`neuronkit.timing.interleaved_medians`) in several rounds and reports
 the median of the rounds' medians. Models: the bundled tiny-qwen3 and the ~100M qwen3 config with
 random weights.
 
@@ -29,7 +29,7 @@ from torch._dynamo.utils import counters  # noqa: E402
 import neuronkit.compile  # noqa: E402,F401 - backend="neuron"
 from neuronkit.compile.check import RECOMPILE_LIMIT, short_break_reason  # noqa: E402
 from neuronkit.compile.compare import to_device  # noqa: E402
-from neuronkit.compile.timing import interleaved_medians, timed  # noqa: E402
+from neuronkit.timing import interleaved_medians, timed  # noqa: E402
 from neuronkit.models import load_model  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"

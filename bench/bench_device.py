@@ -1,8 +1,8 @@
 """Simulated-device overhead: time on `neuron` over time on plain CPU, same model, same process.
 
-Rounds interleave CPU and neuron runs so machine noise hits both alike; each round takes the median of
-its runs and the figure is the median over rounds (gpt-fast's discipline: warm up, then time with the
-device synchronized). Workloads: forward and training step (fwd + bwd + AdamW) on the bundled
+CPU and neuron calls are interleaved (`neuronkit.timing.interleaved_medians`) so machine noise hits both
+alike; each round takes the median of its runs and the figure is the median over rounds (gpt-fast's
+discipline: warm up, then time with the device synchronized). Workloads: forward and training step (fwd + bwd + AdamW) on the bundled
 tiny-qwen3 and on a ~100M-parameter Qwen3 config with random weights.
 
     python bench/bench_device.py [--rounds 5] [--skip-100m]
@@ -14,7 +14,6 @@ import argparse
 import copy
 import os
 import statistics
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -23,24 +22,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
+from neuronkit.timing import interleaved_medians  # noqa: E402
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "models"
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "neuron":
-        torch.neuron.synchronize()
-
-
-def timed(fn: Callable[[], object], device: torch.device, runs: int) -> float:
-    """Median wall time of `runs` calls, in milliseconds."""
-    samples = []
-    for _ in range(runs):
-        sync(device)
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(samples)
 
 
 def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int) -> dict[str, Callable]:
@@ -69,11 +53,10 @@ def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, 
         for d in (cpu, neuron):  # warm-up: first calls fill caches (and the simulated NEFF cache)
             for _ in range(2):
                 loads[d][kind]()
-        per_round = {cpu: [], neuron: []}
-        for _ in range(rounds):
-            for d in (cpu, neuron):
-                per_round[d].append(timed(loads[d][kind], d, runs))
-        c, n = statistics.median(per_round[cpu]), statistics.median(per_round[neuron])
+        per_round = [interleaved_medians({"cpu": loads[cpu][kind], "neuron": loads[neuron][kind]}, runs, warmup=0)
+                     for _ in range(rounds)]
+        c = statistics.median(r["cpu"] for r in per_round)
+        n = statistics.median(r["neuron"] for r in per_round)
         rows.append(f"| {name} {kind} (batch {batch}, seq {seq}) | {c:.1f} ms | {n:.1f} ms | {n / c:.2f}x |")
         print(rows[-1], flush=True)
     return rows

@@ -24,6 +24,7 @@ from torch.profiler import ProfilerActivity
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from neuronkit.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+from neuronkit.timing import timed
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
@@ -38,11 +39,7 @@ def load(name: str) -> torch.nn.Module:
 
 
 def timed_ms(step: Callable[[], object]) -> float:
-    torch.neuron.synchronize()
-    start = time.perf_counter()
-    step()
-    torch.neuron.synchronize()
-    return (time.perf_counter() - start) * 1000
+    return timed(step)[1] * 1000
 
 
 def bench(name: str, seq_len: int, rounds: int, out: Path) -> dict[str, float]:

@@ -27,7 +27,7 @@ from neuronkit import models
 from neuronkit.compile import compare
 from neuronkit.compile.backend import neuron_backend
 from neuronkit.compile.buckets import sample_lengths, suggest_buckets
-from neuronkit.compile.timing import interleaved_medians, timed
+from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.stages import StageResult, _json_safe
 

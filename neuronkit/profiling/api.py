@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
-import time
 import warnings
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -27,6 +26,7 @@ from neuronkit.profiling.capture import track_modules
 from neuronkit.profiling.config import NeuronConfig, ProfileMode
 from neuronkit.profiling.exporter import NeuronProfiler
 from neuronkit.profiling.roofline import core_peaks
+from neuronkit.timing import timed
 
 RECOMMENDED_WARMUP = 3
 
@@ -69,11 +69,11 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
     with torch.no_grad():
         for _ in range(warmup):
             run()
-        plain = [_timed(run) for _ in range(steps)]
+        plain = [_timed_ms(run) for _ in range(steps)]
         with track_modules(), torch.profiler.profile(
                 activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], record_shapes=record_shapes,
                 experimental_config=config, on_trace_ready=exporter.export_trace):
-            profiled = [_timed(run) for _ in range(steps)]
+            profiled = [_timed_ms(run) for _ in range(steps)]
     export = exporter.last
     if export.events.empty:
         warnings.warn("no op ran on the neuron device while profiling: move the model and inputs there first "
@@ -104,10 +104,7 @@ def _runner(model: torch.nn.Module, inputs: Any) -> Callable[[], Any]:
     return lambda: model(inputs)
 
 
-def _timed(run: Callable[[], Any]) -> float:
+def _timed_ms(run: Callable[[], Any]) -> float:
     """Milliseconds for one iteration, bracketed by device synchronisation (gpt-fast's discipline)."""
-    torch.neuron.synchronize()
-    start = time.perf_counter()
-    run()
-    torch.neuron.synchronize()
-    return (time.perf_counter() - start) * 1000
+    return timed(run)[1] * 1000
+

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from neuronkit.compile.timing import interleaved_medians
+from neuronkit.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import Subject, load

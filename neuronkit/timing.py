@@ -1,4 +1,4 @@
-"""Steady-state timing: interleaved runs, medians, the device synchronized around every sample.
+"""Timing with the device synchronized around every sample: one call, or interleaved runs' medians.
 
 Interleaving (A, B, A, B, ...) lets machine noise hit both variants alike; the median of several
 samples discards the odd slow one (the same discipline as bench/bench_device.py)."""
