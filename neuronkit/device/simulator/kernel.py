@@ -126,12 +126,12 @@ class OpKernel:
         if profiling:
             _enable_record_function(False)
         try:
-            return self._run(args, kwargs)
+            return self._run(args, kwargs, profiling)
         finally:
             if profiling:
                 _enable_record_function(True)
 
-    def _run(self, args: tuple, kwargs: dict):
+    def _run(self, args: tuple, kwargs: dict, profiling: bool):
         state = STATE
         host = None  # a host tensor seen among the arguments
         cargs = []
@@ -200,7 +200,7 @@ class OpKernel:
         if self.compiles and not compiled_graphs.in_compiled_graph:
             key, hit = state.cache.lookup(_signature(self.name, self.overload, cargs, ckwargs))
         observers = tracking.observers
-        if tracking.profiler_observers and _profiler_enabled():
+        if profiling and tracking.profiler_observers:
             observers = observers + tracking.profiler_observers
         observed = bool(observers)
         if observed:
