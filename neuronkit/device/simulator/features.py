@@ -1,8 +1,9 @@
 """First-release gaps that do not reach the per-op kernel on their own.
 
-The kernel stops blocked ops by name (data/op_support.toml). Some features never arrive there as an op
-of their own: composite ops decomposed before the device key (forward-AD duals, window functions,
-NestedTensor constructors), sparse layouts (their own dispatch key), Python-level window functions, and
+The kernel stops blocked ops by name (data/op_support.toml), including those upstream implements as
+composites (registration gives them a device kernel). Some features never arrive there as an op of
+their own: Python-level entry points (forward-AD duals, torch.signal windows, NestedTensor
+constructors), sparse layouts (their own dispatch key), and
 SDPA, which is CompositeImplicitAutograd and would silently decompose with its mask. Each gets a guard
 here that raises the same NotImplementedError the kernel raises (seed article: the release's "not
 supported" list; behaviour doc §4).
@@ -25,17 +26,6 @@ _NESTED_FACTORIES = ("nested_tensor", "as_nested_tensor", "nested_tensor_from_ja
 _FUSED_RNNS = ("lstm.input", "gru.input", "rnn_tanh.input", "rnn_relu.input")
 _SIGNAL_WINDOWS = ("bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
                    "general_hamming", "hamming", "hann", "kaiser", "nuttall")
-
-
-def blocked_composites(policy: Policy) -> list[str]:
-    """Blocked ATen overloads implemented as CompositeExplicitAutograd: they need a device kernel."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    names = []
-    for qualified in torch._C._dispatch_get_all_op_names():
-        if qualified.startswith("aten::") and policy.rule(qualified).blocked \
-                and has(qualified, "CompositeExplicitAutograd"):
-            names.append(qualified[len("aten::"):])
-    return names
 
 
 def install(policy: Policy) -> None:

@@ -85,15 +85,16 @@ class _Guard(torch._C._acc.DeviceGuard):
 
 
 def _overloads(policy) -> list[tuple[str, torch._ops.OpOverload]]:
-    """Every ATen overload that reaches the PrivateUse1 key: those without a composite kernel, and the
-    natively lowered ops that upstream implements as CompositeExplicitAutograd (the real backend
-    registers them itself, e.g. native_layer_norm, which would otherwise decompose into batch norm)."""
+    """Every ATen overload that reaches the PrivateUse1 key: those without a composite kernel, plus two
+    kinds upstream implements as CompositeExplicitAutograd: natively lowered ops (the real backend
+    registers them itself, e.g. native_layer_norm, which would otherwise decompose into batch norm) and
+    first-release gaps (e.g. hann_window, _make_dual), which must stop at the device."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     found = []
     for qualified in torch._C._dispatch_get_all_op_names():
         if not qualified.startswith("aten::") or has(qualified, "CompositeImplicitAutograd"):
             continue
-        if has(qualified, "CompositeExplicitAutograd") and (
+        if has(qualified, "CompositeExplicitAutograd") and not policy.rule(qualified).blocked and (
                 not policy.runs_natively(qualified) or policy.rule(qualified).is_view):
             continue
         found.append(qualified)
@@ -125,9 +126,6 @@ def _register_kernels(policy) -> None:
         lib.impl(_impl_name(short), kernel.Allocate(_resolve("aten::" + short)), "PrivateUse1")
     lib.impl("_copy_from", kernel.CopyFrom(resize=False), "PrivateUse1")
     lib.impl("_copy_from_and_resize", kernel.CopyFrom(resize=True), "PrivateUse1")
-    # First-release gaps implemented as composites upstream still stop at the device.
-    for op_name in features.blocked_composites(policy):
-        lib.impl(_impl_name(op_name), kernel.OpKernel(_resolve("aten::" + op_name), policy), "PrivateUse1")
     generic = Library("_", "IMPL")
     _LIBS.append(generic)
     generic.fallback(kernel.Fallback(policy), "PrivateUse1")
