@@ -132,15 +132,26 @@ def test_sample_prompts() -> None:
 
 
 def test_build_script_reproduces_committed_files(tmp_path: Path) -> None:
-    """A rebuild into a temp dir matches every committed file byte for byte, trained weights included.
+    """A rebuild into a temp dir matches every committed file: byte for byte, except trained weights.
 
-    Single-threaded CPU training reproduces bit-exactly on one machine; a mismatch confined to
-    tiny-qwen3/model.safetensors on another CPU would mean its float kernels round differently.
+    tiny-qwen3 is trained for a few hundred single-threaded CPU steps; the same script reproduces its
+    weights bit-exactly on one machine, but another CPU's float kernels round differently and training
+    carries that forward (seen: 1e-3 at most, on weights up to 1.6). Trained weights must therefore match
+    in names, shapes and dtypes exactly, and in values to 1e-2.
     """
+    from safetensors.torch import load_file
+
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     subprocess.run([sys.executable, str(BUILD_SCRIPT), "--out", str(tmp_path)], check=True, env=env, capture_output=True)
     rebuilt = [tmp_path / "sample_prompts.txt", *(tmp_path / "models").rglob("*")]
     assert relative_files(tmp_path / "models") == relative_files(MODELS)
+    trained = TINY_QWEN3 / "model.safetensors"
     for path in sorted(p for p in rebuilt if p.is_file()):
         committed = DATA / path.relative_to(tmp_path)
+        if committed == trained:
+            fresh, kept = load_file(path), load_file(committed)
+            assert {k: (v.shape, v.dtype) for k, v in fresh.items()} == {k: (v.shape, v.dtype) for k, v in kept.items()}
+            for name, value in fresh.items():
+                torch.testing.assert_close(value, kept[name], rtol=0, atol=1e-2, msg=f"{committed}: {name}")
+            continue
         assert path.read_bytes() == committed.read_bytes(), f"{committed} differs from a fresh build"
