@@ -322,6 +322,8 @@ class _Planner:
     def _notes(self, layout: Layout, shards: Any) -> list[str]:
         notes = ["per-rank bytes measured with PyTorch's fake process group: parallelize_module and fully_shard "
                  "on the meta device, one training forward+backward of 1- and 2-layer copies under FakeTensorMode",
+                 f"parameters, gradients and AdamW state are all {str(self.dtype).removeprefix('torch.')} (no float32 "
+                 "master copy; mixed precision that keeps one adds 4 bytes per parameter on its rank)",
                  "memory excludes the runtime's own reserve, compiled-graph scratch space and fragmentation: "
                  "keep headroom",
                  "communication times are estimates from published peak link bandwidth (ring algorithms, "
