@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from neuronkit.cli import main
 from neuronkit.distributed.instances import instance
 
 LAYERS = 4
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +151,24 @@ def test_models_without_a_tensor_parallel_plan_are_refused_for_tp(tmp_path):
     with pytest.raises(NeuronkitInputError, match="seq_len 2048 exceeds the model's max_position_embeddings 512"):
         neuronkit.plan(str(config))
     assert neuronkit.plan(str(config), tp=1, seq_len=256).fits
+
+
+@pytest.mark.notebooks
+def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path):
+    import nbformat
+    import papermill
+
+    from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+
+    ensure_kernel()
+    notebook = ROOT / "notebooks" / "07_scale_out.ipynb"
+    out = tmp_path / "07.ipynb"
+    papermill.execute_notebook(str(notebook), str(out), kernel_name=KERNEL_NAME, cwd=str(notebook.parent),
+                               parameters={"model": "tiny-qwen3", "seq_len": 128}, progress_bar=False)
+    text = "\n".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
+                     for o in c.get("outputs", []))
+    assert "DDP ×64: dp=64 on 1 × trn2.48xlarge (64 ranks): does NOT fit" in text
+    assert "TP 4 × FSDP2 16: tp=4 × fsdp=16 on 1 × trn2.48xlarge (64 ranks): fits" in text
+    images = [o for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", [])
+              if "image/png" in o.get("data", {})]
+    assert len(images) == 1
