@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "check": "neuronkit.compile.check",
     "suggest_buckets": "neuronkit.compile.buckets",
     "profile": "neuronkit.profiling",
+    "plan": "neuronkit.distributed.plan",
     "run_workbook": "neuronkit.workbook",
     "report": "neuronkit.report",
     "load_policy": "neuronkit.policy",

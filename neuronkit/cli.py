@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("neuronkit.compile.cli", "staged parity checks: CPU, eager on neuron, training, compiled"),
     "run": ("neuronkit.workbook.cli", "run the whole workbook with papermill and write the report"),
     "report": ("neuronkit.report.cli", "render report.html and report.json from a run directory"),
+    "plan": ("neuronkit.distributed.cli", "per-rank memory and collectives of a parallel layout, before renting"),
 }
 
 

@@ -1,0 +1,1 @@
+"""Distributed training on Trainium: plan a parallel layout's memory and traffic before renting."""

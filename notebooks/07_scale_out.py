@@ -1,0 +1,120 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (neuronkit)
+#     language: python
+#     name: neuronkit
+# ---
+
+# %% [markdown]
+# # 07 · Scale out: will your parallel layout fit, and what will it send?
+#
+# One logical NeuronCore of a trn2.48xlarge has 24 GiB of HBM, and the instance has 64 of them. A model
+# that trains on one core is rare: an 8B model needs 16 GB for its bf16 weights alone, and as much again
+# for gradients and twice that for AdamW. TorchNeuron runs PyTorch's own parallel APIs (DDP, FSDP2,
+# tensor and pipeline parallel, DTensor), so the question before renting is which layout fits each core,
+# and what it sends over NeuronLink and EFA per step.
+#
+# This lesson asks `neuronkit.plan`, which answers with PyTorch's fake process group: one process plays
+# every rank, the real `parallelize_module` and `fully_shard` shard the model on the meta device, and a
+# training step of one and two layers under FakeTensorMode measures activations and collectives. No
+# weights are read and nothing is allocated, so it works for any size of model on this machine.
+#
+# Running DDP and FSDP2 on several simulated cores is not part of neuronkit yet; this notebook plans.
+
+# %% tags=["parameters"]
+# Parameters (papermill can inject other values in a cell right after this one).
+import os
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load configs from local files only, never from the Hub
+
+model: str = "tiny-qwen3"          # your checkpoint directory, config.json, or a bundled model
+instance: str = "trn2.48xlarge"
+tp: int = 1                        # tensor-parallel degree for your model's plan
+seq_len: int = 256                 # tokens per sequence
+micro_batch: int = 1               # sequences per rank per micro-batch
+dtype: str = "bfloat16"
+
+# %% [markdown]
+# ## Your model on one instance
+#
+# `neuronkit.plan` fills the instance's cores with FSDP2 after tensor parallel. It reports the rank that
+# needs the most memory, against one core's HBM, and the collectives of one training step.
+
+# %%
+import neuronkit
+
+yours = neuronkit.plan(model, tp=tp, instance=instance, seq_len=seq_len, micro_batch=micro_batch, dtype=dtype)
+yours
+
+# %% [markdown]
+# `--sweep` on the command line (`neuronkit.distributed.plan.sweep` here) tries every tensor-parallel and
+# pipeline degree on 1, 2, 4, … instances and keeps the layouts that fit on the fewest, fastest first.
+
+# %%
+from neuronkit.distributed.plan import sweep
+
+for candidate in sweep(model, instance=instance, seq_len=seq_len, micro_batch=micro_batch, dtype=dtype, top=3):
+    print(f"{candidate.verdict()}; est. communication {candidate.comm_seconds * 1e3:.1f} ms/step")
+
+# %% [markdown]
+# ## What an 8B model needs
+#
+# A Llama-3-8B-sized configuration, built in the notebook (no checkpoint needed), under three layouts on
+# one trn2.48xlarge: plain data parallel (every core holds everything), FSDP2 over all 64 cores, and tensor
+# parallel inside each chip's 4 cores with FSDP2 across chips.
+
+# %%
+from transformers import LlamaConfig
+
+llama_8b = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192,
+                       architectures=["LlamaForCausalLM"])
+layouts = {"DDP ×64": dict(fsdp=1, dp=64), "FSDP2 ×64": dict(fsdp=64), "TP 4 × FSDP2 16": dict(tp=4, fsdp=16)}
+plans = {name: neuronkit.plan(llama_8b, seq_len=2048, **degrees) for name, degrees in layouts.items()}
+for name, p in plans.items():
+    print(f"{name:>16}: {p.verdict()}")
+
+# %%
+import matplotlib.pyplot as plt
+
+kinds = ["parameters", "gradients", "optimizer", "activations", "buffers"]
+fig, ax = plt.subplots(figsize=(7, 3))
+left = [0.0] * len(plans)
+for kind in kinds:
+    values = [getattr(p.memory, kind) / 2**30 for p in plans.values()]
+    ax.barh(list(plans), values, left=left, label=kind)
+    left = [a + b for a, b in zip(left, values)]
+hbm = next(iter(plans.values())).hbm_per_core / 2**30
+ax.axvline(hbm, color="black", linestyle="--", label=f"one core's HBM ({hbm:.0f} GiB)")
+ax.set_xlabel("GiB on the fullest rank (bf16, micro-batch 1 × 2048 tokens)")
+ax.set_title("Llama-3-8B-sized training step on one trn2.48xlarge")
+ax.legend(fontsize=7, loc="upper right")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Tensor parallel trades memory for traffic: its all-reduces carry activations every layer, while FSDP2's
+# all-gathers and reduce-scatters carry parameters and gradients. The times below are **estimates** from
+# the published link bandwidths (`data/trainium_hardware.toml`), with nothing overlapped: use them to
+# compare layouts, and measure on the instance.
+
+# %%
+for name in ("FSDP2 ×64", "TP 4 × FSDP2 16"):
+    p = plans[name]
+    print(f"{name}: est. {p.comm_seconds * 1e3:.0f} ms of communication per step")
+    for c in p.collectives:
+        print(f"    {c.kind:<15} {c.group:<5} over {c.link:<10} {c.nbytes / 2**30:6.2f} GiB  ({c.carries})")
+
+# %% [markdown]
+# ## Next
+#
+# - Try your own layout from the command line: `neuronkit plan MODEL --tp 4 --fsdp 16 --seq-len 4096`
+#   (exit status 0 when it fits, 1 when it does not: a CI gate for a config change), or
+#   `neuronkit plan MODEL --sweep`.
+# - Plans count bf16 parameters, gradients and AdamW state without a float32 master copy, and leave out
+#   the runtime's reserve and compiled-graph scratch space: keep a few GiB of headroom.
