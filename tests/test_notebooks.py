@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -81,7 +83,7 @@ def test_cli_run_exits_2_on_bad_parameters(tmp_path: Path, capsys: pytest.Captur
 
 def _run(model: str, out: Path, **kwargs) -> tuple[object, list[str]]:
     lines: list[str] = []
-    result = run_workbook(model, out, cell_timeout=CELL_TIMEOUT, log=lines.append, **kwargs)
+    result = run_workbook(model, out, log=lines.append, **{"cell_timeout": CELL_TIMEOUT, **kwargs})
     return result, lines
 
 
@@ -125,7 +127,8 @@ def _execute_first_notebook(tmp_path: Path, **params) -> PapermillExecutionError
     with pytest.raises(PapermillExecutionError) as info:
         papermill.execute_notebook(str(NOTEBOOKS_DIR / "00_environment.ipynb"), str(output),
                                    parameters={"run_dir": str(tmp_path / "run"), **params},
-                                   kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+                                   kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False,
+                                   execution_timeout=CELL_TIMEOUT)
     nb = nbformat.read(output, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     failed = [c for c in code if any(o.output_type == "error" for o in c.outputs)]
@@ -168,12 +171,48 @@ def test_failure_mid_workbook_leaves_error_and_skipped_records_and_a_report(tmp_
     assert report["stages"]["eager"]["status"] == "error" and (out / "report.html").stat().st_size > 0
 
 
+def _with_cell(folder: Path, name: str, source: str) -> None:
+    """Put a code cell with `source` right after notebook `name`'s parameters cell."""
+    path = folder / name
+    nb = nbformat.read(path, as_version=4)
+    after = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(after + 1, nbformat.v4.new_code_cell(source))
+    nbformat.write(nb, path)
+
+
+@pytest.mark.notebooks
+def test_a_stalled_kernel_and_a_dead_one_end_the_run_with_clear_errors_and_a_report(tmp_path: Path) -> None:
+    folder = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS_DIR, folder)
+    # SIGSTOP: the kernel process lives on but never answers, as in a stall; SIGKILL: it dies.
+    _with_cell(folder, "00_environment.ipynb", "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)")
+    _with_cell(folder, NOTEBOOKS[-1], "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    out = tmp_path / "stalled"
+    start = time.monotonic()
+    result, lines = _run("tiny-qwen3", out, notebooks=folder, cell_timeout=4)
+    elapsed = time.monotonic() - start
+    assert not result.ok
+    stalled, report_nb = result.notebooks
+    assert stalled.error.splitlines() == [
+        "CellTimeoutError: code cell 3 ('import os, signal') was still running after the 4 s cell timeout "
+        "(a stalled kernel, or a cell that needs longer: raise --cell-timeout)"]
+    assert report_nb.error == "DeadKernelError: the kernel died during code cell 3 ('import os, signal') " \
+                              "(out of memory, or a crash)"
+    assert lines[0].endswith(f"\n      {stalled.error}") and lines[-1] == f"report: {out / 'report.html'}"
+    run = RunDir(out)
+    assert run.read("environment").status == "error" and "CellTimeoutError" in run.read("environment").summary
+    assert all(run.read(stage).status == "skipped" for stage in list(STAGES)[1:])
+    assert json.loads((out / "report.json").read_text())["stages"]["environment"]["status"] == "error"
+    assert elapsed < 60, f"the run took {elapsed:.0f} s: the cell timeout did not end it"
+
+
 @pytest.mark.notebooks
 def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> None:
     prepared = tmp_path / "nbval"
     subprocess.run([sys.executable, str(ROOT / "tests" / "nbval" / "prepare.py"), str(prepared)], check=True,
                    cwd=ROOT)
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", KERNEL_NAME,
+                           "--nbval-cell-timeout", str(CELL_TIMEOUT),
                            "--nbval-sanitize-with", str(ROOT / "tests" / "nbval" / "sanitize.cfg"),
                            "-p", "no:cacheprovider", "-q", str(prepared)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1"})

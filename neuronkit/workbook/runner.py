@@ -3,6 +3,10 @@
 Each notebook runs in a fresh `neuronkit` kernel with the notebooks folder as its working directory,
 and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails, its stage gets an
 `error` record, every later stage a `skipped` one naming the failure, and the report is still rendered.
+
+A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
+`start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
+limit, a dead kernel or a kernel that never started is that notebook's error, named in one line.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ PATH_PARAMETERS = ("prompts_file",)
 # The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
 # what a notebook does is in its executed copy, errors included.
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=CRITICAL"]
+# Seconds one cell may run (the bundled models' slowest takes ~10 s) and a kernel may take to start.
+CELL_TIMEOUT_S = 600
+START_TIMEOUT_S = 120
 KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
               "TQDM_DISABLE": "1"}
 
@@ -73,13 +80,19 @@ def notebooks_dir() -> Path:
 def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
-                 cell_timeout: int | None = None, log: Callable[[str], None] = print) -> WorkbookResult:
+                 cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
+                 log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
     notebooks that declare it. Bad parameters raise NeuronkitInputError before any kernel starts.
+    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up.
     """
     import papermill
+
+    for name, value in (("cell_timeout", cell_timeout), ("start_timeout", start_timeout)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
@@ -98,7 +111,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
 
     def execute(name: str) -> NotebookRun:
         own = {k: v for k, v in values.items() if k in declared[name]}
-        nb = _execute(folder, name, run, own, kernel_name, cell_timeout)
+        nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout)
         result.notebooks.append(nb)
         return nb
 
@@ -125,8 +138,8 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
 
 
 def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
-             cell_timeout: int | None) -> NotebookRun:
-    """Execute one notebook with papermill; a failing cell becomes `error` text, never an exception."""
+             cell_timeout: int, start_timeout: int) -> NotebookRun:
+    """Execute one notebook with papermill; whatever stops it becomes `error` text, never an exception."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError, strip_color
@@ -137,13 +150,35 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kerne
     try:
         papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
                                    kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
-                                   start_timeout=120, execution_timeout=cell_timeout,
+                                   start_timeout=start_timeout, execution_timeout=cell_timeout,
                                    extra_arguments=KERNEL_ARGUMENTS)
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
-    except (CellTimeoutError, DeadKernelError) as exc:
-        error = f"{type(exc).__name__}: {exc}"
+    except CellTimeoutError:
+        error = (f"CellTimeoutError: {_running_cell(output)} was still running after the {cell_timeout} s cell "
+                 f"timeout (a stalled kernel, or a cell that needs longer: raise --cell-timeout)")
+    except DeadKernelError:
+        error = f"DeadKernelError: the kernel died during {_running_cell(output)} (out of memory, or a crash)"
+    except Exception as exc:  # the kernel did not start, or papermill itself failed: still this notebook's error
+        error = f"{type(exc).__name__}: {exc}".strip()
     return NotebookRun(name, "error" if error else "ok", time.perf_counter() - start, output, error)
+
+
+def _running_cell(output: Path) -> str:
+    """`code cell N ('first line')`: the last cell papermill started in the executed copy (it marks even
+    a timed-out cell completed, so the start time is what tells)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(output, as_version=4)
+    except (OSError, ValueError):
+        return "a cell"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    started = [n for n, c in enumerate(code, 1) if c.metadata.get("papermill", {}).get("start_time")]
+    if not started:
+        return "a cell"
+    first = next((line for line in code[started[-1] - 1].source.splitlines() if line.strip()), "")
+    return f"code cell {started[-1]} ({first[:60]!r})"
 
 
 def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:
