@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -17,12 +18,13 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.resources import data_dir, notebooks_dir
 from neuronkit.stages import STAGES, RunDir
 from neuronkit.workbook import NOTEBOOKS, parameters, run_workbook
 from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS_DIR = notebooks_dir()
 CELL_TIMEOUT = 600
 
 
@@ -87,8 +89,8 @@ def _run(model: str, out: Path, **kwargs) -> tuple[object, list[str]]:
     return result, lines
 
 
-def _assert_complete_run(out: Path, result, lines: list[str]) -> None:
-    assert result.ok, "\n".join(lines)
+def _assert_complete_run(out: Path, ok: bool, lines: list[str]) -> None:
+    assert ok, "\n".join(lines)
     run = RunDir(out)
     for stage in STAGES:
         record = run.read(stage)
@@ -102,11 +104,49 @@ def _assert_complete_run(out: Path, result, lines: list[str]) -> None:
     assert lines[-1] == f"report: {out / 'report.html'}"
 
 
+# Left out of the copy the wheel is built from: environments, outputs and caches, not sources.
+_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", "__pycache__",
+                                      "neff_cache", ".ipynb_checkpoints")
+
+
 @pytest.mark.notebooks
-def test_whole_workbook_on_tiny_qwen3(tmp_path: Path) -> None:
-    out = tmp_path / "qwen"
-    result, lines = _run("tiny-qwen3", out)
-    _assert_complete_run(out, result, lines)
+@pytest.mark.subprocess
+def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkout(tmp_path: Path) -> None:
+    """`pip install` of the wheel into a fresh venv, then `neuronkit run tiny-qwen3` from elsewhere.
+
+    The venv gets neuronkit only from the wheel. Its dependencies (torch alone is GBs) come from this
+    test's own environment through a .pth line naming its site-packages, rather than being downloaded
+    again: a path added that way is not a site directory, so the editable install of the checkout that
+    lives there is not activated, and the wheel's neuronkit is the one imported. The wheel is built
+    without build isolation (the setuptools at hand, nothing fetched) from a copy of the sources.
+    """
+    src, dist, venv, elsewhere = (tmp_path / name for name in ("src", "dist", "venv", "elsewhere"))
+    shutil.copytree(ROOT, src, symlinks=True, ignore=_NOT_SOURCES)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-w", str(dist), str(src)], check=True, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    (Path(site) / "_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (wheel,) = dist.glob("neuronkit-*.whl")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True, timeout=120)
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["JUPYTER_DATA_DIR"] = str(tmp_path / "jupyter")  # no user-level kernelspec naming another Python
+    located = subprocess.run([python, "-c", "import neuronkit; print(neuronkit.__file__)"], cwd=elsewhere,
+                             env=env, check=True, capture_output=True, text=True).stdout.strip()
+    assert located.startswith(site), f"imported {located}, not the installed wheel"
+
+    out = tmp_path / "run"
+    proc = subprocess.run([venv / "bin" / "neuronkit", "run", "tiny-qwen3", "--out", str(out)], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=CELL_TIMEOUT)
+    lines = [line for line in proc.stdout.splitlines() if not line.startswith("installed Jupyter kernel")]
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    _assert_complete_run(out, True, lines)
+    executed = nbformat.read(out / "artifacts" / "notebooks" / NOTEBOOKS[0], as_version=4)
+    assert executed.metadata.papermill.input_path.startswith(site), "the notebooks come from the package"
     assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
     assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1}
 
@@ -114,8 +154,8 @@ def test_whole_workbook_on_tiny_qwen3(tmp_path: Path) -> None:
 @pytest.mark.notebooks
 def test_whole_workbook_on_tiny_bert_checkpoint_directory(tmp_path: Path) -> None:
     out = tmp_path / "bert"
-    result, lines = _run(str(ROOT / "data" / "models" / "tiny-bert"), out)
-    _assert_complete_run(out, result, lines)
+    result, lines = _run(str(data_dir() / "models" / "tiny-bert"), out)
+    _assert_complete_run(out, result.ok, lines)
     run = RunDir(out)
     assert run.read("environment").evidence["model"]["architecture"] == "BertForMaskedLM"
     assert len(run.read("cpu_baseline").evidence["fill_mask"]["predictions"]) == 5

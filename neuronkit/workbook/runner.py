@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.resources import notebooks_dir
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
 from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
@@ -70,11 +71,6 @@ class WorkbookResult:
     def ok(self) -> bool:
         """True when every notebook executed without an error."""
         return all(nb.error is None for nb in self.notebooks)
-
-
-def notebooks_dir() -> Path:
-    """The notebooks folder of the source checkout this package runs from (`notebooks=` picks another)."""
-    return Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
