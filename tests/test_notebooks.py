@@ -30,10 +30,29 @@ CELL_TIMEOUT = 600
 
 # --- committed notebooks and parameters (fast) -------------------------------------------------------
 
-def test_notebooks_are_what_the_generator_writes() -> None:
-    proc = subprocess.run([sys.executable, str(NOTEBOOKS_DIR / "build_notebooks.py"), "--check"],
+def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
+    return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_in_sync_with_its_percent_source(name: str) -> None:
+    """Each .ipynb is paired with notebooks/NN_name.py (jupytext percent format): same cells, same tags."""
+    import jupytext
+
+    source = ROOT / "notebooks" / name.replace(".ipynb", ".py")
+    nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
+    assert nb.metadata.jupytext.formats == "ipynb,py:percent"
+    assert _cells(nb) == _cells(jupytext.read(source)), \
+        f"{name} and {source.name} differ: run jupytext --sync notebooks/{source.name} (the newer file wins)"
+    ids = [c.id for c in nb.cells]
+    assert len(set(ids)) == len(ids), "cell ids must be unique (nbval's expected outputs are keyed by them)"
+
+
+def test_code_and_notebook_sources_pass_ruff() -> None:
+    """ruff (configured in pyproject.toml) over the package, tests, benches and notebook sources."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
                           capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
