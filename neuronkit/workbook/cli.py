@@ -34,6 +34,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds one cell may run before the run stops with an error (default {CELL_TIMEOUT_S})")
     parser.add_argument("--start-timeout", type=int, default=START_TIMEOUT_S, metavar="S",
                         help=f"seconds a kernel may take to start (default {START_TIMEOUT_S})")
+    parser.add_argument("--cold-kernels", action="store_true",
+                        help="start each notebook's kernel when it begins, not during the previous notebook "
+                             "(one kernel at a time; slower)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         (named if name in _NAMED else extra)[name] = _value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
                           kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
-                          **named)
+                          warm_kernels=not args.cold_kernels, **named)
     return 0 if result.ok else 1
 
 

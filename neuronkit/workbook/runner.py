@@ -22,7 +22,7 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import notebooks_dir
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
-from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.workbook.kernel import KERNEL_NAME, WarmKernels, ensure_kernel, shutdown
 from neuronkit.workbook.params import parameters as validate
 
 # Notebook file → the stage whose record it writes, in order; then the report notebook, which writes none.
@@ -77,12 +77,14 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
                  cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
-                 log: Callable[[str], None] = print) -> WorkbookResult:
+                 warm_kernels: bool = True, log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
     notebooks that declare it. Bad parameters raise NeuronkitInputError before any kernel starts.
-    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up.
+    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. With
+    `warm_kernels`, each notebook's kernel is started (and has imported torch and transformers) while
+    the previous notebook runs; without, papermill starts each kernel when its notebook begins.
     """
     import papermill
 
@@ -107,22 +109,23 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
 
     def execute(name: str) -> NotebookRun:
         own = {k: v for k, v in values.items() if k in declared[name]}
-        nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout)
+        km = kernels.take() if kernels else None
+        try:
+            nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
+        finally:
+            if km is not None:
+                shutdown(km)
         result.notebooks.append(nb)
         return nb
 
     with _kernel_environment():
-        for index, (name, stage) in enumerate(STAGE_NOTEBOOKS):
-            nb = execute(name)
-            if nb.error is None:
-                nb.status = _status(run, stage)
-            log(_line(len(result.notebooks), nb))
-            if nb.error:
-                _record_failure(run, stage, nb)
-                for _, later in STAGE_NOTEBOOKS[index + 1:]:
-                    skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
-                break
-        nb = execute(REPORT_NOTEBOOK)
+        kernels = WarmKernels(kernel_name, str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS)) if warm_kernels else None
+        try:
+            _execute_all(run, result, execute, log)
+        finally:
+            if kernels:
+                kernels.close()
+    nb = result.notebooks[-1]
     log(_line(len(result.notebooks), nb))
     if nb.error:
         from neuronkit.report import report  # the report notebook failed: render without it
@@ -133,8 +136,25 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     return result
 
 
+def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], NotebookRun],
+                 log: Callable[[str], None]) -> None:
+    """The stage notebooks in order until one fails (the later stages then get `skipped` records), then
+    the report notebook."""
+    for index, (name, stage) in enumerate(STAGE_NOTEBOOKS):
+        nb = execute(name)
+        if nb.error is None:
+            nb.status = _status(run, stage)
+        log(_line(len(result.notebooks), nb))
+        if nb.error:
+            _record_failure(run, stage, nb)
+            for _, later in STAGE_NOTEBOOKS[index + 1:]:
+                skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
+            break
+    execute(REPORT_NOTEBOOK)
+
+
 def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
-             cell_timeout: int, start_timeout: int) -> NotebookRun:
+             cell_timeout: int, start_timeout: int, km: Any = None) -> NotebookRun:
     """Execute one notebook with papermill; whatever stops it becomes `error` text, never an exception."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -147,7 +167,7 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kerne
         papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
                                    kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
                                    start_timeout=start_timeout, execution_timeout=cell_timeout,
-                                   extra_arguments=KERNEL_ARGUMENTS)
+                                   extra_arguments=KERNEL_ARGUMENTS, km=km)
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
     except CellTimeoutError:
