@@ -46,9 +46,9 @@ class WarmKernels:
 
     def __init__(self, name: str, cwd: str, arguments: list[str], count: int, ahead: int = 1) -> None:
         self._name, self._cwd, self._arguments = name, cwd, [*arguments, f"--IPKernelApp.exec_lines={PRELOAD}"]
-        self._remaining = count
+        self._remaining, self._ahead = count, ahead
         self._ready: list[Any] = []
-        for _ in range(min(ahead + 1, count)):
+        for _ in range(min(ahead + 1, count)):  # the first notebook's kernel and the ones ahead of it
             self._start()
 
     def _start(self) -> None:
@@ -61,9 +61,9 @@ class WarmKernels:
         self._remaining -= 1
 
     def take(self) -> Any:
-        """The next notebook's kernel manager, already started; starts another one ahead."""
+        """The next notebook's kernel manager, already started; tops the kernels ahead up to `ahead`."""
         km = self._ready.pop(0)
-        if self._remaining > 0:
+        while self._remaining > 0 and len(self._ready) < self._ahead:
             self._start()
         return km
 

@@ -81,7 +81,8 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
-    notebooks that declare it. Bad parameters raise NeuronkitInputError before any kernel starts.
+    notebooks that declare it. Bad parameters raise NeuronkitInputError before any notebook runs (and
+    the run directory is left untouched).
     `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. With
     `warm_kernels`, each notebook's kernel is started (and has imported torch and transformers) while
     the previous notebook runs; without, papermill starts each kernel when its notebook begins.
@@ -93,34 +94,36 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
             raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
-    params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
-                      batch_size=batch_size)
-    values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
-    values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
-    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
-    unknown = sorted(set(values) - set().union(*declared.values()))
-    if unknown:
-        known = ", ".join(sorted(set().union(*declared.values())))
-        raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
     if ensure_kernel(kernel_name):
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
-    run = params.run
-    result = WorkbookResult(run.path)
-
-    def execute(name: str) -> NotebookRun:
-        own = {k: v for k, v in values.items() if k in declared[name]}
-        km = kernels.take() if kernels else None
-        try:
-            nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
-        finally:
-            if km is not None:
-                shutdown(km)
-        result.notebooks.append(nb)
-        return nb
-
     with _kernel_environment():
+        # Started first, so the kernels' imports overlap this process's own (validation loads transformers).
         kernels = WarmKernels(kernel_name, str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS)) if warm_kernels else None
         try:
+            params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype,
+                              seq_len=seq_len, batch_size=batch_size)
+            values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
+            values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
+            declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
+            unknown = sorted(set(values) - set().union(*declared.values()))
+            if unknown:
+                known = ", ".join(sorted(set().union(*declared.values())))
+                raise NeuronkitInputError(
+                    f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+            run = params.run
+            result = WorkbookResult(run.path)
+
+            def execute(name: str) -> NotebookRun:
+                own = {k: v for k, v in values.items() if k in declared[name]}
+                km = kernels.take() if kernels else None
+                try:
+                    nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
+                finally:
+                    if km is not None:
+                        shutdown(km)
+                result.notebooks.append(nb)
+                return nb
+
             _execute_all(run, result, execute, log)
         finally:
             if kernels:
