@@ -34,13 +34,21 @@ def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
     return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
+SOURCES = ROOT / "notebooks"
+
+
+def test_every_notebook_has_its_percent_source_and_back() -> None:
+    assert sorted(p.stem for p in SOURCES.glob("*.ipynb")) == sorted(p.stem for p in SOURCES.glob("[0-9]*.py"))
+    assert set(NOTEBOOKS) <= {p.name for p in SOURCES.glob("*.ipynb")}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SOURCES.glob("*.ipynb")))
 def test_notebook_is_in_sync_with_its_percent_source(name: str) -> None:
     """Each .ipynb is paired with notebooks/NN_name.py (jupytext percent format): same cells, same tags."""
     import jupytext
 
-    source = ROOT / "notebooks" / name.replace(".ipynb", ".py")
-    nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
+    source = SOURCES / name.replace(".ipynb", ".py")
+    nb = nbformat.read(SOURCES / name, as_version=4)
     assert nb.metadata.jupytext.formats == "ipynb,py:percent"
     assert _cells(nb) == _cells(jupytext.read(source)), \
         f"{name} and {source.name} differ: run jupytext --sync notebooks/{source.name} (the newer file wins)"
