@@ -41,7 +41,7 @@ class WarmKernels:
     imports PRELOAD, so the workbook pays kernel start-up and imports mostly in parallel with the work.
 
     `take()` returns the next started kernel manager (the caller shuts it down with `shutdown` when its
-    notebook is done) and starts the one after it; `close()` shuts down any kernel never taken.
+    notebook is done) and keeps `ahead` more started; `close()` shuts down any kernel never taken.
     """
 
     def __init__(self, name: str, cwd: str, arguments: list[str], count: int, ahead: int = 1) -> None:
