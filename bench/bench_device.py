@@ -14,7 +14,6 @@ import argparse
 import copy
 import os
 import statistics
-from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,9 +21,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
+from neuronkit.resources import data_dir  # noqa: E402
 from neuronkit.timing import interleaved_medians  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "models"
+DATA = data_dir() / "models"
 
 
 def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int) -> dict[str, Callable]:

@@ -24,9 +24,10 @@ from torch.profiler import ProfilerActivity
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from neuronkit.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+from neuronkit.resources import data_dir
 from neuronkit.timing import timed
 
-MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
+MODELS = data_dir() / "models"
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 WARMUP = 3
 

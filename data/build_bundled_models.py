@@ -36,6 +36,8 @@ from transformers.utils import logging as hf_logging  # noqa: E402
 
 SRC_DIR = Path(__file__).resolve().parent
 CORPUS = SRC_DIR / "corpus.txt"
+# The models and prompts ship inside the package (package data), next to the op-support table.
+PACKAGE_DATA = SRC_DIR.parent / "neuronkit" / "data"
 VOCAB_SIZE = 1024
 MAX_POSITIONS = 512
 SEED = 0
@@ -192,7 +194,7 @@ def save_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, path:
 
 
 def build_tiny_qwen3(out: Path, paragraphs: list[str], train: bool) -> None:
-    """data/models/tiny-qwen3: Qwen3ForCausalLM + byte-level BPE, briefly trained on the corpus."""
+    """neuronkit/data/models/tiny-qwen3: Qwen3ForCausalLM + byte-level BPE, briefly trained on the corpus."""
     torch.manual_seed(SEED)  # deterministic weight init
     tokenizer = build_bpe_tokenizer(corpus_lines(paragraphs))
     model = Qwen3ForCausalLM(tiny_qwen3_config(tokenizer))
@@ -211,7 +213,7 @@ def build_tiny_qwen3(out: Path, paragraphs: list[str], train: bool) -> None:
 
 
 def build_tiny_bert(out: Path, paragraphs: list[str]) -> None:
-    """data/models/tiny-bert: BertForMaskedLM + WordPiece, random init with a fixed seed."""
+    """neuronkit/data/models/tiny-bert: BertForMaskedLM + WordPiece, random init with a fixed seed."""
     torch.manual_seed(SEED)  # deterministic weight init
     tokenizer = build_wordpiece_tokenizer(corpus_lines(paragraphs))
     config = BertConfig(
@@ -230,7 +232,7 @@ def build_tiny_bert(out: Path, paragraphs: list[str]) -> None:
 
 
 def build_qwen3_100m(out: Path) -> None:
-    """data/models/qwen3-100m/config.json only; benchmarks instantiate it with random weights."""
+    """neuronkit/data/models/qwen3-100m/config.json only; benchmarks instantiate it with random weights."""
     config = qwen3_100m_config()
     path = fresh_dir(out / "models" / "qwen3-100m")
     config.save_pretrained(path)
@@ -320,7 +322,7 @@ def sample_prompts(lines: list[str]) -> list[str]:
 
 
 def write_sample_prompts(out: Path, paragraphs: list[str]) -> None:
-    """data/sample_prompts.txt: one prompt per line, for shape-bucket (compilation count) advice."""
+    """neuronkit/data/sample_prompts.txt: one prompt per line, for shape-bucket (compilation count) advice."""
     prompts = sample_prompts(corpus_lines(paragraphs))
     path = out / "sample_prompts.txt"
     path.write_text("\n".join(prompts) + "\n", encoding="utf-8")
@@ -344,7 +346,8 @@ def report(path: Path, detail: str) -> None:
 def parse_args() -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=SRC_DIR, help="output directory (default: data/ next to this script)")
+    parser.add_argument("--out", type=Path, default=PACKAGE_DATA,
+                        help="output directory (default: the package's neuronkit/data/)")
     parser.add_argument("--skip-train", action="store_true", help="save tiny-qwen3 with its seeded random init, untrained")
     return parser.parse_args()
 

@@ -1,4 +1,4 @@
-"""The op-support policy of the `neuron` device, read from `data/op_support.toml`.
+"""The op-support policy of the `neuron` device, read from the package's `data/op_support.toml`.
 
 One classifier serves the simulated device's kernel, the op audit and the compile backend, so all three
 always agree on what runs natively, what falls back to CPU and what the first release does not support.
@@ -7,13 +7,13 @@ always agree on what runs natively, what falls back to CPU and what the first re
 from __future__ import annotations
 
 import functools
-import os
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import torch
+
+from neuronkit.resources import data_dir
 
 Severity = Literal["ok", "info", "warn", "blocker"]
 
@@ -23,12 +23,6 @@ FLOAT64_EMULATED = "float64_emulated"
 INT64_EMULATED = "int64_emulated"
 COMPLEX_DTYPE = "complex_dtype"
 SDPA_CUSTOM_MASK = "sdpa_custom_mask"
-
-
-def data_dir() -> Path:
-    """The project's `data/` folder (override with NEURONKIT_DATA_DIR)."""
-    override = os.environ.get("NEURONKIT_DATA_DIR")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,5 +141,5 @@ def load_policy() -> Policy:
             return Policy(tomllib.load(fh))
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit or set NEURONKIT_DATA_DIR."
+            f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit."
         ) from None

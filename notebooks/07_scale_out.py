@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (neuronkit)
 #     language: python
@@ -100,7 +102,7 @@ plt.show()
 # %% [markdown]
 # Tensor parallel trades memory for traffic: its all-reduces carry activations every layer, while FSDP2's
 # all-gathers and reduce-scatters carry parameters and gradients. The times below are **estimates** from
-# the published link bandwidths (`data/trainium_hardware.toml`), with nothing overlapped: use them to
+# the published link bandwidths (`neuronkit/data/trainium_hardware.toml`), with nothing overlapped: use them to
 # compare layouts, and measure on the instance.
 
 # %%

@@ -12,13 +12,15 @@ import pytest
 import torch
 from torch import nn
 
+from neuronkit.resources import data_dir
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY_QWEN3 = ROOT / "data" / "models" / "tiny-qwen3"
+TINY_QWEN3 = data_dir() / "models" / "tiny-qwen3"
 
 
 @pytest.fixture

@@ -23,12 +23,14 @@ from transformers import (  # noqa: E402
     Qwen3ForCausalLM,
 )
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+from neuronkit.resources import data_dir  # noqa: E402
+
+DATA = data_dir()
 MODELS = DATA / "models"
 TINY_QWEN3 = MODELS / "tiny-qwen3"
 TINY_BERT = MODELS / "tiny-bert"
 QWEN3_100M = MODELS / "qwen3-100m"
-BUILD_SCRIPT = DATA / "build_bundled_models.py"
+BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "build_bundled_models.py"
 MIB = 1024 * 1024
 
 

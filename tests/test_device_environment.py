@@ -61,7 +61,7 @@ def test_device_map_auto_lands_on_neuron_or_refuses(run_python):
     code = """
         from transformers import AutoModelForCausalLM
         try:
-            m = AutoModelForCausalLM.from_pretrained("data/models/tiny-qwen3", device_map="auto")
+            m = AutoModelForCausalLM.from_pretrained("neuronkit/data/models/tiny-qwen3", device_map="auto")
             print("DEVICE", next(m.parameters()).device)
         except Exception as e:
             print("ERR", type(e).__name__, e)

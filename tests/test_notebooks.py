@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+import time
 from pathlib import Path
 
 import nbformat
@@ -15,21 +18,49 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.resources import data_dir, notebooks_dir
 from neuronkit.stages import STAGES, RunDir
 from neuronkit.workbook import NOTEBOOKS, parameters, run_workbook
 from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS_DIR = notebooks_dir()
 CELL_TIMEOUT = 600
 
 
 # --- committed notebooks and parameters (fast) -------------------------------------------------------
 
-def test_notebooks_are_what_the_generator_writes() -> None:
-    proc = subprocess.run([sys.executable, str(NOTEBOOKS_DIR / "build_notebooks.py"), "--check"],
+def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
+    return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+
+
+SOURCES = ROOT / "notebooks"
+
+
+def test_every_notebook_has_its_percent_source_and_back() -> None:
+    assert sorted(p.stem for p in SOURCES.glob("*.ipynb")) == sorted(p.stem for p in SOURCES.glob("[0-9]*.py"))
+    assert set(NOTEBOOKS) <= {p.name for p in SOURCES.glob("*.ipynb")}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SOURCES.glob("*.ipynb")))
+def test_notebook_is_in_sync_with_its_percent_source(name: str) -> None:
+    """Each .ipynb is paired with notebooks/NN_name.py (jupytext percent format): same cells, same tags."""
+    import jupytext
+
+    source = SOURCES / name.replace(".ipynb", ".py")
+    nb = nbformat.read(SOURCES / name, as_version=4)
+    assert nb.metadata.jupytext.formats == "ipynb,py:percent"
+    assert _cells(nb) == _cells(jupytext.read(source)), \
+        f"{name} and {source.name} differ: run jupytext --sync notebooks/{source.name} (the newer file wins)"
+    ids = [c.id for c in nb.cells]
+    assert len(set(ids)) == len(ids), "cell ids must be unique (nbval's expected outputs are keyed by them)"
+
+
+def test_code_and_notebook_sources_pass_ruff() -> None:
+    """ruff (configured in pyproject.toml) over the package, tests, benches and notebook sources."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
                           capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -81,12 +112,12 @@ def test_cli_run_exits_2_on_bad_parameters(tmp_path: Path, capsys: pytest.Captur
 
 def _run(model: str, out: Path, **kwargs) -> tuple[object, list[str]]:
     lines: list[str] = []
-    result = run_workbook(model, out, cell_timeout=CELL_TIMEOUT, log=lines.append, **kwargs)
+    result = run_workbook(model, out, log=lines.append, **{"cell_timeout": CELL_TIMEOUT, **kwargs})
     return result, lines
 
 
-def _assert_complete_run(out: Path, result, lines: list[str]) -> None:
-    assert result.ok, "\n".join(lines)
+def _assert_complete_run(out: Path, ok: bool, lines: list[str]) -> None:
+    assert ok, "\n".join(lines)
     run = RunDir(out)
     for stage in STAGES:
         record = run.read(stage)
@@ -100,11 +131,49 @@ def _assert_complete_run(out: Path, result, lines: list[str]) -> None:
     assert lines[-1] == f"report: {out / 'report.html'}"
 
 
+# Left out of the copy the wheel is built from: environments, outputs and caches, not sources.
+_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", "__pycache__",
+                                      "neff_cache", ".ipynb_checkpoints")
+
+
 @pytest.mark.notebooks
-def test_whole_workbook_on_tiny_qwen3(tmp_path: Path) -> None:
-    out = tmp_path / "qwen"
-    result, lines = _run("tiny-qwen3", out)
-    _assert_complete_run(out, result, lines)
+@pytest.mark.subprocess
+def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkout(tmp_path: Path) -> None:
+    """`pip install` of the wheel into a fresh venv, then `neuronkit run tiny-qwen3` from elsewhere.
+
+    The venv gets neuronkit only from the wheel. Its dependencies (torch alone is GBs) come from this
+    test's own environment through a .pth line naming its site-packages, rather than being downloaded
+    again: a path added that way is not a site directory, so the editable install of the checkout that
+    lives there is not activated, and the wheel's neuronkit is the one imported. The wheel is built
+    without build isolation (the setuptools at hand, nothing fetched) from a copy of the sources.
+    """
+    src, dist, venv, elsewhere = (tmp_path / name for name in ("src", "dist", "venv", "elsewhere"))
+    shutil.copytree(ROOT, src, symlinks=True, ignore=_NOT_SOURCES)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-w", str(dist), str(src)], check=True, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    (Path(site) / "_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (wheel,) = dist.glob("neuronkit-*.whl")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True, timeout=120)
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["JUPYTER_DATA_DIR"] = str(tmp_path / "jupyter")  # no user-level kernelspec naming another Python
+    located = subprocess.run([python, "-c", "import neuronkit; print(neuronkit.__file__)"], cwd=elsewhere,
+                             env=env, check=True, capture_output=True, text=True).stdout.strip()
+    assert located.startswith(site), f"imported {located}, not the installed wheel"
+
+    out = tmp_path / "run"
+    proc = subprocess.run([venv / "bin" / "neuronkit", "run", "tiny-qwen3", "--out", str(out)], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=CELL_TIMEOUT)
+    lines = [line for line in proc.stdout.splitlines() if not line.startswith("installed Jupyter kernel")]
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    _assert_complete_run(out, True, lines)
+    executed = nbformat.read(out / "artifacts" / "notebooks" / NOTEBOOKS[0], as_version=4)
+    assert executed.metadata.papermill.input_path.startswith(site), "the notebooks come from the package"
     assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
     assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1}
 
@@ -112,8 +181,8 @@ def test_whole_workbook_on_tiny_qwen3(tmp_path: Path) -> None:
 @pytest.mark.notebooks
 def test_whole_workbook_on_tiny_bert_checkpoint_directory(tmp_path: Path) -> None:
     out = tmp_path / "bert"
-    result, lines = _run(str(ROOT / "data" / "models" / "tiny-bert"), out)
-    _assert_complete_run(out, result, lines)
+    result, lines = _run(str(data_dir() / "models" / "tiny-bert"), out)
+    _assert_complete_run(out, result.ok, lines)
     run = RunDir(out)
     assert run.read("environment").evidence["model"]["architecture"] == "BertForMaskedLM"
     assert len(run.read("cpu_baseline").evidence["fill_mask"]["predictions"]) == 5
@@ -125,7 +194,8 @@ def _execute_first_notebook(tmp_path: Path, **params) -> PapermillExecutionError
     with pytest.raises(PapermillExecutionError) as info:
         papermill.execute_notebook(str(NOTEBOOKS_DIR / "00_environment.ipynb"), str(output),
                                    parameters={"run_dir": str(tmp_path / "run"), **params},
-                                   kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+                                   kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False,
+                                   execution_timeout=CELL_TIMEOUT)
     nb = nbformat.read(output, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     failed = [c for c in code if any(o.output_type == "error" for o in c.outputs)]
@@ -168,12 +238,48 @@ def test_failure_mid_workbook_leaves_error_and_skipped_records_and_a_report(tmp_
     assert report["stages"]["eager"]["status"] == "error" and (out / "report.html").stat().st_size > 0
 
 
+def _with_cell(folder: Path, name: str, source: str) -> None:
+    """Put a code cell with `source` right after notebook `name`'s parameters cell."""
+    path = folder / name
+    nb = nbformat.read(path, as_version=4)
+    after = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(after + 1, nbformat.v4.new_code_cell(source))
+    nbformat.write(nb, path)
+
+
+@pytest.mark.notebooks
+def test_a_stalled_kernel_and_a_dead_one_end_the_run_with_clear_errors_and_a_report(tmp_path: Path) -> None:
+    folder = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS_DIR, folder)
+    # SIGSTOP: the kernel process lives on but never answers, as in a stall; SIGKILL: it dies.
+    _with_cell(folder, "00_environment.ipynb", "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)")
+    _with_cell(folder, NOTEBOOKS[-1], "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    out = tmp_path / "stalled"
+    start = time.monotonic()
+    result, lines = _run("tiny-qwen3", out, notebooks=folder, cell_timeout=4)
+    elapsed = time.monotonic() - start
+    assert not result.ok
+    stalled, report_nb = result.notebooks
+    assert stalled.error.splitlines() == [
+        "CellTimeoutError: code cell 3 ('import os, signal') was still running after the 4 s cell timeout "
+        "(a stalled kernel, or a cell that needs longer: raise --cell-timeout)"]
+    assert report_nb.error == "DeadKernelError: the kernel died during code cell 3 ('import os, signal') " \
+                              "(out of memory, or a crash)"
+    assert lines[0].endswith(f"\n      {stalled.error}") and lines[-1] == f"report: {out / 'report.html'}"
+    run = RunDir(out)
+    assert run.read("environment").status == "error" and "CellTimeoutError" in run.read("environment").summary
+    assert all(run.read(stage).status == "skipped" for stage in list(STAGES)[1:])
+    assert json.loads((out / "report.json").read_text())["stages"]["environment"]["status"] == "error"
+    assert elapsed < 60, f"the run took {elapsed:.0f} s: the cell timeout did not end it"
+
+
 @pytest.mark.notebooks
 def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> None:
     prepared = tmp_path / "nbval"
     subprocess.run([sys.executable, str(ROOT / "tests" / "nbval" / "prepare.py"), str(prepared)], check=True,
                    cwd=ROOT)
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", KERNEL_NAME,
+                           "--nbval-cell-timeout", str(CELL_TIMEOUT),
                            "--nbval-sanitize-with", str(ROOT / "tests" / "nbval" / "sanitize.cfg"),
                            "-p", "no:cacheprovider", "-q", str(prepared)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1"})

@@ -22,8 +22,9 @@ import neuronkit.profiling
 from neuronkit.device.simulator import tracking
 from neuronkit.profiling import roofline
 from neuronkit.profiling.capture import CAPTURE
+from neuronkit.resources import data_dir
 
-TINY_QWEN3 = Path(__file__).resolve().parents[1] / "data" / "models" / "tiny-qwen3"
+TINY_QWEN3 = data_dir() / "models" / "tiny-qwen3"
 DEVICE_PID = 1 << 22  # neuron:0's track in trace.json (neuronkit/profiling/trace.py)
 
 

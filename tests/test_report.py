@@ -176,7 +176,7 @@ def test_full_passing_run_is_ready(tmp_path: Path) -> None:
     assert data["missing_stages"] == [] and data["blockers"] == [] and data["warnings"] == []
     assert [s["status"] for s in data["stages"].values()] == ["pass"] * len(STAGES)
     assert '<p class="verdict-label" id="verdict-label">Ready</p>' in html
-    assert html.count('<img src="data:image/png;base64,') == 4  # categories, top ops, step time, parity
+    assert html.count('<img src="data:image/svg+xml;base64,') == 3  # top ops, step time, parity (one category: no chart)
 
 
 def test_cpu_fallbacks_and_warnings_give_ready_with_cpu_fallbacks(full_report: Any) -> None:
@@ -265,7 +265,7 @@ def test_only_environment_is_incomplete_and_names_the_missing_stages(tmp_path: P
     assert data["verdict"] == "incomplete" and data["missing_stages"] == missing
     assert all(data["stages"][s]["status"] == "missing" for s in missing)
     assert sum("no record" in r for r in data["reasons"]) == len(missing)
-    assert "data:image/png" not in html and "No op audit in this run directory." in html
+    assert "data:image/svg+xml" not in html and "No op audit in this run directory." in html
     assert 'class="badge status-missing">missing<' in card_html(html, "profile")
 
 
@@ -293,7 +293,7 @@ def test_hostile_strings_are_escaped_and_inert(tmp_path: Path) -> None:
     assert [t for t, _ in tags].count("script") == 2  # the embedded data and the table script, nothing else
     assert not [(t, a) for t, a in tags for name in a if name.startswith("on")]
     images = [a["src"] for t, a in tags if t == "img"]
-    assert len(images) == 4 and all(src.startswith("data:image/png;base64,") for src in images)
+    assert len(images) == 3 and all(src.startswith("data:image/svg+xml;base64,") for src in images)
     assert data["model"] == EVIL
     embedded = embedded_data(html)
     assert embedded["report"]["model"] == EVIL
@@ -335,7 +335,7 @@ def test_op_table_is_complete_without_javascript(full_report: Any) -> None:
     html, _, _ = full_report
     start = html.index('<table id="op-table"')
     table = html[start:html.index("</table>", start)]
-    assert "<code>aten::median</code>" in table and 'data-category="cpu_fallback"' in table
+    assert '<code class="op">aten::<wbr>median</code>' in table and 'data-category="cpu_fallback"' in table
     assert '<div class="controls" id="op-controls" hidden>' in html  # controls appear only when JS runs
     rows = re.findall(r'<tr data-category="([^"]+)">', table)
     assert rows.index("cpu_fallback") < rows.index("native")  # findings sort before native ops
@@ -344,8 +344,9 @@ def test_op_table_is_complete_without_javascript(full_report: Any) -> None:
 def test_report_json_has_stable_keys(full_report: Any) -> None:
     _, data, paths = full_report
     run_dir = paths.json.parent
-    assert list(data) == ["schema_version", "model", "run_dir", "verdict", "verdict_label", "reasons",
-                          "missing_stages", "stages", "blockers", "warnings", "audit", "reproduce"]
+    assert list(data) == ["schema_version", "model", "run_dir", "device", "verdict", "verdict_label", "reasons",
+                          "missing_stages", "stages", "blockers", "warnings", "audit", "key_numbers",
+                          "reproduce"]
     assert list(data["stages"]) == list(STAGES)
     assert set(data["stages"]["eager"]) == {"title", "status", "summary", "error", "duration_s",
                                             "finished_at"}
@@ -384,3 +385,85 @@ def test_cli_exit_codes(tmp_path: Path, report_cli: Any, capsys: pytest.CaptureF
     assert "verdict: Ready with CPU fallbacks" in out and str(tmp_path / "out" / "report.html") in out
     assert report_cli(["report", str(tmp_path / "missing")]) == 2
     assert "neuronkit report: error: run directory not found" in capsys.readouterr().err
+
+
+# --- layout: what the first screen says ------------------------------------------------------------
+
+def test_the_page_opens_with_the_device_banner_the_verdict_short_reasons_and_key_numbers(full_report: Any) -> None:
+    html, data, _ = full_report
+    assert data["device"] == "simulated" and data["key_numbers"]
+    banner = html[html.index('id="device-banner"'):html.index("</p>", html.index('id="device-banner"'))]
+    assert "SIMULATED" in banner and "host timing" in banner
+    assert html.index('id="device-banner"') < html.index('id="verdict"') < html.index('id="key-numbers"')
+    tiles = {k["label"]: k["value"] for k in data["key_numbers"]}
+    assert tiles["Native op support"] == "96 %" and tiles["Blocker ops"] == "0"
+    assert tiles["CPU-fallback ops"] == "1" and tiles["torch.compile"] == "1 graph"
+    verdict = html[html.index('id="verdict"'):html.index("</section>", html.index('id="verdict"'))]
+    shown = verdict[verdict.index('<ul class="reasons">'):verdict.index("</ul>")]
+    assert 1 <= shown.count("<li>") <= 3
+
+
+def test_long_reasons_are_cut_to_their_gist_with_the_full_text_kept(tmp_path: Path) -> None:
+    records = passing_records()
+    records["eager"].status = "warn"
+    records["eager"].summary = ("eager: matches CPU (max abs err 4.1e-06 on logits, top-1 100%); .to('neuron') "
+                                "untied 1 shared parameter group(s) (re-tied for the check; call "
+                                "model.tie_weights() after moving); generate: 8 identical tokens; train: 2 SGD "
+                                "steps: loss rel err 7.3e-07, grad-norm rel err 3.9e-06")
+    html, data, _ = render(write_run(tmp_path, records))
+    (reason,) = data["reasons"]
+    gist = ("Eager parity on neuron: warn — eager: matches CPU; .to('neuron') untied 1 shared parameter "
+            "group(s); generate: 8 identical …")
+    assert str(escape(gist)) in html and "Every reason in full (1)" in html and str(escape(reason)) in html
+
+
+def test_info_findings_are_collapsed_and_fallbacks_outside_the_audit_are_findings(tmp_path: Path) -> None:
+    records = passing_records(extra_ops=("nonzero",))
+    audit = records["audit"].evidence
+    extra = op_entry("embedding_dense_backward", 1)
+    extra["category"], extra["classification"] = "int64_emulated", "native"
+    audit["ops"].append(extra)
+    audit["findings"].append(finding_for(extra))
+    records["eager"].evidence["fallback_ops"] = ["aten::argmax"]  # seen in generate(), not by the audit
+    html, data, _ = render(write_run(tmp_path, records))
+    argmax = [f for f in data["warnings"] if f["op"] == "aten::argmax"]
+    assert argmax == [{"category": "cpu_fallback", "severity": "warn", "op": "aten::argmax", "calls": None,
+                       "message": "fell back to CPU in the eager run or the profiler; the op audit did not "
+                                  "record it", "remedy": load_policy().remedies["cpu_fallback"],
+                       "module_paths": []}]
+    info = html[html.index('<details class="info-findings"'):]
+    assert "int64_emulated" in info and "open" not in info[:info.index(">")]
+    planned = html[html.index('<section id="warnings">'):html.index('<details class="info-findings"')]
+    assert "aten::<wbr>argmax" in planned and "dynamic_shape" in planned and "int64_emulated" not in planned
+
+
+def test_charts_come_before_the_stages_and_timings_say_host_timing(full_report: Any) -> None:
+    html, _, _ = full_report
+    assert html.index('id="warnings"') < html.index('id="charts"') < html.index('id="stages"')
+    for chart in ("top_ops", "step_time"):
+        figure = html[html.index(f'id="chart-{chart}"'):html.index("</figure>", html.index(f'id="chart-{chart}"'))]
+        assert "(host timing)" in figure
+    assert "(host timing)" not in html[html.index('id="chart-parity"'):]
+
+
+def test_a_chart_of_one_bar_is_left_out(tmp_path: Path) -> None:
+    records = passing_records()
+    audit = records["audit"].evidence
+    audit["summary"]["by_category"] = {"native": len(audit["ops"])}
+    html, _, _ = render(write_run(tmp_path, records))
+    assert 'id="chart-op_categories"' not in html and 'id="chart-top_ops"' in html
+
+
+def test_op_names_wrap_at_separators_never_mid_word() -> None:
+    from neuronkit.report.render import op_name
+
+    assert op_name("aten::native_layer_norm.default") == \
+        "aten::<wbr>native_<wbr>layer_<wbr>norm.<wbr>default"
+    assert op_name("<b>_x") == "&lt;b&gt;_<wbr>x"
+
+
+def test_evidence_tables_read_name_verdict_figures_details() -> None:
+    from neuronkit.report.evidence import evidence_items
+
+    (table,) = [item for item in evidence_items("eager", {"parity": parity()}) if item.kind == "table"]
+    assert table.columns == ["name", "ok", "max_abs_err", "atol", "max_rel_err", "rtol"]

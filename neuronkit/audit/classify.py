@@ -1,7 +1,7 @@
 """Classify recorded ops against the op-support policy: op rows, findings with remedies, a summary.
 
 Nothing here decides support on its own: every category, severity and remedy comes from
-`data/op_support.toml` through `neuronkit.policy`, the classifier the simulated device also uses.
+`neuronkit/data/op_support.toml` through `neuronkit.policy`, the classifier the simulated device also uses.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.policy import data_dir
+from neuronkit.resources import data_dir
 
 
 @dataclass(frozen=True)

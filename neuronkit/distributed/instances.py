@@ -1,6 +1,6 @@
 """Trainium instances as the parallel planner sees them: logical cores, HBM per core, link bandwidths.
 
-Figures come from `data/trainium_hardware.toml` (`[instances.*]`, each with its source). They are
+Figures come from `neuronkit/data/trainium_hardware.toml` (`[instances.*]`, each with its source). They are
 vendor peak numbers; what the planner derives from them is labelled an estimate.
 """
 
@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.policy import data_dir
+from neuronkit.resources import data_dir
 
 
 @dataclass(frozen=True, slots=True)

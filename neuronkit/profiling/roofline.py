@@ -1,7 +1,7 @@
 """A roofline ESTIMATE of an op's time on a Trainium2 NeuronCore, from its FLOPs and bytes moved.
 
 time = max(FLOPs / peak FLOP/s for the op's dtype, bytes in+out / HBM bandwidth), with the published
-per-chip peaks of `data/trainium_hardware.toml` divided by the chip's 8 physical cores and multiplied by
+per-chip peaks of `neuronkit/data/trainium_hardware.toml` divided by the chip's 8 physical cores and multiplied by
 the logical-core size (LNC). FLOPs are counted only for matmul-class ops (mm, bmm, addmm, baddbmm,
 addmv, linear, convolution, scaled-dot-product attention); every other op is treated as pure data
 movement, which is what elementwise and reduction ops are at any realistic arithmetic intensity. It is
@@ -16,7 +16,8 @@ import tomllib
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from neuronkit.policy import base_name, data_dir
+from neuronkit.policy import base_name
+from neuronkit.resources import data_dir
 
 Bound = Literal["compute", "memory"]
 _ITEMSIZE = {"torch.float64": 8, "torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}

@@ -28,7 +28,7 @@ EVENTS_SCHEMA = pa.schema([
     _field("name", pa.string(), "ATen op, e.g. aten::mm"),
     _field("overload", pa.string(), "ATen overload, e.g. default, Tensor"),
     _field("classification", pa.string(), "native (ran on the device) or cpu_fallback (ran on the host)"),
-    _field("category", pa.string(), "op-support category from data/op_support.toml"),
+    _field("category", pa.string(), "op-support category from neuronkit/data/op_support.toml"),
     _field("fallback", pa.bool_(), "ran on the host through the CPU fallback"),
     _field("device", pa.int32(), "logical NeuronCore index"),
     _field("start_ns", pa.int64(), "start, ns since the profiler trace start"),

@@ -36,7 +36,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(out / "report.html", out / "report.json")
-    paths.html.write_text(render_html(model, render_charts(model.charts)), encoding="utf-8")
+    paths.html.write_text(render_html(model, render_charts(model.charts, host_timing=model.device != "real")), encoding="utf-8")
     paths.json.write_text(json.dumps(model.to_json(), indent=2, default=str) + "\n", encoding="utf-8")
     return paths
 

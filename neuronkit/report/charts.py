@@ -1,7 +1,8 @@
-"""The report's charts: small matplotlib PNGs embedded as data URIs, so the HTML stays one offline file.
+"""The report's charts: small matplotlib SVGs embedded as data URIs, so the HTML stays one offline file.
 
-Figures are drawn on the Agg canvas directly (no pyplot state), at ~100 dpi to keep each image tens of KB.
-Only charts whose data the model holds are drawn.
+Figures are drawn on the SVG canvas directly (no pyplot state); text is drawn as paths, so a chart looks
+the same without the fonts. Only charts whose data the model holds, and that compare at least two
+things, are drawn; timings are labelled host timings unless they were measured on Trainium.
 """
 
 from __future__ import annotations
@@ -13,19 +14,21 @@ from typing import Any, Callable
 
 import matplotlib
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
 DPI = 100
 SEVERITY_COLORS = {"ok": "#2e7d32", "info": "#1f6fb2", "warn": "#c77700", "blocker": "#c62828"}
 NATIVE_COLOR, OTHER_COLOR, NEUTRAL_COLOR = "#1f6fb2", "#c77700", "#6b7280"
 _TOP_OPS = 12
-_STYLE = {"font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+_STYLE = {"font.size": 9, "axes.spines.top": False, "axes.spines.right": False, "svg.fonttype": "path",
+          "svg.hashsalt": "neuronkit"}  # a fixed salt: the same data gives the same SVG
+_HOST = " (host timing)"
 
 
 @dataclass(frozen=True)
 class Chart:
-    """A rendered chart: what it shows (`title`, `alt`), the PNG as a `data:` URI and its pixel size."""
+    """A rendered chart: what it shows (`title`, `alt`), the SVG as a `data:` URI and its pixel size."""
 
     name: str
     title: str
@@ -35,15 +38,17 @@ class Chart:
     height: int
 
 
-def render_charts(data: dict[str, Any]) -> list[Chart]:
-    """Draw every chart whose data is present, in report order."""
+def render_charts(data: dict[str, Any], host_timing: bool = True) -> list[Chart]:
+    """Draw every chart whose data is present and has at least two bars, in report order; with
+    `host_timing` (any run but one on Trainium) the timing charts say their times are host timings."""
     charts = []
-    for name, (title, draw) in _CHARTS.items():
-        if data.get(name):
+    for name, (title, draw, timing) in _CHARTS.items():
+        if data.get(name) and (not isinstance(data[name], list) or len(data[name]) > 1):
             with matplotlib.rc_context(_STYLE):
                 fig, alt = draw(data[name])
                 width, height = (round(inches * DPI) for inches in fig.get_size_inches())
-                charts.append(Chart(name, title, alt, _data_uri(fig), width, height))
+                suffix = _HOST if timing and host_timing else ""
+                charts.append(Chart(name, title + suffix, alt + suffix, _data_uri(fig), width, height))
     return charts
 
 
@@ -55,8 +60,8 @@ def _axes(bars: int) -> tuple[Figure, Axes]:
 
 def _data_uri(fig: Figure) -> str:
     buffer = io.BytesIO()
-    FigureCanvasAgg(fig).print_png(buffer)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _barh(ax: Axes, labels: list[str], values: list[float], colors: list[str], unit: str) -> None:
@@ -118,9 +123,10 @@ def _parity(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
         for label, r in zip(labels, rows))
 
 
-_CHARTS: dict[str, tuple[str, Callable[[Any], tuple[Figure, str]]]] = {
-    "op_categories": ("Op categories", _op_categories),
-    "top_ops": ("Top ops by device time", _top_ops),
-    "step_time": ("Eager vs compiled step time", _step_time),
-    "parity": ("Parity errors", _parity),
+# name → (title, draw, whether it shows timings)
+_CHARTS: dict[str, tuple[str, Callable[[Any], tuple[Figure, str]], bool]] = {
+    "op_categories": ("Op categories", _op_categories, False),
+    "top_ops": ("Top ops by device time", _top_ops, True),
+    "step_time": ("Eager vs compiled step time", _step_time, True),
+    "parity": ("Parity errors", _parity, False),
 }

@@ -31,7 +31,12 @@ LABELS: dict[str, dict[str, str]] = {
 # Audit keys the report shows in sections of their own rather than inside the card.
 _ELSEWHERE = {("audit", "ops"): "op coverage table", ("audit", "findings"): "blockers and findings"}
 TABLE_ROWS = 25  # rows of an evidence table shown in a card; the stage record keeps them all
-_LEAD_COLUMNS = ("name", "op", "stage", "reason")
+# Table columns in reading order: what a row is, its verdict, its main figures, then details. Records are
+# key-sorted, so without this a table reads alphabetically; columns not listed keep that order, last.
+_COLUMN_ORDER = ("name", "op", "stage", "strategy", "reason", "status", "ok", "classification", "category",
+                 "bound", "summary", "shape", "calls", "max_abs_err", "atol", "max_rel_err", "rtol",
+                 "device_time_us", "cpu_time_us", "est_trn2_us", "buckets", "compilations", "padding_overhead",
+                 "padded_tokens", "duration_s")
 _LIST_ITEMS = 20
 _TEXT_CHARS = 2000
 _MAX_DEPTH = 3
@@ -89,7 +94,7 @@ def _table(label: str, rows: list[dict[str, Any]]) -> EvidenceItem:
     columns: list[str] = []
     for row in rows:
         columns.extend(k for k in row if k not in columns)
-    columns.sort(key=lambda c: c not in _LEAD_COLUMNS)  # records are key-sorted; the row's name goes first
+    columns.sort(key=lambda c: _COLUMN_ORDER.index(c) if c in _COLUMN_ORDER else len(_COLUMN_ORDER))
     shown = rows[:TABLE_ROWS]
     cells = [[format_value(col, row.get(col)) for col in columns] for row in shown]
     return EvidenceItem(label, "table", columns=columns, rows=cells, more_rows=len(rows) - len(shown))

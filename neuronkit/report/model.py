@@ -7,6 +7,7 @@ from stage statuses and audit findings and never claims a stage that has no reco
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -17,7 +18,7 @@ from neuronkit.policy import CPU_FALLBACK, base_name, load_policy
 from neuronkit.report.evidence import EvidenceItem, evidence_items
 from neuronkit.stages import RunDir, StageResult
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2  # 2: device, key_numbers; a finding's calls may be null
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
 
 TITLES: dict[str, str] = {
@@ -41,6 +42,10 @@ _BLOCKING: dict[str, tuple[str, ...]] = {"eager": ("fail", "error"), "audit": ("
 # Stages whose failure means the run cannot be judged (rather than a caveat on a model that runs).
 _FOUNDATION = ("environment", "cpu_baseline")
 _NAMES_SHOWN = 8
+TOP_REASONS = 3  # reasons shown beside the verdict; report.json and the page's details keep them all
+_REASON_WORDS = 18
+# A parenthesised aside after a space, which may hold calls like `tie_weights()`; `op(s)` is no aside.
+_ASIDE = re.compile(r"\s+\((?:[^()]|\w\([^()]*\))*\)")
 # params.json keys that `neuronkit run` takes as named options; every other parameter goes as `-p NAME VALUE`.
 _RUN_FLAGS = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size"}
 
@@ -61,15 +66,25 @@ class StageCard:
 
 @dataclass
 class Finding:
-    """An audit finding with the severity the policy gives its category."""
+    """An audit finding with the severity the policy gives its category; `calls` is None for an op seen
+    falling back to CPU outside the audit (eager run or profiler), which counts no calls."""
 
     category: str
     severity: str
     op: str
-    calls: int
+    calls: int | None
     message: str
     remedy: str
     module_paths: list[str]
+
+
+@dataclass
+class KeyNumber:
+    """One tile at the top of the report: a number that matters for the migration, and what it counts."""
+
+    label: str
+    value: str
+    note: str
 
 
 @dataclass
@@ -92,6 +107,7 @@ class ReportModel:
 
     model_name: str
     run_dir: str
+    device: str  # simulated, real, none or unknown: where the `neuron` device of the run came from
     verdict: str
     reasons: list[str]
     missing_stages: list[str]
@@ -104,10 +120,16 @@ class ReportModel:
     charts: dict[str, Any]
     reproduce: dict[str, Any]
     records: dict[str, dict[str, Any] | None]
+    key_numbers: list[KeyNumber] = field(default_factory=list)
 
     @property
     def verdict_label(self) -> str:
         return VERDICTS[self.verdict]
+
+    @property
+    def top_reasons(self) -> list[str]:
+        """At most TOP_REASONS reasons, each cut to its gist: what the first screen shows."""
+        return [_gist(reason) for reason in self.reasons[:TOP_REASONS]]
 
     @property
     def finished_at(self) -> str | None:
@@ -121,6 +143,7 @@ class ReportModel:
             "schema_version": REPORT_SCHEMA_VERSION,
             "model": self.model_name,
             "run_dir": self.run_dir,
+            "device": self.device,
             "verdict": self.verdict,
             "verdict_label": self.verdict_label,
             "reasons": self.reasons,
@@ -131,6 +154,7 @@ class ReportModel:
             "blockers": [asdict(f) for f in self.blockers],
             "warnings": [asdict(f) for f in self.warnings],
             "audit": self.audit_summary,
+            "key_numbers": [asdict(k) for k in self.key_numbers],
             "reproduce": self.reproduce,
         }
 
@@ -145,14 +169,16 @@ def build_model(run: RunDir) -> ReportModel:
     severity = load_policy().severity
     audit = _evidence(records, "audit")
     findings = [_finding(f, severity) for f in audit.get("findings", [])]
+    findings += _unaudited_fallbacks(records, findings)
     blockers = [f for f in findings if f.severity == "blocker"]
     warnings = sorted((f for f in findings if f.severity != "blocker"),
-                      key=lambda f: (SEVERITY_ORDER.index(_known(f.severity)), f.category, -f.calls, f.op))
+                      key=lambda f: (SEVERITY_ORDER.index(_known(f.severity)), f.category, -(f.calls or 0), f.op))
     ops = _op_rows(audit.get("ops", []), severity)
     verdict, reasons = _verdict(records, blockers, warnings)
     return ReportModel(
         model_name=_model_name(records, params, run),
         run_dir=str(run.path),
+        device=_device_kind(records),
         verdict=verdict,
         reasons=reasons,
         missing_stages=[stage for stage, record in records.items() if record is None],
@@ -165,7 +191,59 @@ def build_model(run: RunDir) -> ReportModel:
         charts=_chart_data(records, audit, ops, severity),
         reproduce=_reproduce(records, params, run),
         records={stage: record.to_dict() if record else None for stage, record in records.items()},
+        key_numbers=_key_numbers(records, audit, blockers, warnings),
     )
+
+
+def _device_kind(records: dict[str, StageResult | None]) -> str:
+    device = _evidence(records, "environment").get("device")
+    kind = device.get("kind") if isinstance(device, dict) else None
+    return str(kind) if kind else "unknown"
+
+
+def _unaudited_fallbacks(records: dict[str, StageResult | None], findings: list[Finding]) -> list[Finding]:
+    """Ops the eager run or the profiler saw falling back to CPU that the op audit did not record (e.g.
+    only `generate()` calls them): findings too, or the report would name them nowhere but a reason."""
+    policy = load_policy()
+    audited = {base_name(f.op) for f in findings}
+    seen = {base_name(op): op for op in _fallback_ops(records, [])}
+    return [Finding(CPU_FALLBACK, _known(policy.severity.get(CPU_FALLBACK, "warn")), op, None,
+                    "fell back to CPU in the eager run or the profiler; the op audit did not record it",
+                    policy.remedies.get(CPU_FALLBACK, ""), [])
+            for name, op in seen.items() if name not in audited]
+
+
+def _key_numbers(records: dict[str, StageResult | None], audit: dict[str, Any], blockers: list[Finding],
+                 warnings: list[Finding]) -> list[KeyNumber]:
+    """The tiles under the verdict: op support, blockers, CPU fallbacks, parity, compile. A number whose
+    record is absent is left out rather than shown as zero."""
+    tiles = []
+    summary = audit.get("summary") or {}
+    if isinstance(summary.get("support_pct_ops"), (int, float)):
+        tiles.append(KeyNumber("Native op support", f"{summary['support_pct_ops']:.0f} %",
+                               f"of {summary.get('distinct_ops', '?')} distinct ops (op audit)"))
+    if records.get("audit") is not None:
+        tiles.append(KeyNumber("Blocker ops", str(len({f.op for f in blockers})), "must change before migrating"))
+    if any(records.get(stage) is not None for stage in ("audit", "eager", "profile")):
+        tiles.append(KeyNumber("CPU-fallback ops", str(len(_fallback_ops(records, warnings))),
+                               "a host round trip per call"))
+    errors = [o["max_abs_err"] for o in (_evidence(records, "eager").get("parity") or {}).get("outputs", [])
+              if isinstance(o.get("max_abs_err"), (int, float))]
+    if errors:
+        tiles.append(KeyNumber("Eager vs CPU", f"{max(errors):.1e}", "largest absolute error of any output"))
+    compiled = _evidence(records, "compile")
+    if isinstance(compiled.get("graphs"), int):
+        breaks = len(compiled.get("graph_breaks") or [])
+        tiles.append(KeyNumber("torch.compile", f"{compiled['graphs']} graph{'s' * (compiled['graphs'] != 1)}",
+                               f"{breaks} graph break{'s' * (breaks != 1)}"))
+    return tiles
+
+
+def _gist(reason: str) -> str:
+    """A reason without its parenthesised asides, cut to _REASON_WORDS words."""
+    text = _ASIDE.sub("", reason)
+    words = text.split()
+    return " ".join(words[:_REASON_WORDS]) + (" …" if len(words) > _REASON_WORDS else "")
 
 
 def _read(run: RunDir) -> tuple[dict[str, StageResult | None], dict[str, Any]]:

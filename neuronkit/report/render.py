@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 import neuronkit
 from neuronkit.report.charts import Chart
@@ -33,6 +33,15 @@ AUDIT_LABELS = {
     "blockers": "Blocker ops",
     "by_category": "Distinct ops per category",
 }
+# The line above everything else: whether the numbers below come from Trainium at all.
+DEVICE_BANNERS = {
+    "simulated": ("SIMULATED", "This run used neuronkit's simulated neuron device on the host CPU, not "
+                  "Trainium: op support follows TorchNeuron's policy, and every timing is a host timing."),
+    "real": ("REAL TRAINIUM", "This run used torch_neuronx on a Trainium device."),
+    "none": ("NO NEURON DEVICE", "The run found neither torch_neuronx nor the simulator."),
+    "unknown": ("DEVICE UNKNOWN", "No environment record: this report cannot say whether the run used "
+                "Trainium or the simulator."),
+}
 STATUS_LEGEND = {
     "pass": "the stage's checks held",
     "warn": "ran, with something to plan for",
@@ -55,9 +64,11 @@ def render_html(model: ReportModel, charts: list[Chart]) -> str:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["duration"] = _duration
     env.filters["plain"] = _plain
+    env.filters["op"] = op_name
     template = env.get_template("report.html.j2")
     return template.render(
         m=model,
+        banner=dict(zip(("label", "text"), DEVICE_BANNERS.get(model.device, DEVICE_BANNERS["unknown"]))),
         charts=charts,
         verdict_meaning=VERDICT_MEANING[model.verdict],
         audit_fields=_audit_fields(model.audit_summary or {}),
@@ -87,6 +98,14 @@ def embedded_json(doc: Any) -> Markup:
     for char in "<>&\u2028\u2029":
         text = text.replace(char, f"\\u{ord(char):04x}")
     return Markup(text)
+
+
+def op_name(name: str) -> Markup:
+    """An op name, escaped, that may wrap after `::`, `.` and `_` (never mid-word): `aten::<wbr>native_<wbr>…`."""
+    text = str(escape(name))
+    for mark in ("::", ".", "_"):
+        text = text.replace(mark, mark + "\x00")
+    return Markup(text.replace("\x00", "<wbr>"))
 
 
 def _duration(seconds: float | None) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.workbook.kernel import KERNEL_NAME
+from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
 from neuronkit.workbook.params import DTYPES
 
 _NAMED = ("dtype", "seq_len", "batch_size")
@@ -29,7 +30,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="a notebook parameter, VALUE read as JSON when it parses (e.g. -p max_new_tokens 8)")
     parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
     parser.add_argument("--kernel", default=KERNEL_NAME, help=f"Jupyter kernel name (default {KERNEL_NAME})")
-    parser.add_argument("--cell-timeout", type=int, default=None, metavar="S", help="seconds allowed per cell")
+    parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S, metavar="S",
+                        help=f"seconds one cell may run before the run stops with an error (default {CELL_TIMEOUT_S})")
+    parser.add_argument("--start-timeout", type=int, default=START_TIMEOUT_S, metavar="S",
+                        help=f"seconds a kernel may take to start (default {START_TIMEOUT_S})")
+    parser.add_argument("--cold-kernels", action="store_true",
+                        help="start each notebook's kernel when it begins, not during the previous notebook "
+                             "(one kernel at a time; slower)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
             raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
         (named if name in _NAMED else extra)[name] = _value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
-                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, **named)
+                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
+                          warm_kernels=not args.cold_kernels, **named)
     return 0 if result.ok else 1
 
 

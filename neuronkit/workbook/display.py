@@ -106,17 +106,17 @@ def buckets(plan: dict[str, Any] | None) -> Any:
 def filter_widget(frame: Any, by: list[str], text_column: str | None = None) -> Any:
     """Dropdowns over `by` columns (and a substring box over `text_column`) that filter `frame` live.
 
-    Callers display `frame` itself first: the widget state is not rendered outside a live kernel.
+    Callers display `frame` itself first: the widget state is not rendered outside a live kernel. The
+    filtered table is an HTML widget, not an `Output` widget: see `_html_pane`.
     """
     import ipywidgets as widgets
-    from IPython.display import display
 
     controls: dict[str, Any] = {
         column: widgets.Dropdown(options=["(all)"] + sorted(map(str, frame[column].unique())), description=column)
         for column in by if column in frame.columns}
     if text_column and text_column in frame.columns:
         controls[text_column] = widgets.Text(description=text_column, placeholder="substring")
-    output = widgets.Output()
+    output = widgets.HTML()
 
     def refresh(_: Any = None) -> None:
         shown = frame
@@ -126,9 +126,7 @@ def filter_widget(frame: Any, by: list[str], text_column: str | None = None) -> 
                 shown = shown[shown[column].astype(str).str.contains(value, regex=False)]
             elif column != text_column and value != "(all)":
                 shown = shown[shown[column].astype(str) == value]
-        output.clear_output()
-        with output:
-            display(shown)
+        output.value = _html_pane(shown)
 
     for control in controls.values():
         control.observe(refresh, names="value")
@@ -211,24 +209,33 @@ def comparison(run_dir: str | Path) -> Any:
 def compare_widget(run_dir: str | Path) -> Any:
     """Two stage pickers showing the chosen records side by side (JupyterLab)."""
     import ipywidgets as widgets
-    from IPython.display import display
 
     run = RunDir(run_dir)
     stages = [stage for stage, record in run.results().items() if record is not None]
     panes = []
     for default in stages[1:2] + stages[-1:]:
         picker = widgets.Dropdown(options=stages, value=default, description="stage")
-        output = widgets.Output()
+        output = widgets.HTML()
 
         def refresh(_: Any = None, picker: Any = picker, output: Any = output) -> None:
-            output.clear_output()
-            with output:
-                display(StageView(run.read(picker.value)))
+            output.value = _html_pane(StageView(run.read(picker.value)))
 
         picker.observe(refresh, names="value")
         refresh()
         panes.append(widgets.VBox([picker, output], layout=widgets.Layout(width="50%")))
     return widgets.HBox(panes)
+
+
+def _html_pane(shown: Any) -> str:
+    """`shown`'s HTML for an `ipywidgets.HTML` pane.
+
+    The widgets never use `ipywidgets.Output`: capturing output into one makes nbclient (papermill,
+    nbval) send `comm_msg` updates on the kernel's shell socket from its IOPub handler while it is
+    polling that socket for the cell's `execute_reply` (nbclient/output_widget.py `_publish_msg`). The
+    zmq socket's edge-triggered wake-up is then lost, the reply sits unread and the cell "runs" until the
+    cell timeout, forever without one: the stall seen at notebook 06's widget cell.
+    """
+    return shown._repr_html_()
 
 
 def _round(value: Any) -> Any:

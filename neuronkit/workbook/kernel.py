@@ -1,4 +1,5 @@
-"""The Jupyter kernel the notebooks run on: `neuronkit`, this environment's Python.
+"""The Jupyter kernels the notebooks run on: kernelspec `neuronkit` (this environment's Python), started
+one notebook ahead so that kernel start-up and imports overlap the previous notebook's work.
 
 papermill and nbval start the kernel a notebook names; a kernel that resolves to another interpreter
 would import another torch (papermill#625), so the runner installs this one into `sys.prefix` when it is
@@ -8,6 +9,7 @@ missing, exactly as `python -m ipykernel install --sys-prefix --name neuronkit` 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 KERNEL_NAME = "neuronkit"
 DISPLAY_NAME = "Python (neuronkit)"
@@ -26,3 +28,57 @@ def ensure_kernel(name: str = KERNEL_NAME) -> str | None:
     from ipykernel.kernelspec import install
 
     return install(kernel_name=name, display_name=DISPLAY_NAME, prefix=sys.prefix)
+
+
+# What every notebook imports first. A warm kernel has imported it before its notebook starts, which is
+# most of a notebook's start-up (import torch alone is seconds); importing creates no model or device
+# state, so each notebook still starts from a fresh process exactly as it would in JupyterLab.
+PRELOAD = "import torch, transformers, pandas, neuronkit.models, neuronkit.workbook.display"
+
+
+class WarmKernels:
+    """Kernels started one notebook ahead: while notebook N runs, notebook N+1's kernel starts and
+    imports PRELOAD, so the workbook pays kernel start-up and imports mostly in parallel with the work.
+
+    `take()` returns the next started kernel manager (the caller shuts it down with `shutdown` when its
+    notebook is done) and keeps `ahead` more started; `close()` shuts down any kernel never taken.
+    """
+
+    def __init__(self, name: str, cwd: str, arguments: list[str], count: int, ahead: int = 1) -> None:
+        self._name, self._cwd, self._arguments = name, cwd, [*arguments, f"--IPKernelApp.exec_lines={PRELOAD}"]
+        self._remaining, self._ahead = count, ahead
+        self._ready: list[Any] = []
+        for _ in range(min(ahead + 1, count)):  # the first notebook's kernel and the ones ahead of it
+            self._start()
+
+    def _start(self) -> None:
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+
+        km = AsyncKernelManager(kernel_name=self._name)
+        run_sync(km.start_kernel)(extra_arguments=self._arguments, cwd=self._cwd)
+        self._ready.append(km)
+        self._remaining -= 1
+
+    def take(self) -> Any:
+        """The next notebook's kernel manager, already started; tops the kernels ahead up to `ahead`."""
+        km = self._ready.pop(0)
+        while self._remaining > 0 and len(self._ready) < self._ahead:
+            self._start()
+        return km
+
+    def close(self) -> None:
+        """Shut down the kernels started but never taken."""
+        while self._ready:
+            shutdown(self._ready.pop())
+
+
+def shutdown(km: Any) -> None:
+    """Stop a kernel a notebook used (or never used), whatever state it is in."""
+    from jupyter_core.utils import run_sync
+
+    try:
+        if run_sync(km.is_alive)():
+            run_sync(km.shutdown_kernel)(now=True)
+    finally:
+        run_sync(km.cleanup_resources)()

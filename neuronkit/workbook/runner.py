@@ -3,6 +3,10 @@
 Each notebook runs in a fresh `neuronkit` kernel with the notebooks folder as its working directory,
 and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails, its stage gets an
 `error` record, every later stage a `skipped` one naming the failure, and the report is still rendered.
+
+A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
+`start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
+limit, a dead kernel or a kernel that never started is that notebook's error, named in one line.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.resources import notebooks_dir
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
-from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.workbook.kernel import KERNEL_NAME, WarmKernels, ensure_kernel, shutdown
 from neuronkit.workbook.params import parameters as validate
 
 # Notebook file → the stage whose record it writes, in order; then the report notebook, which writes none.
@@ -36,6 +41,9 @@ PATH_PARAMETERS = ("prompts_file",)
 # The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
 # what a notebook does is in its executed copy, errors included.
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=CRITICAL"]
+# Seconds one cell may run (the bundled models' slowest takes ~10 s) and a kernel may take to start.
+CELL_TIMEOUT_S = 600
+START_TIMEOUT_S = 120
 KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
               "TQDM_DISABLE": "1"}
 
@@ -65,55 +73,62 @@ class WorkbookResult:
         return all(nb.error is None for nb in self.notebooks)
 
 
-def notebooks_dir() -> Path:
-    """The notebooks folder of the source checkout this package runs from (`notebooks=` picks another)."""
-    return Path(__file__).resolve().parents[2] / "notebooks"
-
-
 def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
-                 cell_timeout: int | None = None, log: Callable[[str], None] = print) -> WorkbookResult:
+                 cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
+                 warm_kernels: bool = True, log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
-    notebooks that declare it. Bad parameters raise NeuronkitInputError before any kernel starts.
+    notebooks that declare it. Bad parameters raise NeuronkitInputError before any notebook runs (and
+    the run directory is left untouched).
+    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. With
+    `warm_kernels`, each notebook's kernel is started (and has imported torch and transformers) while
+    the previous notebook runs; without, papermill starts each kernel when its notebook begins.
     """
     import papermill
 
+    for name, value in (("cell_timeout", cell_timeout), ("start_timeout", start_timeout)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
+
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
-    params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
-                      batch_size=batch_size)
-    values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
-    values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
-    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
-    unknown = sorted(set(values) - set().union(*declared.values()))
-    if unknown:
-        known = ", ".join(sorted(set().union(*declared.values())))
-        raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
     if ensure_kernel(kernel_name):
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
-    run = params.run
-    result = WorkbookResult(run.path)
-
-    def execute(name: str) -> NotebookRun:
-        own = {k: v for k, v in values.items() if k in declared[name]}
-        nb = _execute(folder, name, run, own, kernel_name, cell_timeout)
-        result.notebooks.append(nb)
-        return nb
-
     with _kernel_environment():
-        for index, (name, stage) in enumerate(STAGE_NOTEBOOKS):
-            nb = execute(name)
-            if nb.error is None:
-                nb.status = _status(run, stage)
-            log(_line(len(result.notebooks), nb))
-            if nb.error:
-                _record_failure(run, stage, nb)
-                for _, later in STAGE_NOTEBOOKS[index + 1:]:
-                    skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
-                break
-        nb = execute(REPORT_NOTEBOOK)
+        # Started first, so the kernels' imports overlap this process's own (validation loads transformers).
+        kernels = WarmKernels(kernel_name, str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS)) if warm_kernels else None
+        try:
+            params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype,
+                              seq_len=seq_len, batch_size=batch_size)
+            values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
+            values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
+            declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
+            unknown = sorted(set(values) - set().union(*declared.values()))
+            if unknown:
+                known = ", ".join(sorted(set().union(*declared.values())))
+                raise NeuronkitInputError(
+                    f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+            run = params.run
+            result = WorkbookResult(run.path)
+
+            def execute(name: str) -> NotebookRun:
+                own = {k: v for k, v in values.items() if k in declared[name]}
+                km = kernels.take() if kernels else None
+                try:
+                    nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
+                finally:
+                    if km is not None:
+                        shutdown(km)
+                result.notebooks.append(nb)
+                return nb
+
+            _execute_all(run, result, execute, log)
+        finally:
+            if kernels:
+                kernels.close()
+    nb = result.notebooks[-1]
     log(_line(len(result.notebooks), nb))
     if nb.error:
         from neuronkit.report import report  # the report notebook failed: render without it
@@ -124,9 +139,26 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     return result
 
 
+def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], NotebookRun],
+                 log: Callable[[str], None]) -> None:
+    """The stage notebooks in order until one fails (the later stages then get `skipped` records), then
+    the report notebook."""
+    for index, (name, stage) in enumerate(STAGE_NOTEBOOKS):
+        nb = execute(name)
+        if nb.error is None:
+            nb.status = _status(run, stage)
+        log(_line(len(result.notebooks), nb))
+        if nb.error:
+            _record_failure(run, stage, nb)
+            for _, later in STAGE_NOTEBOOKS[index + 1:]:
+                skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
+            break
+    execute(REPORT_NOTEBOOK)
+
+
 def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
-             cell_timeout: int | None) -> NotebookRun:
-    """Execute one notebook with papermill; a failing cell becomes `error` text, never an exception."""
+             cell_timeout: int, start_timeout: int, km: Any = None) -> NotebookRun:
+    """Execute one notebook with papermill; whatever stops it becomes `error` text, never an exception."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError, strip_color
@@ -137,13 +169,35 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kerne
     try:
         papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
                                    kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
-                                   start_timeout=120, execution_timeout=cell_timeout,
-                                   extra_arguments=KERNEL_ARGUMENTS)
+                                   start_timeout=start_timeout, execution_timeout=cell_timeout,
+                                   extra_arguments=KERNEL_ARGUMENTS, km=km)
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
-    except (CellTimeoutError, DeadKernelError) as exc:
-        error = f"{type(exc).__name__}: {exc}"
+    except CellTimeoutError:
+        error = (f"CellTimeoutError: {_running_cell(output)} was still running after the {cell_timeout} s cell "
+                 f"timeout (a stalled kernel, or a cell that needs longer: raise --cell-timeout)")
+    except DeadKernelError:
+        error = f"DeadKernelError: the kernel died during {_running_cell(output)} (out of memory, or a crash)"
+    except Exception as exc:  # the kernel did not start, or papermill itself failed: still this notebook's error
+        error = f"{type(exc).__name__}: {exc}".strip()
     return NotebookRun(name, "error" if error else "ok", time.perf_counter() - start, output, error)
+
+
+def _running_cell(output: Path) -> str:
+    """`code cell N ('first line')`: the last cell papermill started in the executed copy (it marks even
+    a timed-out cell completed, so the start time is what tells)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(output, as_version=4)
+    except (OSError, ValueError):
+        return "a cell"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    started = [n for n, c in enumerate(code, 1) if c.metadata.get("papermill", {}).get("start_time")]
+    if not started:
+        return "a cell"
+    first = next((line for line in code[started[-1] - 1].source.splitlines() if line.strip()), "")
+    return f"code cell {started[-1]} ({first[:60]!r})"
 
 
 def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:

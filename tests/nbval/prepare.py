@@ -24,7 +24,8 @@ import nbformat
 import papermill
 
 from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
-from neuronkit.workbook.runner import KERNEL_ARGUMENTS, NOTEBOOKS, notebooks_dir
+from neuronkit.resources import notebooks_dir
+from neuronkit.workbook.runner import KERNEL_ARGUMENTS, NOTEBOOKS
 
 EXPECTED = Path(__file__).resolve().parent / "expected_outputs.json"
 MARKER = "# NBVAL_CHECK_OUTPUT"

@@ -1,0 +1,34 @@
+"""Files neuronkit ships inside the package, found with `importlib.resources`.
+
+The op-support table, the Trainium hardware figures, the bundled models, the sample prompts
+(`neuronkit/data/`) and the workbook notebooks (`neuronkit/notebooks`, a link to the checkout's
+`notebooks/` that the wheel carries as files) are package data, so `pip install` gives a device with its
+policy and a workbook with its notebooks wherever it is installed; nothing looks for a source checkout.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+
+def package_path(*parts: str) -> Path:
+    """The file or folder `parts` inside the installed `neuronkit` package, as a filesystem path.
+
+    Papermill, Jupyter and transformers need real paths, so neuronkit must be installed as files (as pip
+    installs a wheel), not imported from a zip archive.
+    """
+    root = files("neuronkit")
+    if not isinstance(root, Path):
+        raise RuntimeError(f"neuronkit is imported from an archive ({root}); install it with pip as files")
+    return root.joinpath(*parts)
+
+
+def data_dir() -> Path:
+    """`neuronkit/data/`: op_support.toml, trainium_hardware.toml, sample_prompts.txt, models/."""
+    return package_path("data")
+
+
+def notebooks_dir() -> Path:
+    """The workbook notebooks the package ships (00_environment.ipynb ... 06_report.ipynb)."""
+    return package_path("notebooks")
