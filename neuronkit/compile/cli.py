@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DTYPES = ("float32", "bfloat16", "float16")
+from neuronkit.errors import DTYPES
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
