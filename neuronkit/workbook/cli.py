@@ -1,7 +1,8 @@
 """`neuronkit run MODEL --out DIR`: the whole workbook from the command line.
 
-Prints one line per notebook (stage status and seconds) and the report's path; exits 1 when a notebook
-failed (the report is rendered all the same) and 2 on bad parameters, before any kernel starts.
+Prints one line per notebook (stage status and seconds), the report's path and its verdict. Exit codes,
+as for `audit` and `check`: 0 ready (caveats allowed), 1 blocked, incomplete or a notebook failed (the
+report is rendered all the same), 2 bad input, found before any kernel starts.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
     parser.add_argument("--kernel", default=KERNEL_NAME, help=f"Jupyter kernel name (default {KERNEL_NAME})")
     parser.add_argument("--cell-timeout", type=int, default=None, metavar="S", help="seconds allowed per cell")
+    parser.add_argument("--overwrite", action="store_true", help="clear a previous run in --out first")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
             raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
         (named if name in _NAMED else extra)[name] = _value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
-                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, **named)
-    return 0 if result.ok else 1
+                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, overwrite=args.overwrite, **named)
+    verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
+    print(f"verdict: {verdict}")
+    return 0 if result.ok and verdict.startswith("ready") else 1
 
 
 def _value(raw: str) -> Any:

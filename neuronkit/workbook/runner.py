@@ -8,6 +8,7 @@ and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -73,17 +74,21 @@ def notebooks_dir() -> Path:
 def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
-                 cell_timeout: int | None = None, log: Callable[[str], None] = print) -> WorkbookResult:
+                 cell_timeout: int | None = None, overwrite: bool = False,
+                 log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
-    notebooks that declare it. Bad parameters raise NeuronkitInputError before any kernel starts.
+    notebooks that declare it. Bad parameters, and a checkpoint that cannot load (no weights, a corrupt
+    file, no input recipe), raise NeuronkitInputError before any kernel starts. A non-empty `out` is
+    refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
     """
     import papermill
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
                       batch_size=batch_size)
+    preflight(params.model, seq_len, batch_size)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
     declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
@@ -91,6 +96,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     if unknown:
         known = ", ".join(sorted(set().union(*declared.values())))
         raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+    _empty_run_dir(Path(params.run_dir), overwrite)
     if ensure_kernel(kernel_name):
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
     run = params.run
@@ -122,6 +128,34 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     result.report_html = run.path / "report.html"
     log(f"report: {result.report_html}")
     return result
+
+
+def preflight(model: str, seq_len: int, batch_size: int) -> None:
+    """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
+    readable weight files, a tokenizer that loads, and an input recipe for its architecture."""
+    from neuronkit import inputs, models
+
+    config = models.load_config(model)
+    models.check_weights(model)
+    inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
+                          processor=inputs.processor_config(model))
+
+
+def _empty_run_dir(path: Path, overwrite: bool) -> None:
+    """Refuse a non-empty run directory (a report mixing two runs), or clear a previous run's with `overwrite`."""
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    if not overwrite:
+        raise NeuronkitInputError(f"--out {path} is not empty; pass --overwrite (overwrite=True) to clear it "
+                                  "first, or choose a new directory")
+    if not (path / "params.json").is_file() and not (path / "stages").is_dir():
+        raise NeuronkitInputError(f"--out {path} is not empty and is not a neuronkit run directory (no params.json "
+                                  "or stages/): refusing to clear it; choose a new directory")
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
