@@ -19,9 +19,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# Plain CPU checkpoints: no out-of-tree device backend (e.g. the simulated neuron) is needed to build them.
-os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+if __name__ == "__main__":  # not when a test imports it: its environment is inherited by subprocesses
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # Plain CPU checkpoints: no out-of-tree device backend (e.g. the simulated neuron) is needed to build them.
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
