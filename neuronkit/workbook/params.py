@@ -56,6 +56,8 @@ def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 
             problems.append(problem)
     if not problems:
         problems += _model_problems(str(model), seq_len)
+    if len(problems) == 1:
+        raise NeuronkitInputError(f"bad workbook parameters: {problems[0]}")
     if problems:
         raise NeuronkitInputError("bad workbook parameters:\n" + "\n".join(f"  - {p}" for p in problems))
     return Params(model=str(model), run_dir=str(run_dir), dtype=dtype.removeprefix("torch."),
