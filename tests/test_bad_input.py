@@ -111,6 +111,14 @@ def test_run_refuses_a_used_out_directory_unless_told(tmp_path, capsys):
     assert (out / "notes.txt").read_text() == "mine"
 
 
+def test_run_on_a_config_alone_names_what_to_do(tmp_path, capsys):
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    shutil.copy(TINY_BERT / "config.json", folder / "config.json")
+    assert main(["run", str(folder), "--out", str(tmp_path / "run")]) == 2
+    assert "neuronkit check" in _one_line_error(capsys) and not (tmp_path / "run").exists()
+
+
 def test_a_model_without_an_input_recipe_is_named(tmp_path, capsys):
     folder = _copy(tmp_path)
     config = json.loads((folder / "config.json").read_text())

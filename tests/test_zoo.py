@@ -7,16 +7,15 @@ differs, the case is `xfail(strict=True)` naming the device fix, so it flips whe
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 import neuronkit
+from conftest import ZOO_RECIPES as RECIPES
 from neuronkit.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 GENERATES = {"llama", "mistral", "gpt2", "gpt_neox", "phi3", "gemma2", "mixtral", "qwen3_moe", "t5", "whisper"}
 # The families whose compile stage runs here too (the recompile probe varies the batch of images and
 # audio features, the sequence of a classifier's tokens); the decoder LMs compile as tiny-qwen3 does in
@@ -27,22 +26,6 @@ SDPA_MASK = ("simulator: SDPA with an explicit attention mask raises; the real d
 HISTC_INT = ("simulator: the native aten::histc runs PyTorch's CPU kernel, which refuses the int32 expert ids "
              "transformers' grouped_mm MoE path passes on a non-CPU device; the real device lowers histc for any "
              "dtype (torch_neuronx/python_ops/jax/ops/histc.py) — a device fix for the fidelity branch")
-
-
-def _build_module():
-    spec = importlib.util.spec_from_file_location("build_zoo", ROOT / "data" / "build_zoo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILD = _build_module()
-RECIPES = BUILD.recipes()
-
-
-@pytest.fixture(scope="session")
-def zoo(tmp_path_factory) -> dict[str, Path]:
-    return BUILD.build_zoo(tmp_path_factory.mktemp("zoo"))
 
 
 def _xfail(name: str, audit_or_check: str) -> list:

@@ -136,6 +136,10 @@ def preflight(model: str, seq_len: int, batch_size: int) -> None:
     from neuronkit import inputs, models
 
     config = models.load_config(model)
+    if not models.has_weights(model):
+        raise NeuronkitInputError(f"{model} has no weights (*.safetensors or pytorch_model*.bin): the workbook runs "
+                                  f"a checkpoint's own weights; `neuronkit check {model} --random-weights` checks "
+                                  "it on random ones")
     models.check_weights(model)
     inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
                           processor=inputs.processor_config(model))
