@@ -4,8 +4,8 @@ Every stage feeds a model the same deterministic inputs: token ids for text mode
 checkpoint's tokenizer when it ships one), `pixel_values` for vision models (the image processor's size
 and normalisation), `input_features` for speech models (the feature extractor's mel bins and frames),
 decoder inputs for encoder-decoders, and labels that give each task its own loss. Inputs the model's
-`forward` does not take are left out. A team can bring its own instead: a safetensors file of named
-tensors (`load_inputs`).
+`forward` does not take are left out. A team can bring its own instead: prompts (a text file, one per
+line) for a text model, or a safetensors file of named tensors for anything (`load_inputs`).
 """
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ SEQUENCE_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_id
 
 
 def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
-                   batch_size: int = 1, seq_len: int = 16, *,
-                   processor: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
+                   batch_size: int = 1, seq_len: int = 16, *, processor: dict[str, Any] | None = None,
+                   prompts: list[str] | None = None) -> dict[str, torch.Tensor]:
     """Deterministic inputs for the model `config` describes, with labels when its task has a loss.
 
     Text: `batch_size × seq_len` token ids and an all-ones attention mask. Vision: `pixel_values` of the
     processor's size, normalised as the processor would. Speech: `input_features` of the feature
     extractor's shape. Encoder-decoders add `decoder_input_ids` (the decoder start token, then the
-    target). Two runs see identical inputs.
+    target). With `prompts`, a text model's token ids are the first `batch_size` prompts, padded to the
+    longest and cut at `seq_len` (padding is masked out of the loss). Two runs see identical inputs.
     """
     require_positive_ints(batch_size=batch_size, seq_len=seq_len)
     task = models.task_of(config)
@@ -48,10 +49,15 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
             f"{config.architectures[0]} has no input recipe in neuronkit (supported: {models.SUPPORTED}); "
             "pass your own example inputs (a safetensors file of named tensors)")
     accepted = _accepted(config)
+    if prompts is not None and "input_ids" not in accepted:
+        raise NeuronkitInputError(f"prompts are for text models; {config.architectures[0]} takes no input_ids: "
+                                  "pass a .safetensors file of its inputs instead")
     if "pixel_values" in accepted:
         inputs = {"pixel_values": _pixels(config, processor, batch_size)}
     elif "input_features" in accepted:
         inputs = {"input_features": _features(config, processor, batch_size)}
+    elif prompts is not None:
+        inputs = _prompt_ids(tokenizer, prompts, batch_size, seq_len)
     else:
         ids = _token_ids(config, tokenizer, batch_size, seq_len)
         inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -60,12 +66,13 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
         start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.pad_token_id
         inputs["decoder_input_ids"] = torch.cat([torch.full_like(target[:, :1], start), target[:, :-1]], dim=1)
         inputs["labels"] = target
-    elif task in ("causal_lm", "masked_lm"):
-        inputs["labels"] = inputs["input_ids"].clone()  # next-token / reconstruct-every-token loss
+    elif task in ("causal_lm", "masked_lm"):  # next-token / reconstruct-every-token loss, padding left out
+        inputs["labels"] = inputs["input_ids"].masked_fill(inputs["attention_mask"] == 0, -100)
     elif task == "token_classification":
-        inputs["labels"] = torch.arange(seq_len).remainder(config.num_labels).expand(batch_size, seq_len).clone()
+        rows, length = inputs["input_ids"].shape
+        inputs["labels"] = torch.arange(length).remainder(config.num_labels).expand(rows, length).clone()
     elif task in ("sequence_classification", "image_classification"):
-        inputs["labels"] = _class_labels(config, batch_size)
+        inputs["labels"] = _class_labels(config, next(iter(inputs.values())).shape[0])
     return {k: v for k, v in inputs.items() if k in accepted}
 
 
@@ -84,6 +91,18 @@ def processor_config(spec: str | os.PathLike) -> dict[str, Any] | None:
     return raw
 
 
+def read_prompts(file: str | os.PathLike) -> list[str]:
+    """A team's own prompts: the non-empty lines of a UTF-8 text file."""
+    path = Path(file).expanduser()
+    try:
+        prompts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NeuronkitInputError(f"cannot read prompts file {path}: {' '.join(str(exc).split())}") from None
+    if not prompts:
+        raise NeuronkitInputError(f"prompts file {path} has no prompt (one per line)")
+    return prompts
+
+
 def load_inputs(file: str | os.PathLike) -> dict[str, torch.Tensor]:
     """A team's own example inputs: the named tensors of a safetensors file (read without unpickling)."""
     from safetensors import SafetensorError
@@ -93,7 +112,8 @@ def load_inputs(file: str | os.PathLike) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise NeuronkitInputError(f"inputs file {path} not found")
     if path.suffix != ".safetensors":
-        raise NeuronkitInputError(f"inputs file {path} must be a .safetensors file of named tensors")
+        raise NeuronkitInputError(f"inputs file {path} must be a .safetensors file of named tensors (or a .txt "
+                                  "file of prompts for a text model)")
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError) as exc:
@@ -126,6 +146,17 @@ def _token_ids(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | No
         generator = torch.Generator().manual_seed(0)
         row = torch.randint(0, text_config.vocab_size, (seq_len,), generator=generator)
     return row.expand(batch_size, seq_len).clone()
+
+
+def _prompt_ids(tokenizer: PreTrainedTokenizerBase | None, prompts: list[str], batch_size: int,
+                seq_len: int) -> dict[str, torch.Tensor]:
+    if tokenizer is None:
+        raise NeuronkitInputError("prompts need the checkpoint's tokenizer, and this model ships none")
+    if tokenizer.pad_token is None and len(prompts[:batch_size]) > 1:
+        raise NeuronkitInputError("the tokenizer has no pad token, so prompts of different lengths cannot share "
+                                  "a batch; use batch size 1")
+    encoded = tokenizer(prompts[:batch_size], padding=True, truncation=True, max_length=seq_len, return_tensors="pt")
+    return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
 
 
 def _decoder_length(config: PretrainedConfig, seq_len: int) -> int:

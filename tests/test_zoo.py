@@ -96,3 +96,12 @@ def test_your_own_inputs_from_a_safetensors_file(zoo, tmp_path):
     save_file(tensors, str(tmp_path / "inputs.safetensors"))
     report = neuronkit.check(zoo["vit"], tmp_path / "inputs.safetensors", stages=["eager"])
     assert report.ok and report.stage("cpu").evidence["outputs"][1]["shape"] == [3, 3]
+
+
+def test_your_own_prompts_from_a_text_file(zoo, tmp_path):
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("How do I move a model to Trainium?\n\nWhy is the first run slow?\n")
+    report = neuronkit.check(zoo["gpt2"], prompts, stages=["cpu"], seq_len=6, batch_size=2)
+    assert report.stage("cpu").evidence["outputs"][1]["shape"][:2] == [2, 6]  # two prompts, cut at 6 tokens
+    with pytest.raises(neuronkit.NeuronkitInputError, match="prompts are for text models"):
+        neuronkit.check(zoo["vit"], prompts, stages=["cpu"])

@@ -140,8 +140,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
           seq_len: int = 16, model_name: str | None = None, random_weights: bool = False) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
-    `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models (a safetensors file of
-    named tensors is read with `neuronkit.inputs.load_inputs`). A MODEL spec loads the checkpoint's own
+    `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
+    them a team's prompts (one per line), a `.safetensors` file its own named tensors. A MODEL spec loads the checkpoint's own
     weights; `random_weights=True` builds it from its config instead (the report says so). `dtype` float32
     compares fp32 numerics tightly; bfloat16/float16 run the device under `torch.autocast('neuron')`
     against the fp32 CPU reference with looser tolerances. `stages` may name a subset; the stages they
@@ -227,7 +227,10 @@ class _Session:
             model, weights = models.load_checkpoint(spec, random_weights=random_weights)  # config first
             tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(spec)
             processor = example.processor_config(spec)
-        if isinstance(inputs, (str, os.PathLike)):
+        prompts = None
+        if isinstance(inputs, (str, os.PathLike)) and Path(inputs).suffix == ".txt":
+            inputs, prompts = None, example.read_prompts(inputs)
+        elif isinstance(inputs, (str, os.PathLike)):
             inputs = example.load_inputs(inputs)
         if not isinstance(model, torch.nn.Module):
             raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
@@ -235,7 +238,7 @@ class _Session:
             model, _ = compare.to_device(copy.deepcopy(model), "cpu")
         model.eval()
         if inputs is None:
-            inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"], processor)
+            inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"], processor, prompts)
         return cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
                    weights, **settings)
 
@@ -254,11 +257,11 @@ class _Session:
 
 
 def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq_len: int,
-                    processor: dict[str, Any] | None) -> dict[str, torch.Tensor]:
+                    processor: dict[str, Any] | None, prompts: list[str] | None) -> dict[str, torch.Tensor]:
     config = getattr(model, "config", None)
     if config is None or not hasattr(config, "get_text_config"):
         raise NeuronkitInputError(f"{type(model).__name__} is not a Hugging Face model: pass inputs=")
-    return example.example_inputs(config, tokenizer, batch_size, seq_len, processor=processor)
+    return example.example_inputs(config, tokenizer, batch_size, seq_len, processor=processor, prompts=prompts)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -27,8 +27,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
     parser.add_argument("--random-weights", action="store_true",
                         help="build the model from its config with random weights (a checkpoint without weights)")
-    parser.add_argument("--inputs", type=Path, default=None, metavar="FILE.safetensors",
-                        help="your own example inputs: a safetensors file of named tensors (forward's arguments)")
+    parser.add_argument("--inputs", type=Path, default=None, metavar="FILE",
+                        help="your own example inputs: prompts.txt (one per line, text models) or a .safetensors "
+                             "file of named tensors (the forward's arguments)")
 
 
 def run(args: argparse.Namespace) -> int:
