@@ -55,13 +55,15 @@ def measure() -> tuple[float, list[dict[str, object]]]:
     return build_s, rows
 
 
-def table(build_s: float, rows: list[dict[str, object]], wall_s: float) -> str:
+def table(build_s: float, rows: list[dict[str, object]], wall_s: float, load: tuple[float, float]) -> str:
     """The RESULTS.md section."""
     lines = [HEADING, "",
              __doc__.split("\n\n")[1].replace("\n", " ").strip(), "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
              f"run {time.strftime('%Y-%m-%d')}, {wall_s:.0f} s in all; building all {len(rows)} checkpoints "
-             f"took {build_s:.1f} s (a fresh process, imports included).", "",
+             f"took {build_s:.1f} s (a fresh process, imports included); 1-minute load average {load[0]:.1f} at the "
+             f"start and {load[1]:.1f} at the end (a shared VM: at a load above the CPU count every figure is "
+             "inflated).", "",
              "| family | audit (fwd+bwd, weightless) | blocker ops | check (all stages) | of which compile | "
              "check status | failed stages |",
              "|---|---|---|---|---|---|---|"]
@@ -75,9 +77,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args()
-    start = time.perf_counter()
+    start, load = time.perf_counter(), os.getloadavg()[0]
     build_s, rows = measure()
-    text = table(build_s, rows, time.perf_counter() - start)
+    text = table(build_s, rows, time.perf_counter() - start, (load, os.getloadavg()[0]))
     print(text)
     if args.write:
         current = RESULTS.read_text()

@@ -8,7 +8,6 @@ differs, the case is `xfail(strict=True)` naming the device fix, so it flips whe
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

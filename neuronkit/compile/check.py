@@ -141,8 +141,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
-    them a team's prompts (one per line), a `.safetensors` file its own named tensors. A MODEL spec loads the checkpoint's own
-    weights; `random_weights=True` builds it from its config instead (the report says so). `dtype` float32
+    them a team's prompts (one per line), a `.safetensors` file its own named tensors. A MODEL spec loads
+    the checkpoint's own weights; `random_weights=True` builds it from its config instead (the report
+    says so). `dtype` float32
     compares fp32 numerics tightly; bfloat16/float16 run the device under `torch.autocast('neuron')`
     against the fp32 CPU reference with looser tolerances. `stages` may name a subset; the stages they
     compare against are added. A CPU module serves as the reference itself (in eval mode); the device
