@@ -49,6 +49,8 @@ BUNDLED_MODELS: tuple[str, ...] = ("tiny-qwen3", "tiny-bert", "qwen3-100m")
 CONFIG_NAME = "config.json"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.txt", "vocab.json")
 _WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
+# Set in the config.json of a checkpoint `save_random_checkpoint` wrote: its weights are random.
+RANDOM_WEIGHTS_KEY = "neuronkit_random_weights"
 # The tasks neuronkit has an input recipe for, with the Auto class mapping a config to the task's model
 # class. With no architecture named in config.json, the first task the model type supports is taken.
 TASKS: tuple[tuple[str, str, type], ...] = (
@@ -222,8 +224,26 @@ def load_checkpoint(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, d
         key, got, want = sorted(info["mismatched_keys"])[0][:3]
         raise NeuronkitInputError(f"{path}: weight {key} has shape {list(got)} in the checkpoint but "
                                   f"{list(want)} in the {cls.__name__} config.json describes")
-    return model.eval(), Weights("checkpoint", tuple(sorted(info.get("missing_keys", ()))),
+    source = "random" if getattr(config, RANDOM_WEIGHTS_KEY, False) is True else "checkpoint"
+    return model.eval(), Weights(source, tuple(sorted(info.get("missing_keys", ()))),
                                  tuple(sorted(info.get("unexpected_keys", ()))))
+
+
+def save_random_checkpoint(spec: str | os.PathLike, dest: str | os.PathLike,
+                           dtype: torch.dtype | str = torch.float32) -> Path:
+    """Write the model `spec`'s config describes, with random weights, into `dest` beside the checkpoint's
+    tokenizer and processor files, its config marked so that loading it reports random weights. For the
+    workbook, whose notebooks each load a checkpoint directory."""
+    model, _ = load_checkpoint(spec, dtype, random_weights=True)
+    setattr(model.config, RANDOM_WEIGHTS_KEY, True)
+    dest = Path(dest)
+    model.save_pretrained(dest, safe_serialization=True)
+    source = resolve_model(spec)
+    if source.is_dir():
+        for file in source.iterdir():
+            if file.is_file() and file.name != CONFIG_NAME and file.suffix not in (".safetensors", ".bin"):
+                (dest / file.name).write_bytes(file.read_bytes())
+    return dest
 
 
 def has_weights(spec: str | os.PathLike) -> bool:

@@ -116,7 +116,7 @@ def test_run_on_a_config_alone_names_what_to_do(tmp_path, capsys):
     folder.mkdir()
     shutil.copy(TINY_BERT / "config.json", folder / "config.json")
     assert main(["run", str(folder), "--out", str(tmp_path / "run")]) == 2
-    assert "neuronkit check" in _one_line_error(capsys) and not (tmp_path / "run").exists()
+    assert "pass --random-weights" in _one_line_error(capsys) and not (tmp_path / "run").exists()
 
 
 def test_a_model_without_an_input_recipe_is_named(tmp_path, capsys):

@@ -106,6 +106,14 @@ def test_random_weights_from_a_bare_config(tmp_path):
     assert type(model).__name__ == "Qwen3ForCausalLM" and not model.training
 
 
+def test_a_saved_random_checkpoint_reports_random_weights_when_loaded(tmp_path):
+    saved = models.save_random_checkpoint("tiny-bert", tmp_path / "random")
+    assert (saved / "tokenizer.json").is_file() and models.load_tokenizer(saved) is not None
+    model, weights = models.load_checkpoint(saved)
+    assert type(model).__name__ == "BertForMaskedLM" and weights.random and weights.missing == ()
+    assert weights.warnings()[0].startswith("random weights")
+
+
 def test_too_large_is_refused_before_anything_is_allocated(tmp_path):
     folder = write_config(tmp_path / "llama8b", LLAMA_8B)
     start = time.perf_counter()

@@ -183,18 +183,23 @@ def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> Non
 # --- architecture zoo through the whole workbook (issue 11) --------------------------------------------
 
 @pytest.mark.notebooks
-def test_whole_workbook_on_a_vision_model_over_a_previous_run(zoo: dict[str, Path], tmp_path: Path) -> None:
+def test_whole_workbook_on_a_vision_model_with_random_weights_over_a_previous_run(zoo: dict[str, Path],
+                                                                                   tmp_path: Path) -> None:
     out = tmp_path / "vit"
     (out / "stages").mkdir(parents=True)
     (out / "params.json").write_text("{}")
     (out / "stale.txt").write_text("a previous run's file")
-    result, lines = _run(str(zoo["vit"]), out, overwrite=True)
+    result, lines = _run(str(zoo["vit"]), out, overwrite=True, random_weights=True)
     _assert_complete_run(out, result, lines)
     assert not (out / "stale.txt").exists()
     run = RunDir(out)
     assert run.read("environment").evidence["model"]["architecture"] == "ViTForImageClassification"
-    assert run.read("cpu_baseline").evidence["logits_shape"] == [1, 3]  # its head, not a base model's output
+    baseline = run.read("cpu_baseline")
+    assert baseline.evidence["logits_shape"] == [1, 3]  # its head, not a base model's output
+    assert baseline.evidence["weights"]["source"] == "random" and baseline.status == "warn"
     assert run.read("compile").evidence["recompiles"] == 1  # a second batch size, the image size fixed
+    report = json.loads((out / "report.json").read_text())
+    assert report["verdict"] != "ready" and any("random weights" in reason for reason in report["reasons"])
 
 
 @pytest.mark.notebooks

@@ -32,6 +32,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel", default=KERNEL_NAME, help=f"Jupyter kernel name (default {KERNEL_NAME})")
     parser.add_argument("--cell-timeout", type=int, default=None, metavar="S", help="seconds allowed per cell")
     parser.add_argument("--overwrite", action="store_true", help="clear a previous run in --out first")
+    parser.add_argument("--random-weights", action="store_true",
+                        help="run the model its config describes on random weights (saved into --out first)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
             raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
         (named if name in _NAMED else extra)[name] = _value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
-                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, overwrite=args.overwrite, **named)
+                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, overwrite=args.overwrite,
+                          random_weights=args.random_weights, **named)
     verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
     print(f"verdict: {verdict}")
     return 0 if result.ok and verdict.startswith("ready") else 1

@@ -74,7 +74,7 @@ def notebooks_dir() -> Path:
 def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
-                 cell_timeout: int | None = None, overwrite: bool = False,
+                 cell_timeout: int | None = None, overwrite: bool = False, random_weights: bool = False,
                  log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
@@ -82,13 +82,15 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     notebooks that declare it. Bad parameters, and a checkpoint that cannot load (no weights, a corrupt
     file, no input recipe), raise NeuronkitInputError before any kernel starts. A non-empty `out` is
     refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
+    `random_weights` runs the model its config describes with random weights, saved first into
+    `out/random-weights/` (the report says so).
     """
     import papermill
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
                       batch_size=batch_size)
-    preflight(params.model, seq_len, batch_size)
+    preflight(params.model, seq_len, batch_size, random_weights)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
     declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
@@ -97,6 +99,15 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
         known = ", ".join(sorted(set().union(*declared.values())))
         raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
     _empty_run_dir(Path(params.run_dir), overwrite)
+    if random_weights:
+        from neuronkit.models import save_random_checkpoint
+
+        source = Path(params.model)
+        name = source.parent.name if source.suffix == ".json" else source.name  # config.json: its folder
+        saved = save_random_checkpoint(params.model, Path(params.run_dir) / "random-weights" / name, dtype)
+        params = validate(model=str(saved), run_dir=params.run_dir, dtype=dtype, seq_len=seq_len,
+                          batch_size=batch_size)
+        values["model"] = params.model
     if ensure_kernel(kernel_name):
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
     run = params.run
@@ -130,17 +141,21 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     return result
 
 
-def preflight(model: str, seq_len: int, batch_size: int) -> None:
+def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False) -> None:
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
-    readable weight files, a tokenizer that loads, and an input recipe for its architecture."""
+    readable weight files (unless `random_weights`), a tokenizer that loads, and an input recipe for
+    its architecture."""
     from neuronkit import inputs, models
 
     config = models.load_config(model)
-    if not models.has_weights(model):
+    if random_weights:
+        models.num_parameters(config)  # the class builds from this config
+    elif not models.has_weights(model):
         raise NeuronkitInputError(f"{model} has no weights (*.safetensors or pytorch_model*.bin): the workbook runs "
-                                  f"a checkpoint's own weights; `neuronkit check {model} --random-weights` checks "
+                                  "a checkpoint's own weights; pass --random-weights (random_weights=True) to run "
                                   "it on random ones")
-    models.check_weights(model)
+    else:
+        models.check_weights(model)
     inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
                           processor=inputs.processor_config(model))
 
