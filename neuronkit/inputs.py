@@ -61,18 +61,19 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     else:
         ids = _token_ids(config, tokenizer, batch_size, seq_len)
         inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    rows = next(iter(inputs.values())).shape[0]  # batch_size, or the number of prompts when fewer
     if config.is_encoder_decoder:
-        target = _token_ids(config, tokenizer, batch_size, _decoder_length(config, seq_len))
+        target = _token_ids(config, tokenizer, rows, _decoder_length(config, seq_len))
         start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.pad_token_id
         inputs["decoder_input_ids"] = torch.cat([torch.full_like(target[:, :1], start), target[:, :-1]], dim=1)
         inputs["labels"] = target
     elif task in ("causal_lm", "masked_lm"):  # next-token / reconstruct-every-token loss, padding left out
         inputs["labels"] = inputs["input_ids"].masked_fill(inputs["attention_mask"] == 0, -100)
     elif task == "token_classification":
-        rows, length = inputs["input_ids"].shape
+        length = inputs["input_ids"].shape[1]
         inputs["labels"] = torch.arange(length).remainder(config.num_labels).expand(rows, length).clone()
     elif task in ("sequence_classification", "image_classification"):
-        inputs["labels"] = _class_labels(config, next(iter(inputs.values())).shape[0])
+        inputs["labels"] = _class_labels(config, rows)
     return {k: v for k, v in inputs.items() if k in accepted}
 
 
