@@ -222,8 +222,7 @@ def load_checkpoint(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, d
         raise NeuronkitInputError(f"{path}: the weights do not load into {cls.__name__}: {_one_line(exc)}") from None
     if info.get("mismatched_keys"):  # loaded with ignore_mismatched_sizes only to name the first one here
         key, got, want = sorted(info["mismatched_keys"])[0][:3]
-        raise NeuronkitInputError(f"{path}: weight {key} has shape {list(got)} in the checkpoint but "
-                                  f"{list(want)} in the {cls.__name__} config.json describes")
+        raise _shape_error(path, key, got, want, cls)
     source = "random" if getattr(config, RANDOM_WEIGHTS_KEY, False) is True else "checkpoint"
     return model.eval(), Weights(source, tuple(sorted(info.get("missing_keys", ()))),
                                  tuple(sorted(info.get("unexpected_keys", ()))))
@@ -270,6 +269,27 @@ def check_weights(spec: ModelSpec) -> Path:
         except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
             raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
     return path
+
+
+def check_shapes(spec: str | os.PathLike) -> None:
+    """Refuse a checkpoint whose safetensors weights have other shapes than the class config.json
+    describes gives them, read from the file headers (no tensor is read, the model is built on meta)."""
+    path = resolve_model(spec)
+    config = load_config(spec)
+    cls = model_class(config)
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in cls._from_config(config).state_dict().items()}
+    for file in sorted(path.glob("*.safetensors")) if path.is_dir() else []:
+        with safe_open(str(file), framework="pt") as fh:
+            for key in fh.keys():
+                got, want = tuple(fh.get_slice(key).get_shape()), expected.get(key)
+                if want is not None and got != want:
+                    raise _shape_error(path, key, got, want, cls)
+
+
+def _shape_error(path: Path, key: str, got: Any, want: Any, cls: type) -> NeuronkitInputError:
+    return NeuronkitInputError(f"{path}: weight {key} has shape {list(got)} in the checkpoint but {list(want)} "
+                               f"in the {cls.__name__} config.json describes")
 
 
 def load_tokenizer(spec: str | os.PathLike, *,

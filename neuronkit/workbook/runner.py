@@ -143,8 +143,8 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
 
 def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False) -> None:
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
-    readable weight files (unless `random_weights`), a tokenizer that loads, and an input recipe for
-    its architecture."""
+    readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
+    that loads, and an input recipe for its architecture."""
     from neuronkit import inputs, models
 
     config = models.load_config(model)
@@ -156,6 +156,7 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
                                   "it on random ones")
     else:
         models.check_weights(model)
+        models.check_shapes(model)
     inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
                           processor=inputs.processor_config(model))
 
