@@ -26,7 +26,13 @@ if __name__ == "__main__":  # not when a test imports it: its environment is inh
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import AutoConfig, AutoTokenizer, ViTImageProcessorPil, WhisperFeatureExtractor  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoConfig,
+    AutoTokenizer,
+    ConvNextImageProcessorPil,
+    ViTImageProcessorPil,
+    WhisperFeatureExtractor,
+)
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 DATA = Path(__file__).resolve().parent
@@ -68,7 +74,10 @@ def build(name: str, recipe: dict[str, Any], out: Path) -> Path:
     processor = recipe.get("processor")
     if processor == "image":
         size = config.image_size
-        ViTImageProcessorPil(size={"height": size, "width": size}).save_pretrained(path)
+        if config.model_type == "convnext":  # resized so the shortest edge is `size`, then center-cropped
+            ConvNextImageProcessorPil(size={"shortest_edge": size}).save_pretrained(path)
+        else:
+            ViTImageProcessorPil(size={"height": size, "width": size}).save_pretrained(path)
     elif processor == "audio":
         frames = 2 * config.max_source_positions
         with warnings.catch_warnings():  # a tiny mel filterbank leaves some filters empty: harmless here

@@ -55,10 +55,11 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
     target = _Target.resolve(model, weightless, generate, dtype, trust_remote_code)
     with ExitStack() as stack:
         stack.enter_context(_portable_kernels())
+        module = target.build()
         if target.fake_mode is not None:
             stack.enter_context(target.fake_mode)
             stack.enter_context(_MetaShapes())
-        module = target.build()
+            module = _fake_parameters(module)
         inputs = _inputs(target, module, example_inputs, batch_size, seq_len, backward)
         stack.enter_context(_preserved(module, backward))
         recorder = stack.enter_context(OpRecorder(module))
@@ -122,13 +123,14 @@ class _Target:
             if self.fake_mode is None:
                 self.module = cls._from_config(self.config, dtype=self.dtype).eval()
             else:
-                # Fake parameters have no values to initialise (some initialisers read values, e.g.
-                # trunc_normal_'s resampling), so initialisation is skipped and only the ties are made.
+                # Parameters on the meta device, nothing initialised (some initialisers read values,
+                # e.g. trunc_normal_'s resampling); everything else a constructor computes (ConvNeXt's
+                # drop-path rates from torch.linspace) runs on real CPU tensors, as it must.
+                from accelerate import init_empty_weights
                 from transformers.initialization import no_init_weights
 
-                with no_init_weights():
+                with init_empty_weights(), no_init_weights():
                     self.module = cls._from_config(self.config, dtype=self.dtype).eval()
-                self.module.tie_weights()
         return self.module
 
     def describe(self, module: nn.Module, inputs: Any, phases: list[str], dtype: torch.dtype) -> dict[str, Any]:
@@ -147,6 +149,16 @@ class _Target:
             "inputs": {k: list(v.shape) for k, v in _named(inputs).items()},
             "phases": phases,
         }
+
+
+def _fake_parameters(module: nn.Module) -> nn.Module:
+    """The meta-device module with fake CPU parameters and buffers (call inside the fake mode): shapes and
+    dtypes, no storage. Like `to_empty(device="cpu")`, whose `empty_like` the fake mode refuses for a real
+    meta tensor; it makes one parameter per module, so the ties are made again."""
+    module._apply(lambda t: torch.empty(t.shape, dtype=t.dtype, device="cpu"))
+    if hasattr(module, "tie_weights"):
+        module.tie_weights()
+    return module
 
 
 def _inputs(target: _Target, module: nn.Module, example_inputs: Any, batch_size: int, seq_len: int,
