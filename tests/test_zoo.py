@@ -102,5 +102,7 @@ def test_your_own_prompts_from_a_text_file(zoo, tmp_path):
     prompts.write_text("How do I move a model to Trainium?\n\nWhy is the first run slow?\n")
     report = neuronkit.check(zoo["gpt2"], prompts, stages=["cpu"], seq_len=6, batch_size=2)
     assert report.stage("cpu").evidence["outputs"][1]["shape"][:2] == [2, 6]  # two prompts, cut at 6 tokens
+    seq2seq = neuronkit.check(zoo["t5"], prompts, stages=["cpu"], seq_len=6, batch_size=4)  # two prompts only
+    assert seq2seq.stage("cpu").evidence["outputs"][1]["shape"][0] == 2
     with pytest.raises(neuronkit.NeuronkitInputError, match="prompts are for text models"):
         neuronkit.check(zoo["vit"], prompts, stages=["cpu"])
