@@ -34,7 +34,7 @@ system-deps:
 	fi
 
 workbook: setup
-	$(VENV)/bin/neuronkit run tiny-qwen3 --out $(RUN)
+	$(VENV)/bin/neuronkit run tiny-qwen3 --out $(RUN) --overwrite
 
 test: setup system-deps
 	$(PY) -m pytest

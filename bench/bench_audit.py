@@ -56,7 +56,7 @@ def overhead(rounds: int, seq_lens: list[int]) -> list[dict]:
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from neuronkit import models
+    from neuronkit import inputs as example, models
     from neuronkit.audit import audit
 
     class EmptyDispatch(TorchDispatchMode):
@@ -71,7 +71,7 @@ def overhead(rounds: int, seq_lens: list[int]) -> list[dict]:
     model = models.load_model("qwen3-100m", weights=False)
     results = []
     for seq_len in seq_lens:
-        inputs = models.example_inputs(config, seq_len=seq_len)
+        inputs = example.example_inputs(config, seq_len=seq_len)
         inputs.pop("labels")
 
         def plain() -> None:

@@ -7,12 +7,12 @@ neuronkit module would make that a circular import.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 __version__ = "0.1.0"  # set before torch loads: the autoloaded device reports it
 
-import torch  # noqa: F401,E402 - see the docstring
+import torch as _torch  # noqa: F401,E402 - see the docstring
 
 _EXPORTS: dict[str, str] = {
     "detect": "neuronkit.device.detect",
@@ -29,15 +29,21 @@ _EXPORTS: dict[str, str] = {
     "StageResult": "neuronkit.stages",
     "RunDir": "neuronkit.stages",
     "NeuronkitInputError": "neuronkit.errors",
+    "example_inputs": "neuronkit.inputs",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'neuronkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public API (what `__all__` lists) and the package's version, for tab completion and `dir()`."""
+    return sorted({*__all__, "__version__"})

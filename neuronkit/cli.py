@@ -1,7 +1,8 @@
 """`neuronkit` command line: each subcommand lives with the feature it drives.
 
-A subcommand module provides `configure_parser(parser)` and `run(args) -> int`. Bad input
-(`NeuronkitInputError`, a missing file) exits 2 with a one-line error.
+A subcommand module provides `configure_parser(parser)` and `run(args) -> int`. Exit codes are the same
+for every command, so CI can gate on them: 0 ready (caveats allowed), 1 blocked or a stage failed, 2 bad
+input (`NeuronkitInputError`, a missing file), each error on one line; `--debug` adds the traceback.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from typing import Sequence
 
 from neuronkit.errors import NeuronkitInputError
@@ -30,6 +32,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--debug", action="store_true", help="print the full traceback of an error")
         if only in (None, name):
             importlib.import_module(module).configure_parser(sub)
         sub.set_defaults(_module=module)
@@ -44,8 +47,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return importlib.import_module(args._module).run(args)
     except (NeuronkitInputError, FileNotFoundError, NotADirectoryError) as exc:
-        print(f"neuronkit {args.command}: error: {exc}", file=sys.stderr)
+        _error(args, str(exc))
         return 2
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
+        _error(args, f"{type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --debug for the traceback)")
+        return 1
+
+
+def _error(args: argparse.Namespace, message: str) -> None:
+    if args.debug:
+        traceback.print_exc()
+    print(f"neuronkit {args.command}: error: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 Every stage resolves its MODEL argument here, so they all accept the same specs, refuse the same bad
 input with the same one-line `NeuronkitInputError`, and refuse a model too large for memory before a
-single weight is read. Nothing here reaches a model hub, runs remote code unless asked, or unpickles.
+single weight is read. The model is always the checkpoint's own class (`config.architectures[0]`), so
+no head is dropped; weights the class and the checkpoint disagree on are reported, never silent.
+Nothing here reaches a model hub, runs remote code unless asked, or unpickles beyond `weights_only`.
 """
 
 from __future__ import annotations
@@ -10,25 +12,35 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import pickle
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 import torch
+import transformers
 from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError, safe_open
 from transformers import (
     AutoConfig,
     AutoModel,
     AutoModelForCausalLM,
+    AutoModelForImageClassification,
     AutoModelForMaskedLM,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
+    AutoModelForSpeechSeq2Seq,
+    AutoModelForTokenClassification,
     AutoTokenizer,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers.utils import logging as hf_logging
 
-from neuronkit.errors import NeuronkitInputError
+from neuronkit.errors import DTYPES, NeuronkitInputError
 from neuronkit.policy import data_dir
 
 ModelSpec = Union[str, os.PathLike, PretrainedConfig]
@@ -37,16 +49,48 @@ BUNDLED_MODELS: tuple[str, ...] = ("tiny-qwen3", "tiny-bert", "qwen3-100m")
 CONFIG_NAME = "config.json"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.txt", "vocab.json")
 _WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
-# Auto classes in the order tried when config.json names no architecture.
-_TASKS: tuple[tuple[str, type], ...] = (
-    ("causal LM (*ForCausalLM)", AutoModelForCausalLM),
-    ("masked LM (*ForMaskedLM)", AutoModelForMaskedLM),
-    ("base model", AutoModel),
+# Set in the config.json of a checkpoint `save_random_checkpoint` wrote: its weights are random.
+RANDOM_WEIGHTS_KEY = "neuronkit_random_weights"
+# The tasks neuronkit has an input recipe for, with the Auto class mapping a config to the task's model
+# class. With no architecture named in config.json, the first task the model type supports is taken.
+TASKS: tuple[tuple[str, str, type], ...] = (
+    ("causal_lm", "causal LM", AutoModelForCausalLM),
+    ("masked_lm", "masked LM", AutoModelForMaskedLM),
+    ("seq2seq_lm", "encoder-decoder LM", AutoModelForSeq2SeqLM),
+    ("speech_seq2seq", "speech encoder-decoder", AutoModelForSpeechSeq2Seq),
+    ("base", "base model", AutoModel),
+    ("sequence_classification", "sequence classification", AutoModelForSequenceClassification),
+    ("token_classification", "token classification", AutoModelForTokenClassification),
+    ("image_classification", "image classification", AutoModelForImageClassification),
 )
-_SUPPORTED = "; ".join(task for task, _ in _TASKS)
-# What example_inputs tokenizes when the checkpoint ships a tokenizer: any fixed text would do.
-_SAMPLE_TEXT = ("A migration starts with a model that already works on the CPU. The first step is to run "
-                "the model once and save its outputs as the reference for every later step.")
+SUPPORTED = ", ".join(label for _, label, _ in TASKS)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Where a loaded model's weights came from, and what of the checkpoint did not fit its class."""
+
+    source: str  # "checkpoint", "random" (built from the config), or "module" (a model passed in)
+    missing: tuple[str, ...] = ()  # the class has them, the checkpoint does not: randomly initialised
+    unexpected: tuple[str, ...] = ()  # the checkpoint has them, the class does not: dropped
+
+    @property
+    def random(self) -> bool:
+        return self.source == "random"
+
+    def warnings(self) -> list[str]:
+        """One line per thing a verdict must show: random weights, missing or dropped checkpoint weights."""
+        lines = ["random weights: built from config.json, not trained weights"] if self.random else []
+        for keys, what in ((self.missing, "missing from the checkpoint (randomly initialised)"),
+                           (self.unexpected, "in the checkpoint but not in the model class (dropped)")):
+            if keys:
+                shown = ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+                lines.append(f"{len(keys)} weight(s) {what}: {shown}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "missing": list(self.missing), "unexpected": list(self.unexpected),
+                "warnings": self.warnings()}
 
 
 def resolve_model(spec: str | os.PathLike) -> Path:
@@ -102,34 +146,40 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
         raise NeuronkitInputError(f"{config_file}: invalid configuration: {_one_line(exc)}") from None
 
 
-def auto_class(config: PretrainedConfig) -> type:
-    """The Auto class that builds this config's model: causal LM, masked LM, or base model.
-
-    Chosen from `config.architectures`; with none named, the first task the model type supports.
-    """
+def task_of(config: PretrainedConfig) -> str:
+    """The task of the config's own architecture (`config.architectures[0]`): one of TASKS, or `other`
+    for a transformers class neuronkit has no input recipe for."""
     names = list(getattr(config, "architectures", None) or [])
-    if any(n.endswith(("ForCausalLM", "LMHeadModel")) for n in names):
-        candidates = _TASKS[:1]
-    elif any(n.endswith("ForMaskedLM") for n in names):
-        candidates = _TASKS[1:2]
-    elif names:
-        candidates = _TASKS[2:]
-    else:
-        candidates = _TASKS
-    for _, cls in candidates:
-        if type(config) in cls._model_mapping:
-            return cls
-    wanted = ", ".join(names) or "no architecture"
+    for task, _, auto in TASKS:
+        cls = _mapped(auto, config)
+        if cls is not None and (not names or cls.__name__ == names[0]):
+            return task
+    if names:
+        model_class(config)  # refuses a name transformers does not have
+        return "other"
     raise NeuronkitInputError(
-        f"unsupported model: {wanted} (model_type {config.model_type!r}) has no matching transformers "
-        f"class; supported: {_SUPPORTED} of a known model type")
+        f"unsupported model: model_type {config.model_type!r} has no transformers class for any of: {SUPPORTED}")
+
+
+def model_class(config: PretrainedConfig) -> type[PreTrainedModel]:
+    """The checkpoint's own class, `config.architectures[0]` (never a base class that drops a head);
+    with no architecture named, the class of the first task the model type supports."""
+    names = list(getattr(config, "architectures", None) or [])
+    if not names:
+        task = task_of(config)
+        return next(_mapped(auto, config) for name, _, auto in TASKS if name == task)
+    cls = getattr(transformers, names[0], None) if names[0].isidentifier() else None
+    if not (isinstance(cls, type) and issubclass(cls, PreTrainedModel)):
+        raise NeuronkitInputError(
+            f"architecture {names[0]!r} (model_type {config.model_type!r}) is not a transformers class: it needs "
+            "custom code, which neuronkit never runs, or a newer transformers")
+    return cls
 
 
 def num_parameters(config: PretrainedConfig) -> int:
     """Parameter count of the model a config describes, from an instantiation on the meta device."""
-    cls = auto_class(config)
     with torch.device("meta"):
-        model = cls.from_config(config)
+        model = model_class(config)._from_config(config)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -141,26 +191,105 @@ def estimate_bytes(config: PretrainedConfig, dtype: torch.dtype | str = torch.fl
 def load_model(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, device_map: Any = None,
                weights: bool = True, *, trust_remote_code: bool = False,
                memory_budget: int | None = None) -> PreTrainedModel:
-    """The model in eval mode: its checkpoint's weights, or random ones with `weights=False`.
+    """The model in eval mode: its checkpoint's weights, or random ones with `weights=False`."""
+    return load_checkpoint(spec, dtype, device_map, random_weights=not weights,
+                           trust_remote_code=trust_remote_code, memory_budget=memory_budget)[0]
 
-    Refused before anything is allocated when the parameters exceed `memory_budget` (default: the
-    memory available now).
+
+def load_checkpoint(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, device_map: Any = None, *,
+                    random_weights: bool = False, trust_remote_code: bool = False,
+                    memory_budget: int | None = None) -> tuple[PreTrainedModel, Weights]:
+    """The checkpoint's own class (`config.architectures[0]`) in eval mode, and where its weights came from.
+
+    Weights the class has and the checkpoint lacks (or the reverse) are listed in the returned `Weights`.
+    Refused before anything is allocated when the parameters exceed `memory_budget` (default: the memory
+    available now); a checkpoint without weights is refused unless `random_weights`.
     """
     dtype = as_dtype(dtype)
     config = load_config(spec, trust_remote_code=trust_remote_code)
-    cls = auto_class(config)
-    if not weights:
+    cls = model_class(config)
+    if random_weights:
         _check_fits(spec, config, dtype, memory_budget)
-        return cls.from_config(config, dtype=dtype, trust_remote_code=trust_remote_code).eval()
+        return cls._from_config(config, dtype=dtype).eval(), Weights("random")
+    path = check_weights(spec)
+    _check_fits(spec, config, dtype, memory_budget)
+    try:
+        with _quiet_transformers():
+            model, info = cls.from_pretrained(path, config=config, dtype=dtype, device_map=device_map,
+                                              trust_remote_code=trust_remote_code, local_files_only=True,
+                                              output_loading_info=True, ignore_mismatched_sizes=True)
+    except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError) as exc:
+        raise NeuronkitInputError(f"{path}: the weights do not load into {cls.__name__}: {_one_line(exc)}") from None
+    if info.get("mismatched_keys"):  # loaded with ignore_mismatched_sizes only to name the first one here
+        key, got, want = sorted(info["mismatched_keys"])[0][:3]
+        raise _shape_error(path, key, got, want, cls)
+    source = "random" if getattr(config, RANDOM_WEIGHTS_KEY, False) is True else "checkpoint"
+    return model.eval(), Weights(source, tuple(sorted(info.get("missing_keys", ()))),
+                                 tuple(sorted(info.get("unexpected_keys", ()))))
+
+
+def save_random_checkpoint(spec: str | os.PathLike, dest: str | os.PathLike,
+                           dtype: torch.dtype | str = torch.float32) -> Path:
+    """Write the model `spec`'s config describes, with random weights, into `dest` beside the checkpoint's
+    tokenizer and processor files, its config marked so that loading it reports random weights. For the
+    workbook, whose notebooks each load a checkpoint directory."""
+    model, _ = load_checkpoint(spec, dtype, random_weights=True)
+    setattr(model.config, RANDOM_WEIGHTS_KEY, True)
+    dest = Path(dest)
+    model.save_pretrained(dest, safe_serialization=True)
+    source = resolve_model(spec)
+    if source.is_dir():
+        for file in source.iterdir():
+            if file.is_file() and file.name != CONFIG_NAME and file.suffix not in (".safetensors", ".bin"):
+                (dest / file.name).write_bytes(file.read_bytes())
+    return dest
+
+
+def has_weights(spec: str | os.PathLike) -> bool:
+    """True when the MODEL spec is a checkpoint directory with weight files."""
+    path = resolve_model(spec)
+    return path.is_dir() and bool(_weight_files(path))
+
+
+def check_weights(spec: ModelSpec) -> Path:
+    """The checkpoint directory, once its weight files are known readable: safetensors headers parse, and
+    `.bin` pickles load with `weights_only=True` (nothing in them executes) onto the meta device."""
     path = resolve_model(spec) if not isinstance(spec, PretrainedConfig) else None
     if path is None or not path.is_dir() or not _weight_files(path):
         raise NeuronkitInputError(
-            f"{_name(spec)} has no weights (model.safetensors); pass weights=False for random ones")
-    _check_fits(spec, config, dtype, memory_budget)
-    _check_safetensors(path)
-    model = cls.from_pretrained(path, config=config, dtype=dtype, device_map=device_map,
-                                trust_remote_code=trust_remote_code, local_files_only=True)
-    return model.eval()
+            f"{_name(spec)} has no weights (*.safetensors or pytorch_model*.bin); pass --random-weights "
+            "(random_weights=True) to check it on random weights")
+    for file in _weight_files(path):
+        try:
+            if file.suffix == ".safetensors":
+                with safe_open(str(file), framework="pt"):
+                    pass
+            else:
+                torch.load(file, map_location="meta", weights_only=True, mmap=True)
+        except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+            raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
+    return path
+
+
+def check_shapes(spec: str | os.PathLike) -> None:
+    """Refuse a checkpoint whose safetensors weights have other shapes than the class config.json
+    describes gives them, read from the file headers (no tensor is read, the model is built on meta)."""
+    path = resolve_model(spec)
+    config = load_config(spec)
+    cls = model_class(config)
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in cls._from_config(config).state_dict().items()}
+    for file in sorted(path.glob("*.safetensors")) if path.is_dir() else []:
+        with safe_open(str(file), framework="pt") as fh:
+            for key in fh.keys():
+                got, want = tuple(fh.get_slice(key).get_shape()), expected.get(key)
+                if want is not None and got != want:
+                    raise _shape_error(path, key, got, want, cls)
+
+
+def _shape_error(path: Path, key: str, got: Any, want: Any, cls: type) -> NeuronkitInputError:
+    return NeuronkitInputError(f"{path}: weight {key} has shape {list(got)} in the checkpoint but {list(want)} "
+                               f"in the {cls.__name__} config.json describes")
 
 
 def load_tokenizer(spec: str | os.PathLike, *,
@@ -175,32 +304,6 @@ def load_tokenizer(spec: str | os.PathLike, *,
         raise NeuronkitInputError(f"{path}: unreadable tokenizer: {_one_line(exc)}") from None
 
 
-def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
-                   batch_size: int = 1, seq_len: int = 16) -> dict[str, torch.Tensor]:
-    """Deterministic model inputs: `input_ids` and `attention_mask`, plus `labels` for causal LMs.
-
-    Token ids come from the tokenizer encoding a fixed text when there is one, else from a seeded
-    generator over the vocabulary, so two runs see identical inputs.
-    """
-    batch_size = _positive_int("batch_size", batch_size)
-    seq_len = _positive_int("seq_len", seq_len)
-    text_config = config.get_text_config()
-    limit = getattr(text_config, "max_position_embeddings", None)
-    if isinstance(limit, int) and seq_len > limit:
-        raise NeuronkitInputError(f"seq_len {seq_len} exceeds the model's max_position_embeddings {limit}")
-    if tokenizer is not None:
-        ids = tokenizer(_SAMPLE_TEXT, add_special_tokens=True)["input_ids"]
-        row = torch.tensor((ids * (seq_len // len(ids) + 1))[:seq_len], dtype=torch.long)
-    else:
-        generator = torch.Generator().manual_seed(0)
-        row = torch.randint(0, text_config.vocab_size, (seq_len,), generator=generator)
-    input_ids = row.expand(batch_size, seq_len).clone()
-    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
-    if auto_class(config) is AutoModelForCausalLM:
-        inputs["labels"] = input_ids.clone()
-    return inputs
-
-
 def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     """`torch.bfloat16` or its name (`"bfloat16"`, `"torch.bfloat16"`) as a torch.dtype."""
     if isinstance(dtype, torch.dtype):
@@ -209,6 +312,37 @@ def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     if not isinstance(value, torch.dtype):
         raise NeuronkitInputError(f"unknown dtype {dtype!r}; expected e.g. float32, bfloat16, float16")
     return value
+
+
+def compute_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """`dtype` as a torch.dtype, refused unless the device computes in it (float32, bfloat16, float16)."""
+    value = as_dtype(dtype)
+    if str(value).removeprefix("torch.") not in DTYPES:
+        raise NeuronkitInputError(f"dtype {str(value).removeprefix('torch.')} is not one the neuron device computes "
+                                  f"in; choose {', '.join(DTYPES)}")
+    return value
+
+
+def _mapped(auto: type, config: PretrainedConfig) -> type | None:
+    """The model class the Auto class `auto` builds for this config type, or None."""
+    try:
+        return auto._model_mapping[type(config)]
+    except (KeyError, ValueError):
+        return None
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No transformers load report on stderr: `Weights` carries what it says, and the verdicts show it."""
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _available_memory() -> int:
@@ -237,16 +371,6 @@ def _weight_files(path: Path) -> list[Path]:
     return sorted(f for pattern in _WEIGHT_GLOBS for f in path.glob(pattern))
 
 
-def _check_safetensors(path: Path) -> None:
-    """Open every safetensors file's header: a truncated or corrupt file fails here, in one line."""
-    for file in path.glob("*.safetensors"):
-        try:
-            with safe_open(str(file), framework="pt"):
-                pass
-        except (SafetensorError, OSError) as exc:
-            raise NeuronkitInputError(f"{file} is corrupt or truncated: {_one_line(exc)}") from None
-
-
 def _read_json(file: Path) -> dict[str, Any]:
     try:
         raw = json.loads(file.read_text(encoding="utf-8"))
@@ -257,12 +381,6 @@ def _read_json(file: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise NeuronkitInputError(f"{file} must hold a JSON object, not {type(raw).__name__}")
     return raw
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise NeuronkitInputError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _name(spec: ModelSpec) -> str:

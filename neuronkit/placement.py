@@ -8,6 +8,7 @@ that does not fit gets an error naming its size and the budget, never a silent C
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping
 
 import torch
@@ -17,6 +18,7 @@ from neuronkit.post_import import when_imported
 from neuronkit.units import format_bytes
 
 _BRIDGED_MODULE = "transformers.integrations.accelerate"
+_ACCELERATE_LOGGER = "accelerate.utils.modeling"
 _DTYPE_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8, torch.int8: 1}
 
 
@@ -159,6 +161,20 @@ def _patch(module) -> None:
         module._get_device_map = _refuse_partial_placement(original, module)
 
 
+class _NeuronCoreIds(logging.Filter):
+    """accelerate checks integer device ids against CUDA's device count alone, so the bridge's `{0: HBM}`
+    makes it log "Device 0 is not available" although the model lands on neuron:0; that line is dropped
+    while a neuron device is usable (accelerate.utils.modeling.get_max_memory)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("Device ") and " is not available, available devices are " in message
+                    and neuron_available())
+
+
 def install_auto_device_map_bridge() -> None:
     """Make transformers' `device_map="auto"` see the neuron device's HBM (now or when it is imported)."""
     when_imported(_BRIDGED_MODULE, _patch)
+    accelerate_logger = logging.getLogger(_ACCELERATE_LOGGER)
+    if not any(isinstance(f, _NeuronCoreIds) for f in accelerate_logger.filters):
+        accelerate_logger.addFilter(_NeuronCoreIds())

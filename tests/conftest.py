@@ -1,7 +1,8 @@
-"""Shared fixtures: offline Hugging Face, the bundled model, and fresh-process runs."""
+"""Shared fixtures: offline Hugging Face, the bundled model, the architecture zoo, and fresh-process runs."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -21,6 +22,24 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_QWEN3 = data_dir() / "models" / "tiny-qwen3"
+
+
+def _load_zoo_builder():
+    """data/build_zoo.py as a module (a script beside the data, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("build_zoo", ROOT / "data" / "build_zoo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ZOO_BUILDER = _load_zoo_builder()
+ZOO_RECIPES = ZOO_BUILDER.recipes()
+
+
+@pytest.fixture(scope="session")
+def zoo(tmp_path_factory) -> dict[str, Path]:
+    """Every checkpoint of the architecture zoo (data/zoo.toml), built once per session (~1 s)."""
+    return ZOO_BUILDER.build_zoo(tmp_path_factory.mktemp("zoo"))
 
 
 @pytest.fixture

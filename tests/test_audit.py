@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import neuronkit.cli
-from neuronkit import models
+from neuronkit import inputs, models
 from neuronkit.audit import AuditReport, audit
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
@@ -182,7 +182,7 @@ def test_tiny_qwen3_audit_is_stable_and_fully_native(capsys):
 
 def test_weightless_and_real_audits_of_tiny_qwen3_agree():
     weightless = audit("tiny-qwen3")
-    real = audit(models.load_model("tiny-qwen3"), {"input_ids": models.example_inputs(
+    real = audit(models.load_model("tiny-qwen3"), {"input_ids": inputs.example_inputs(
         models.load_config("tiny-qwen3"), models.load_tokenizer("tiny-qwen3"))["input_ids"]})
     assert {(r["op"], r["calls"], r["category"]) for r in weightless.ops} == \
         {(r["op"], r["calls"], r["category"]) for r in real.ops}

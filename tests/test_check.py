@@ -91,7 +91,7 @@ def test_encoder_skips_generate_with_the_reason():
     report = check("tiny-bert", stages=["cpu", "eager", "generate", "train"])
     status = {s.name: s.status for s in report.stages}
     assert status["generate"] == "skipped"
-    assert "BertForMaskedLM is not a causal LM" in report.stage("generate").summary
+    assert "BertForMaskedLM does not generate" in report.stage("generate").summary
     assert status["cpu"] == status["train"] == "pass" and status["eager"] in ("pass", "warn")
     assert report.ok
 
@@ -133,7 +133,7 @@ def test_recompiles_are_counted_for_a_second_shape():
     stage = check(mlp(), torch.randn(4, 8), stages=["compile"]).stage("compile")
     assert stage.status == "pass", stage.summary
     assert stage.evidence["recompiles"] == 1
-    assert stage.evidence["recompile_shapes"] == [{"output": [4, 8]}, {"output": [2, 8]}]
+    assert stage.evidence["recompile_shapes"] == [{"output": [4, 8]}, {"output": [8, 8]}]  # the batch varies
 
 
 def test_unknown_stage_or_non_module_is_bad_input():
@@ -206,7 +206,7 @@ def test_cli_prints_the_table_and_writes_json(main, tmp_path, capsys):
     out = tmp_path / "check.json"
     assert main(["check", "tiny-bert", "--stages", "eager,generate", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "stage" in text and "SKIPPED" in text and "not a causal LM" in text
+    assert "stage" in text and "SKIPPED" in text and "does not generate" in text
     assert [s["name"] for s in json.loads(out.read_text())["stages"]] == ["cpu", "eager", "generate"]
 
 

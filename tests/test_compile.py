@@ -14,7 +14,8 @@ from torch._dynamo.exc import BackendCompilerFailed
 
 import neuronkit.compile  # noqa: F401 - registers backend="neuron" (also reachable via the entry point)
 from neuronkit.compile.compare import grad_norm, to_device
-from neuronkit.models import example_inputs, load_model, load_tokenizer
+from neuronkit.inputs import example_inputs
+from neuronkit.models import load_model, load_tokenizer
 
 BACKEND_LOG = "neuronkit.compile.backend"
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import pickle
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+from transformers import BertForMaskedLM, Qwen3ForCausalLM
 
-from neuronkit import models
+from neuronkit import inputs, models
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import data_dir
 
@@ -56,15 +58,30 @@ def test_config_from_directory_json_file_and_object(tmp_path):
     assert models.load_config(from_dir) is from_dir
 
 
-def test_auto_class_follows_architectures():
-    causal = models.load_config("tiny-qwen3")
+def test_the_model_class_is_the_checkpoints_own():
     masked = models.load_config("tiny-bert")
-    assert models.auto_class(causal) is AutoModelForCausalLM
-    assert models.auto_class(masked) is AutoModelForMaskedLM
-    base = type(masked).from_dict(masked.to_dict() | {"architectures": ["BertModel"]})
-    assert models.auto_class(base) is AutoModel
+    assert models.model_class(models.load_config("tiny-qwen3")) is Qwen3ForCausalLM
+    assert models.model_class(masked) is BertForMaskedLM and models.task_of(masked) == "masked_lm"
+    for name, task in (("BertModel", "base"), ("BertForSequenceClassification", "sequence_classification"),
+                       ("BertForTokenClassification", "token_classification"), ("BertForPreTraining", "other")):
+        config = type(masked).from_dict(masked.to_dict() | {"architectures": [name]})
+        assert models.model_class(config).__name__ == name and models.task_of(config) == task
     # no architecture named (qwen3-100m ships none): the first task the model type supports
-    assert models.auto_class(models.load_config("qwen3-100m")) is AutoModelForCausalLM
+    assert models.model_class(models.load_config("qwen3-100m")) is Qwen3ForCausalLM
+
+
+def test_weights_a_class_does_not_take_are_reported_not_dropped(tmp_path):
+    shutil.copytree(data_dir() / "models" / "tiny-bert", tmp_path / "ckpt")
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config | {"architectures": ["BertForSequenceClassification"]}))
+    model, weights = models.load_checkpoint(tmp_path / "ckpt")
+    assert type(model).__name__ == "BertForSequenceClassification" and weights.source == "checkpoint"
+    assert {"classifier.weight", "classifier.bias"} <= set(weights.missing)
+    assert any(key.startswith("cls.predictions") for key in weights.unexpected)
+    missing, dropped = weights.warnings()
+    assert "missing from the checkpoint" in missing and "classifier.bias" in missing and "(dropped)" in dropped
+    _, clean = models.load_checkpoint("tiny-bert")
+    assert clean.warnings() == [] and models.load_checkpoint("tiny-bert", random_weights=True)[1].random
 
 
 def test_parameter_count_and_bytes_match_the_built_model(tmp_path):
@@ -89,6 +106,14 @@ def test_random_weights_from_a_bare_config(tmp_path):
     assert type(model).__name__ == "Qwen3ForCausalLM" and not model.training
 
 
+def test_a_saved_random_checkpoint_reports_random_weights_when_loaded(tmp_path):
+    saved = models.save_random_checkpoint("tiny-bert", tmp_path / "random")
+    assert (saved / "tokenizer.json").is_file() and models.load_tokenizer(saved) is not None
+    model, weights = models.load_checkpoint(saved)
+    assert type(model).__name__ == "BertForMaskedLM" and weights.random and weights.missing == ()
+    assert weights.warnings()[0].startswith("random weights")
+
+
 def test_too_large_is_refused_before_anything_is_allocated(tmp_path):
     folder = write_config(tmp_path / "llama8b", LLAMA_8B)
     start = time.perf_counter()
@@ -107,8 +132,8 @@ def test_tokenizer_when_the_checkpoint_has_one(tmp_path):
 
 def test_example_inputs_are_deterministic_and_in_vocabulary():
     config = models.load_config("tiny-qwen3")
-    first = models.example_inputs(config, batch_size=2, seq_len=12)
-    second = models.example_inputs(config, batch_size=2, seq_len=12)
+    first = inputs.example_inputs(config, batch_size=2, seq_len=12)
+    second = inputs.example_inputs(config, batch_size=2, seq_len=12)
     assert set(first) == {"input_ids", "attention_mask", "labels"}
     assert all(torch.equal(first[k], second[k]) for k in first)
     assert first["input_ids"].shape == (2, 12) and first["input_ids"].dtype is torch.long
@@ -118,11 +143,11 @@ def test_example_inputs_are_deterministic_and_in_vocabulary():
 
 def test_example_inputs_from_the_tokenizer_and_for_masked_lms():
     config = models.load_config("tiny-bert")
-    inputs = models.example_inputs(config, models.load_tokenizer("tiny-bert"), seq_len=40)
-    assert set(inputs) == {"input_ids", "attention_mask"}  # labels only for causal LMs
-    assert inputs["input_ids"].shape == (1, 40)
-    assert torch.equal(inputs["input_ids"], models.example_inputs(config, models.load_tokenizer("tiny-bert"),
-                                                                  seq_len=40)["input_ids"])
+    first = inputs.example_inputs(config, models.load_tokenizer("tiny-bert"), seq_len=40)
+    assert set(first) == {"input_ids", "attention_mask", "labels"}  # a masked LM reconstructs its input
+    assert first["input_ids"].shape == (1, 40) and torch.equal(first["labels"], first["input_ids"])
+    assert torch.equal(first["input_ids"], inputs.example_inputs(config, models.load_tokenizer("tiny-bert"),
+                                                                 seq_len=40)["input_ids"])
 
 
 # -- bad input: one clear line each --------------------------------------------------------------
@@ -164,7 +189,13 @@ def test_remote_code_is_not_run_unless_asked(tmp_path):
 def test_unsupported_architecture(tmp_path):
     write_config(tmp_path, TINY_QWEN3 | {"architectures": ["Qwen3ForMaskedLM"]})
     message = input_error(models.load_model, tmp_path, weights=False)
-    assert "Qwen3ForMaskedLM" in message and "causal LM" in message and "masked LM" in message
+    assert "Qwen3ForMaskedLM" in message and "not a transformers class" in message and "custom code" in message
+
+
+def test_an_architecture_without_an_input_recipe_is_named(tmp_path):
+    config = models.load_config(write_config(tmp_path, TINY_QWEN3 | {"architectures": ["Qwen3ForQuestionAnswering"]}))
+    message = input_error(inputs.example_inputs, config)
+    assert "Qwen3ForQuestionAnswering has no input recipe" in message and "causal LM" in message
 
 
 def test_not_a_config_file(tmp_path):
@@ -181,13 +212,48 @@ def test_truncated_safetensors(tmp_path):
     models.load_model(write_config(tmp_path / "src", TINY_QWEN3), weights=False).save_pretrained(tmp_path / "ckpt")
     weights = tmp_path / "ckpt" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
-    assert "corrupt or truncated" in input_error(models.load_model, tmp_path / "ckpt")
+    assert "corrupt, truncated or unsafe" in input_error(models.load_model, tmp_path / "ckpt")
+
+
+class _Payload:
+    """A pickle that would create a file when unpickled without weights_only."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_pickle_payload_never_runs_and_a_truncated_bin_is_one_line(tmp_path):
+    folder = write_config(tmp_path / "ckpt", TINY_QWEN3)
+    marker = tmp_path / "payload-ran"
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": _Payload(marker)}))
+    assert "pytorch_model.bin is corrupt, truncated or unsafe" in input_error(models.load_model, folder)
+    assert not marker.exists()
+    torch.save(models.load_model(folder, weights=False).state_dict(), folder / "pytorch_model.bin")
+    data = (folder / "pytorch_model.bin").read_bytes()
+    (folder / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
+    assert "corrupt, truncated or unsafe" in input_error(models.load_model, folder)
+
+
+def test_a_config_that_does_not_match_the_weights_is_one_line(tmp_path):
+    models.load_model(write_config(tmp_path / "src", TINY_QWEN3), weights=False).save_pretrained(tmp_path / "ckpt")
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config | {"intermediate_size": 48}))
+    message = input_error(models.load_model, tmp_path / "ckpt")
+    assert "has shape" in message and "mlp" in message
+
+
+@pytest.mark.parametrize("dtype", ["int8", "complex64", "float8_e4m3fn", torch.float64])
+def test_only_the_dtypes_the_device_computes_in(dtype):
+    assert "not one the neuron device computes in" in input_error(models.compute_dtype, dtype)
 
 
 @pytest.mark.parametrize("kwargs", [{"seq_len": "abc"}, {"seq_len": 0}, {"batch_size": 1.5}, {"seq_len": True},
                                     {"seq_len": 10_000}])
 def test_wrong_parameter_values(kwargs):
-    message = input_error(models.example_inputs, models.load_config("tiny-qwen3"), **kwargs)
+    message = input_error(inputs.example_inputs, models.load_config("tiny-qwen3"), **kwargs)
     assert next(iter(kwargs)) in message
 
 

@@ -284,3 +284,48 @@ def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> Non
                            "-p", "no:cacheprovider", "-q", str(prepared)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1"})
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+# --- architecture zoo through the whole workbook (issue 11) --------------------------------------------
+
+@pytest.mark.notebooks
+def test_whole_workbook_on_a_vision_model_with_random_weights_over_a_previous_run(zoo: dict[str, Path],
+                                                                                   tmp_path: Path) -> None:
+    out = tmp_path / "vit"
+    (out / "stages").mkdir(parents=True)
+    (out / "params.json").write_text("{}")
+    (out / "stale.txt").write_text("a previous run's file")
+    result, lines = _run(str(zoo["vit"]), out, overwrite=True, random_weights=True)
+    _assert_complete_run(out, result, lines)
+    assert not (out / "stale.txt").exists()
+    run = RunDir(out)
+    assert run.read("environment").evidence["model"]["architecture"] == "ViTForImageClassification"
+    baseline = run.read("cpu_baseline")
+    assert baseline.evidence["logits_shape"] == [1, 3]  # its head, not a base model's output
+    assert baseline.evidence["weights"]["source"] == "random" and baseline.status == "warn"
+    assert run.read("compile").evidence["recompiles"] == 1  # a second batch size, the image size fixed
+    report = json.loads((out / "report.json").read_text())
+    assert report["verdict"] != "ready" and any("random weights" in reason for reason in report["reasons"])
+
+
+@pytest.mark.notebooks
+def test_whole_workbook_on_t5_exits_with_its_verdict(zoo: dict[str, Path], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from neuronkit.cli import main
+    from neuronkit.policy import load_policy
+
+    out = tmp_path / "t5"
+    rc = main(["run", str(zoo["t5"]), "--out", str(out), "--cell-timeout", str(CELL_TIMEOUT)])
+    printed = capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    assert len([line for line in printed.splitlines() if line.startswith("[")]) == len(NOTEBOOKS)
+    run = RunDir(out)
+    assert run.read("cpu_baseline").status == "pass" and run.read("audit").evidence["model"]["class"] == \
+        "T5ForConditionalGeneration"
+    # T5 passes its position bias to SDPA as a mask: blocked while the device policy blocks such masks
+    # (the simulator today), ready once it lowers them as the real device does (fidelity-audit.md item 1).
+    if load_policy().severity.get("sdpa_custom_mask") == "blocker":
+        assert report["verdict"] == "blocked" and rc == 1, printed
+        assert any("sdpa_custom_mask" in reason for reason in report["reasons"]), report["reasons"]
+    else:
+        assert report["verdict"].startswith("ready") and rc == 0, printed

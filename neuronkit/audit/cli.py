@@ -1,6 +1,7 @@
 """`neuronkit audit MODEL`: print what a model will do on Trainium; exit 1 on findings you refuse.
 
-Exit status: 0 audited, 1 findings of a `--fail-on` category exist, 2 bad input (one-line error).
+Exit status: 0 ready (findings to plan for allowed), 1 blocker findings or findings of a `--fail-on`
+category exist, 2 bad input (one-line error).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neuronkit.errors import NeuronkitInputError
+from neuronkit.errors import DTYPES, NeuronkitInputError
 from neuronkit.policy import load_policy
 
 
@@ -23,7 +24,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", metavar="CATEGORY[,...]", default="",
                         help="exit 1 when findings of these categories exist (e.g. sdpa_custom_mask,cpu_fallback)")
     parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
-    parser.add_argument("--dtype", default="float32", help="parameter dtype (default float32)")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="parameter dtype (default float32)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
     failing = sorted({f["category"] for f in report.findings_in(*fail_on)}) if fail_on else []
     if failing:
         print(f"neuronkit audit: findings in --fail-on categories: {', '.join(failing)}", file=sys.stderr)
+        return 1
+    blockers = sorted({f["category"] for f in report.summary["blockers"]})
+    if blockers:
+        print(f"neuronkit audit: blocked: blocker findings in {', '.join(blockers)}", file=sys.stderr)
         return 1
     return 0
 

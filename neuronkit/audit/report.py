@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -74,6 +75,10 @@ class AuditReport:
                 lines.append(f"    (+{len(group) - _OPS_SHOWN} more ops)")
             lines.append(f"    remedy: {group[0]['remedy']}")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The readable summary in a notebook cell (escaped)."""
+        return f"<pre>{html.escape(self.table())}</pre>"
 
 
 def _pct(value: float | None) -> str:

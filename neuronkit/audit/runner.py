@@ -19,11 +19,12 @@ import transformers
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map_only
 from transformers import PretrainedConfig
 
 import neuronkit
-from neuronkit import models
+from neuronkit import inputs as example, models
 from neuronkit.audit.classify import classify
 from neuronkit.audit.recorder import BACKWARD, OpRecorder
 from neuronkit.audit.report import AuditReport
@@ -50,13 +51,15 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
         if not isinstance(value, bool):
             raise NeuronkitInputError(f"{flag} must be True or False, got {value!r}")
     backward = backward or optimizer_step
-    dtype = models.as_dtype(dtype)
+    dtype = models.compute_dtype(dtype)
     target = _Target.resolve(model, weightless, generate, dtype, trust_remote_code)
     with ExitStack() as stack:
         stack.enter_context(_portable_kernels())
+        module = target.build()
         if target.fake_mode is not None:
             stack.enter_context(target.fake_mode)
-        module = target.build()
+            stack.enter_context(_MetaShapes())
+            module = _fake_parameters(module)
         inputs = _inputs(target, module, example_inputs, batch_size, seq_len, backward)
         stack.enter_context(_preserved(module, backward))
         recorder = stack.enter_context(OpRecorder(module))
@@ -80,6 +83,7 @@ class _Target:
     dtype: torch.dtype
     tokenizer: Any = None
     trust_remote_code: bool = False
+    processor: dict[str, Any] | None = None
     fake_mode: FakeTensorMode | None = None
 
     @classmethod
@@ -89,12 +93,14 @@ class _Target:
             if weightless:
                 raise NeuronkitInputError("weightless=True needs a MODEL spec or config, not a built module")
             return cls(type(model).__name__, "module", model, getattr(model, "config", None), dtype)
+        processor = None
         if isinstance(model, PretrainedConfig):
             name, config, tokenizer = f"{model.model_type} config", model, None
         elif isinstance(model, (str, os.PathLike)):
             name = str(model)
             config = models.load_config(model, trust_remote_code=trust_remote_code)
             tokenizer = models.load_tokenizer(model, trust_remote_code=trust_remote_code)
+            processor = example.processor_config(model)
         else:
             raise NeuronkitInputError(
                 f"cannot audit a {type(model).__name__}: pass an nn.Module, a config, or a MODEL spec")
@@ -105,17 +111,26 @@ class _Target:
                                       "pass weightless=False to run it on random weights")
         if not weightless:
             module = models.load_model(config, dtype, weights=False, trust_remote_code=trust_remote_code)
-            return cls(name, "random", module, config, dtype, tokenizer, trust_remote_code)
-        return cls(name, "none", None, config, dtype, tokenizer, trust_remote_code,
+            return cls(name, "random", module, config, dtype, tokenizer, trust_remote_code, processor)
+        return cls(name, "none", None, config, dtype, tokenizer, trust_remote_code, processor,
                    FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True))
 
     def build(self) -> nn.Module:
         """The module; built from the config when weightless (inside the fake mode, so no storage)."""
         if self.module is None:
             assert self.config is not None
-            cls = models.auto_class(self.config)
-            self.module = cls.from_config(self.config, dtype=self.dtype,
-                                          trust_remote_code=self.trust_remote_code).eval()
+            cls = models.model_class(self.config)
+            if self.fake_mode is None:
+                self.module = cls._from_config(self.config, dtype=self.dtype).eval()
+            else:
+                # Parameters on the meta device, nothing initialised (some initialisers read values,
+                # e.g. trunc_normal_'s resampling); everything else a constructor computes (ConvNeXt's
+                # drop-path rates from torch.linspace) runs on real CPU tensors, as it must.
+                from accelerate import init_empty_weights
+                from transformers.initialization import no_init_weights
+
+                with init_empty_weights(), no_init_weights():
+                    self.module = cls._from_config(self.config, dtype=self.dtype).eval()
         return self.module
 
     def describe(self, module: nn.Module, inputs: Any, phases: list[str], dtype: torch.dtype) -> dict[str, Any]:
@@ -136,22 +151,35 @@ class _Target:
         }
 
 
+def _fake_parameters(module: nn.Module) -> nn.Module:
+    """The meta-device module with fake CPU parameters and buffers (call inside the fake mode): shapes and
+    dtypes, no storage. Like `to_empty(device="cpu")`, whose `empty_like` the fake mode refuses for a real
+    meta tensor; it makes one parameter per module, so the ties are made again."""
+    module._apply(lambda t: torch.empty(t.shape, dtype=t.dtype, device="cpu"))
+    if hasattr(module, "tie_weights"):
+        module.tie_weights()
+    return module
+
+
 def _inputs(target: _Target, module: nn.Module, example_inputs: Any, batch_size: int, seq_len: int,
             backward: bool) -> Any:
     if example_inputs is None:
         if target.config is None:
             raise NeuronkitInputError(f"example_inputs are needed to audit a {type(module).__name__}")
-        example_inputs = models.example_inputs(target.config, target.tokenizer, batch_size, seq_len)
+        example_inputs = example.example_inputs(target.config, target.tokenizer, batch_size, seq_len,
+                                                processor=target.processor)
         if not backward:
             example_inputs.pop("labels", None)  # an inference audit: no loss
         if target.fake_mode is not None:
             # All ones, i.e. no padding. A real run sees that and takes the mask-free path; a fake
             # tensor has no values to show it, so leave it out to take that same path.
-            example_inputs.pop("attention_mask")
+            example_inputs.pop("attention_mask", None)
     if target.fake_mode is not None:
         fake = target.fake_mode
-        example_inputs = tree_map_only(torch.Tensor, lambda t: fake.from_tensor(t, static_shapes=True),
-                                       example_inputs)
+        return tree_map_only(torch.Tensor, lambda t: fake.from_tensor(t, static_shapes=True), example_inputs)
+    device = next((p.device for p in module.parameters()), None)
+    if device is not None and device.type != "cpu":  # a model already on the device: inputs go there too
+        example_inputs = tree_map_only(torch.Tensor, lambda t: t.to(device), example_inputs)
     return example_inputs
 
 
@@ -198,12 +226,30 @@ def _generate(recorder: OpRecorder, module: nn.Module, inputs: Any, max_new_toke
     can_generate = getattr(module, "can_generate", None)
     if not (callable(can_generate) and can_generate()):
         raise NeuronkitInputError(f"generate=True needs a generative model; {type(module).__name__} is not one")
-    prompt = {k: v for k, v in _named(inputs).items() if k in ("input_ids", "attention_mask")}
+    prompt = {k: v for k, v in _named(inputs).items() if not k.startswith("decoder_") and k != "labels"}
     config = module.generation_config
     pad = config.pad_token_id if config.pad_token_id is not None else config.eos_token_id
     with torch.no_grad(), recorder.scope(GENERATE):
         module.generate(**prompt, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
                         do_sample=False, pad_token_id=pad)
+
+
+class _MetaShapes(TorchDispatchMode):
+    """Output shapes for ops whose meta kernel is stricter than the kernels that run them.
+
+    PyTorch's meta `_grouped_mm` copies the CUDA kernel's bf16-only check (torch/_meta_registrations.py
+    `_meta_grouped_mm_common`), while the CPU kernel and the device take float32 too; a weightless audit
+    of an MoE model in float32 would stop there. Its output shape does not depend on the dtype, so it is
+    taken from a bf16 call and given the inputs' dtype. Entered inside the fake mode, under the recorder,
+    which has recorded the op as the model issued it."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._grouped_mm.default and args[0].dtype != torch.bfloat16:
+            narrow = [a.to(torch.bfloat16) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                      for a in args]
+            return func(*narrow, **kwargs).to(args[0].dtype)
+        return func(*args, **kwargs)
 
 
 @contextmanager

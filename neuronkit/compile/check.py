@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import html
 import json
 import os
 import re
@@ -23,12 +24,12 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
-from neuronkit import models
+from neuronkit import inputs as example, models
 from neuronkit.compile import compare
 from neuronkit.compile.backend import neuron_backend
 from neuronkit.compile.buckets import sample_lengths, suggest_buckets
 from neuronkit.timing import interleaved_medians, timed
-from neuronkit.errors import NeuronkitInputError
+from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.stages import StageResult, _json_safe
 
 STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile", "timing")
@@ -56,16 +57,23 @@ class StageCheck:
 
 @dataclass
 class CheckReport:
-    """All stages of one `check()` run, JSON-serializable."""
+    """All stages of one `check()` run, JSON-serializable. `weights` says where the model's weights came
+    from; its warnings (random weights, checkpoint weights missing or dropped) make the status `warn`."""
 
     model: str
     dtype: str
     stages: list[StageCheck]
+    weights: models.Weights = field(default_factory=lambda: models.Weights("module"))
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.weights.warnings()
 
     @property
     def status(self) -> str:
-        """The worst stage status (`skipped` only when nothing ran)."""
-        return max((s.status for s in self.stages), key=_SEVERITY.__getitem__, default="skipped")
+        """The worst stage status, at least `warn` with weight warnings (`skipped` only when nothing ran)."""
+        statuses = [s.status for s in self.stages] + ["warn"] * bool(self.warnings)
+        return max(statuses, key=_SEVERITY.__getitem__, default="skipped")
 
     @property
     def ok(self) -> bool:
@@ -77,6 +85,7 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "dtype": self.dtype, "status": self.status, "ok": self.ok,
+                "random_weights": self.weights.random, "weights": self.weights.to_dict(),
                 "stages": [s.to_dict() for s in self.stages]}
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -112,33 +121,48 @@ class CheckReport:
 
     def table(self) -> str:
         """A fixed-width table: stage, status, seconds, summary."""
-        lines = [f"neuronkit check: {self.model} ({self.dtype}) -> {self.status.upper()}",
-                 f"{'stage':<9} {'status':<8} {'time':>7}  summary"]
+        random = ", random weights" if self.weights.random else ""
+        lines = [f"neuronkit check: {self.model} ({self.dtype}{random}) -> {self.status.upper()}"]
+        lines += [f"warning: {w}" for w in self.warnings]
+        lines.append(f"{'stage':<9} {'status':<8} {'time':>7}  summary")
         for s in self.stages:
             lines.append(f"{s.name:<9} {s.status.upper():<8} {s.duration_s:>6.1f}s  {s.summary}")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The table in a notebook cell (escaped)."""
+        return f"<pre>{html.escape(self.table())}</pre>"
 
 
 def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tokenizer: Any = None,
           stages: Iterable[str] = STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
           lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
-          seq_len: int = 16, model_name: str | None = None) -> CheckReport:
+          seq_len: int = 16, model_name: str | None = None, random_weights: bool = False) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
-    `inputs` default to `neuronkit.models.example_inputs` for Hugging Face models. `dtype` float32
+    `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
+    them a team's prompts (one per line), a `.safetensors` file its own named tensors. A MODEL spec loads
+    the checkpoint's own weights; `random_weights=True` builds it from its config instead (the report
+    says so). `dtype` float32
     compares fp32 numerics tightly; bfloat16/float16 run the device under `torch.autocast('neuron')`
     against the fp32 CPU reference with looser tolerances. `stages` may name a subset; the stages they
     compare against are added. A CPU module serves as the reference itself (in eval mode); the device
     runs copies. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
     `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone."""
     wanted = _resolve_stages(stages)
-    session = _Session.build(model, inputs, tokenizer, models.as_dtype(dtype), model_name, train_steps=train_steps,
-                             lr=lr, generate_tokens=generate_tokens, timing_runs=timing_runs,
-                             batch_size=batch_size, seq_len=seq_len)
+    require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs)
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
+        raise NeuronkitInputError(f"lr must be a positive number, got {lr!r}")
+    if not isinstance(random_weights, bool):
+        raise NeuronkitInputError(f"random_weights must be True or False, got {random_weights!r}")
+    session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
+                             random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
+                             timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len)
     results: dict[str, StageCheck] = {}
     for name in wanted:
         results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session, results)
-    return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(results.values()))
+    return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(results.values()),
+                       session.weights)
 
 
 def _resolve_stages(stages: Iterable[str]) -> list[str]:
@@ -174,8 +198,9 @@ class _Session:
     """The model under test, its inputs and what the stages hand to each other."""
 
     def __init__(self, name: str, model: torch.nn.Module, inputs: Any, tokenizer: Any, dtype: torch.dtype,
-                 **settings: Any) -> None:
+                 weights: models.Weights, **settings: Any) -> None:
         self.name = name
+        self.weights = weights
         self.cpu_model = model
         self.inputs = inputs
         self.tokenizer = tokenizer
@@ -194,21 +219,29 @@ class _Session:
 
     @classmethod
     def build(cls, model: Any, inputs: Any, tokenizer: Any, dtype: torch.dtype, model_name: str | None,
-              **settings: Any) -> "_Session":
+              random_weights: bool, **settings: Any) -> "_Session":
         name = model_name
+        weights, processor = models.Weights("module"), None
         if isinstance(model, (str, os.PathLike)):
             name = name or str(model)
-            tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(model)
-            model = models.load_model(model, weights=_has_weights(model))
+            spec = model
+            model, weights = models.load_checkpoint(spec, random_weights=random_weights)  # config first
+            tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(spec)
+            processor = example.processor_config(spec)
+        prompts = None
+        if isinstance(inputs, (str, os.PathLike)) and Path(inputs).suffix == ".txt":
+            inputs, prompts = None, example.read_prompts(inputs)
+        elif isinstance(inputs, (str, os.PathLike)):
+            inputs = example.load_inputs(inputs)
         if not isinstance(model, torch.nn.Module):
             raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
         if any(p.device.type != "cpu" for p in model.parameters()):
             model, _ = compare.to_device(copy.deepcopy(model), "cpu")
         model.eval()
         if inputs is None:
-            inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"])
+            inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"], processor, prompts)
         return cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
-                   **settings)
+                   weights, **settings)
 
     def device_mode(self) -> contextlib.AbstractContextManager:
         """Autocast to the checked dtype on the device (fp32: no autocast)."""
@@ -224,19 +257,12 @@ class _Session:
         return self._neuron
 
 
-def _has_weights(spec: str | os.PathLike) -> bool:
-    path = models.resolve_model(spec)
-    return path.is_dir() and any(any(path.glob(g)) for g in ("*.safetensors", "pytorch_model*.bin"))
-
-
-def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq_len: int) -> dict[str, torch.Tensor]:
+def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq_len: int,
+                    processor: dict[str, Any] | None, prompts: list[str] | None) -> dict[str, torch.Tensor]:
     config = getattr(model, "config", None)
     if config is None or not hasattr(config, "get_text_config"):
         raise NeuronkitInputError(f"{type(model).__name__} is not a Hugging Face model: pass inputs=")
-    inputs = models.example_inputs(config, tokenizer, batch_size, seq_len)
-    if "labels" not in inputs and type(model).__name__.endswith("ForMaskedLM"):
-        inputs["labels"] = inputs["input_ids"].clone()  # predict every token: a loss for the training stage
-    return inputs
+    return example.example_inputs(config, tokenizer, batch_size, seq_len, processor=processor, prompts=prompts)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -302,13 +328,15 @@ def _fallbacks_into(evidence: dict[str, Any]) -> Iterator[None]:
 
 def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
-        return "skipped", f"{type(s.cpu_model).__name__} is not a causal LM: it has no generate()"
+        return "skipped", f"{type(s.cpu_model).__name__} does not generate (not a causal LM or encoder-decoder)"
     inputs = s.inputs if isinstance(s.inputs, dict) else {"input_ids": s.inputs}
-    prompt = {k: v[:1] for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+    prompt = {k: v[:1] for k, v in inputs.items() if not k.startswith("decoder_") and k != "labels"}
     pad = getattr(s.tokenizer, "pad_token_id", None)
     settings = {"max_new_tokens": s.settings["generate_tokens"], "do_sample": False,
                 "pad_token_id": pad if pad is not None else getattr(s.config, "pad_token_id", None)}
-    start = prompt["input_ids"].shape[1]
+    # A decoder-only model returns the prompt, then the new tokens; an encoder-decoder its decoder start
+    # token, then the new tokens.
+    start = 1 if s.config.is_encoder_decoder else prompt["input_ids"].shape[1]
     with torch.no_grad():
         cpu_tokens = s.cpu_model.generate(**prompt, **settings)[0, start:].tolist()
         model, _ = s.neuron()
@@ -467,7 +495,7 @@ _STAGE_FUNCTIONS: dict[str, Callable[[_Session, dict[str, Any]], tuple[str, str]
 def _recompiles(s: _Session, compiled: torch.nn.Module, explain: Any) -> dict[str, Any]:
     """Call the compiled model with a second input shape and count the graphs it compiles (§3: static
     shapes, one compilation per shape)."""
-    other = _other_shape(s.neuron_inputs, sequence=s.config is not None)
+    other = _other_shape(s.neuron_inputs, sequence=example.varies_sequence(s.neuron_inputs))
     if other is None:
         return {"recompiles": None, "recompile_shapes": None}
     before = len(explain.graphs)
@@ -478,23 +506,28 @@ def _recompiles(s: _Session, compiled: torch.nn.Module, explain: Any) -> dict[st
 
 
 def _other_shape(inputs: Any, sequence: bool) -> Any:
-    """The inputs cut shorter: along the sequence (dim 1) of a Hugging Face batch, else along dim 0."""
-    dim = 1 if sequence else 0
-    tensors = [t for _, t in compare.named_outputs(inputs) if t.dim() > dim]
-    if not tensors or min(t.shape[dim] for t in tensors) < 2:
-        return None
-    length = max(1, min(t.shape[dim] for t in tensors) // 2)
+    """The inputs in a second shape a real workload sees: text cut to half its sequence length (the token
+    inputs and token-level labels), anything else (images, audio features, plain tensors) at twice the
+    batch. Image sizes and audio frame counts are fixed by the model, so they never vary."""
+    if sequence:
+        ids = inputs["input_ids"]
+        if ids.dim() < 2 or ids.shape[1] < 2:
+            return None
+        length = ids.shape[1] // 2
+        cut = {k for k, v in inputs.items() if isinstance(v, torch.Tensor) and
+               (k in example.SEQUENCE_INPUTS or (k == "labels" and v.shape == ids.shape))}
+        return {k: v.narrow(1, 0, length) if k in cut else v for k, v in inputs.items()}
 
-    def cut(value: Any) -> Any:
+    def double(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            return value.narrow(dim, 0, length) if value.dim() > dim else value
+            return torch.cat([value, value]) if value.dim() > 0 else value
         if isinstance(value, dict):
-            return {k: cut(v) for k, v in value.items()}
+            return {k: double(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return type(value)(cut(v) for v in value)
+            return type(value)(double(v) for v in value)
         return value
 
-    return cut(inputs)
+    return double(inputs)
 
 
 def _shapes(inputs: Any) -> dict[str, list[int]]:

@@ -1,13 +1,13 @@
-"""`neuronkit check MODEL [--json OUT] [--dtype float32|bfloat16] [--stages ...]`: the staged parity
-checks (`neuronkit.compile.check`) as a table. Exit 0 when no stage fails, 1 when one does; bad input
-exits 2 through `neuronkit.cli`."""
+"""`neuronkit check MODEL [--json OUT] [--dtype float32|bfloat16] [--stages ...] [--random-weights]`: the
+staged parity checks (`neuronkit.compile.check`) as a table. Exit 0 when no stage fails, 1 when one does;
+bad input exits 2 through `neuronkit.cli`."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-DTYPES = ("float32", "bfloat16", "float16")
+from neuronkit.errors import DTYPES
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +25,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=int, default=16, help="sequence length of the example inputs")
     parser.add_argument("--batch-size", type=int, default=1, help="batch size of the example inputs")
     parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
+    parser.add_argument("--random-weights", action="store_true",
+                        help="build the model from its config with random weights (a checkpoint without weights)")
+    parser.add_argument("--inputs", type=Path, default=None, metavar="FILE",
+                        help="your own example inputs: prompts.txt (one per line, text models) or a .safetensors "
+                             "file of named tensors (the forward's arguments)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from neuronkit.compile.check import check
 
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    report = check(args.model, stages=stages, dtype=args.dtype, seq_len=args.seq_len,
-                   batch_size=args.batch_size, train_steps=args.train_steps)
+    report = check(args.model, args.inputs, stages=stages, dtype=args.dtype, seq_len=args.seq_len,
+                   batch_size=args.batch_size, train_steps=args.train_steps, random_weights=args.random_weights)
     print(report.table())
     if args.json is not None:
         report.to_json(args.json)

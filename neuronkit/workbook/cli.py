@@ -1,7 +1,8 @@
 """`neuronkit run MODEL --out DIR`: the whole workbook from the command line.
 
-Prints one line per notebook (stage status and seconds) and the report's path; exits 1 when a notebook
-failed (the report is rendered all the same) and 2 on bad parameters, before any kernel starts.
+Prints one line per notebook (stage status and seconds), the report's path and its verdict. Exit codes,
+as for `audit` and `check`: 0 ready (caveats allowed), 1 blocked, incomplete or a notebook failed (the
+report is rendered all the same), 2 bad input, found before any kernel starts.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cold-kernels", action="store_true",
                         help="start each notebook's kernel when it begins, not during the previous notebook "
                              "(one kernel at a time; slower)")
+    parser.add_argument("--overwrite", action="store_true", help="clear a previous run in --out first")
+    parser.add_argument("--random-weights", action="store_true",
+                        help="run the model its config describes on random weights (saved into --out first)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,8 +55,11 @@ def run(args: argparse.Namespace) -> int:
         (named if name in _NAMED else extra)[name] = _value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
                           kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
-                          warm_kernels=not args.cold_kernels, **named)
-    return 0 if result.ok else 1
+                          warm_kernels=not args.cold_kernels, overwrite=args.overwrite,
+                          random_weights=args.random_weights, **named)
+    verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
+    print(f"verdict: {verdict}")
+    return 0 if result.ok and verdict.startswith("ready") else 1
 
 
 def _value(raw: str) -> Any:

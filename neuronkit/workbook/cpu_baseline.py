@@ -30,13 +30,14 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         require_positive_ints(max_new_tokens=max_new_tokens, timing_steps=timing_steps)
         subject = load(params)
         with torch.inference_mode():
-            out = subject.model(**_with_labels(subject))
+            out = subject.model(**subject.inputs)
             forward_ms = interleaved_medians({"cpu": lambda: subject.model(**subject.inputs)},
                                              runs=timing_steps)["cpu"]
         loss = float(out.loss) if getattr(out, "loss", None) is not None else None
         logits = out.logits if getattr(out, "logits", None) is not None else out[0]  # base models: hidden states
         evidence: dict[str, Any] = {"forward_ms": forward_ms, "logits_shape": list(logits.shape),
-                                    "loss": loss, "threads": torch.get_num_threads()}
+                                    "loss": loss, "threads": torch.get_num_threads(),
+                                    "weights": subject.weights.to_dict()}
         if subject.tokenizer is not None and subject.kind == "causal_lm":
             evidence["generate"] = greedy_generate(subject, prompt, max_new_tokens)
         elif subject.tokenizer is not None and subject.kind == "masked_lm":
@@ -47,6 +48,9 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         else:
             slot["summary"] = (f"Forward pass {forward_ms:.1f} ms (median of {timing_steps}) on "
                                f"{evidence['threads']} CPU threads" + (f", loss {loss:.4f}" if loss is not None else ""))
+            if subject.weights.warnings():  # a head dropped or left random: never a silent pass
+                slot["status"] = "warn"
+                slot["summary"] = "; ".join(subject.weights.warnings()) + ". " + slot["summary"]
     return slot["result"]
 
 
@@ -73,11 +77,3 @@ def fill_mask(subject: Subject, prompt: str, top_k: int = 5) -> dict[str, Any]:
     return {"text": text, "predictions": [
         {"token": subject.tokenizer.decode([int(i)]).strip(), "score": round(float(p), 4)}
         for p, i in zip(top.values, top.indices)]}
-
-
-def _with_labels(subject: Subject) -> dict[str, torch.Tensor]:
-    """Inputs with labels: causal LMs bring theirs; a masked LM reconstructs its input tokens."""
-    if subject.kind == "masked_lm" and "labels" not in subject.inputs:
-        return {**subject.inputs, "labels": subject.inputs["input_ids"]}
-    return subject.inputs
-

@@ -42,7 +42,7 @@ def model_info(params: Params) -> dict[str, Any]:
     from neuronkit import models
 
     config = models.load_config(params.model)
-    architectures = list(getattr(config, "architectures", None) or [models.auto_class(config).__name__])
+    architectures = list(getattr(config, "architectures", None) or [models.model_class(config).__name__])
     return {
         "name": Path(params.model).name or params.model,
         "path": str(models.resolve_model(params.model)),

@@ -15,26 +15,24 @@ from neuronkit.workbook.params import Params
 class Subject:
     """A loaded model and what the stages feed it."""
 
-    model: Any  # transformers PreTrainedModel, eval mode, on the CPU
+    model: Any  # transformers PreTrainedModel (the checkpoint's own class), eval mode, on the CPU
     tokenizer: Any  # PreTrainedTokenizerBase or None
     config: Any  # PretrainedConfig
-    inputs: dict[str, torch.Tensor]  # input_ids, attention_mask (+ labels for causal LMs)
-    kind: str  # "causal_lm" | "masked_lm" | "base"
+    inputs: dict[str, torch.Tensor]  # neuronkit.inputs.example_inputs: the task's inputs and labels
+    kind: str  # the task: "causal_lm", "masked_lm", "seq2seq_lm", ... (neuronkit.models.TASKS)
+    weights: Any  # neuronkit.models.Weights: where the weights came from, and what did not load
 
 
 def load(params: Params) -> Subject:
-    """Load the run's model, tokenizer and example inputs (`batch_size` × `seq_len` tokens)."""
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+    """Load the run's model, tokenizer and example inputs (`batch_size` × `seq_len` tokens for text)."""
+    from neuronkit import inputs, models
 
-    from neuronkit import models
-
-    config = models.load_config(params.model)
+    model, weights = models.load_checkpoint(params.model, dtype=params.dtype)  # its config first
+    config = model.config
     tokenizer = models.load_tokenizer(params.model)
-    model = models.load_model(params.model, dtype=params.dtype)
-    inputs = models.example_inputs(config, tokenizer, batch_size=params.batch_size, seq_len=params.seq_len)
-    cls = models.auto_class(config)
-    kind = {AutoModelForCausalLM: "causal_lm", AutoModelForMaskedLM: "masked_lm"}.get(cls, "base")
-    return Subject(model, tokenizer, config, inputs, kind)
+    example = inputs.example_inputs(config, tokenizer, batch_size=params.batch_size, seq_len=params.seq_len,
+                                    processor=inputs.processor_config(params.model))
+    return Subject(model, tokenizer, config, example, models.task_of(config), weights)
 
 
 def neuron_device(device: str) -> torch.device:

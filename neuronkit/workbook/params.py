@@ -11,11 +11,10 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from neuronkit.errors import NeuronkitInputError
+from neuronkit.errors import DTYPES, NeuronkitInputError, positive_int_problem, require_positive_ints
 from neuronkit.stages import RunDir
 
-# The dtypes the neuron device computes in (behaviour doc §2: BF16, FP32, FP16; 64-bit is emulated).
-DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
+__all__ = ["DTYPES", "Params", "parameters", "positive_int_problem", "require_positive_ints"]
 
 
 @dataclass(frozen=True)
@@ -57,26 +56,12 @@ def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 
             problems.append(problem)
     if not problems:
         problems += _model_problems(str(model), seq_len)
+    if len(problems) == 1:
+        raise NeuronkitInputError(f"bad workbook parameters: {problems[0]}")
     if problems:
         raise NeuronkitInputError("bad workbook parameters:\n" + "\n".join(f"  - {p}" for p in problems))
     return Params(model=str(model), run_dir=str(run_dir), dtype=dtype.removeprefix("torch."),
                   seq_len=seq_len, batch_size=batch_size)
-
-
-def positive_int_problem(name: str, value: Any) -> str | None:
-    """Why `value` is not a positive integer, or None when it is."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"{name} must be a positive integer, got {_shown(value)}"
-    if value < 1:
-        return f"{name} must be a positive integer, got {value}"
-    return None
-
-
-def require_positive_ints(**values: Any) -> None:
-    """Raise NeuronkitInputError when a stage's own numeric parameter is not a positive integer."""
-    problems = [p for name, value in values.items() if (p := positive_int_problem(name, value))]
-    if problems:
-        raise NeuronkitInputError("; ".join(problems))
 
 
 def _model_problems(model: str, seq_len: int) -> list[str]:

@@ -12,6 +12,7 @@ limit, a dead kernel or a kernel that never started is that notebook's error, na
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -77,12 +78,16 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
                  cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
-                 warm_kernels: bool = True, log: Callable[[str], None] = print) -> WorkbookResult:
+                 warm_kernels: bool = True, overwrite: bool = False, random_weights: bool = False,
+                 log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
-    notebooks that declare it. Bad parameters raise NeuronkitInputError before any notebook runs (and
-    the run directory is left untouched).
+    notebooks that declare it. Bad parameters, and a checkpoint that cannot load (no weights, a corrupt
+    file, no input recipe), raise NeuronkitInputError before any kernel starts. A non-empty `out` is
+    refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
+    `random_weights` runs the model its config describes with random weights, saved first into
+    `out/random-weights/` (the report says so).
     `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. With
     `warm_kernels`, each notebook's kernel is started (and has imported torch and transformers) while
     the previous notebook runs; without, papermill starts each kernel when its notebook begins.
@@ -94,25 +99,34 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
             raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
+    params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
+                      batch_size=batch_size)
+    preflight(params.model, seq_len, batch_size, random_weights)
+    values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
+    values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
+    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
+    unknown = sorted(set(values) - set().union(*declared.values()))
+    if unknown:
+        known = ", ".join(sorted(set().union(*declared.values())))
+        raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+    _empty_run_dir(Path(params.run_dir), overwrite)
+    if random_weights:
+        from neuronkit.models import save_random_checkpoint
+
+        source = Path(params.model)
+        name = source.parent.name if source.suffix == ".json" else source.name  # config.json: its folder
+        saved = save_random_checkpoint(params.model, Path(params.run_dir) / "random-weights" / name, dtype)
+        params = validate(model=str(saved), run_dir=params.run_dir, dtype=dtype, seq_len=seq_len,
+                          batch_size=batch_size)
+        values["model"] = params.model
     if ensure_kernel(kernel_name):
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
+    run = params.run
+    result = WorkbookResult(run.path)
     with _kernel_environment():
-        # Started first, so the kernels' imports overlap this process's own (validation loads transformers).
+        # Every check above has passed: only now do kernels start (each one notebook ahead when warm).
         kernels = WarmKernels(kernel_name, str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS)) if warm_kernels else None
         try:
-            params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype,
-                              seq_len=seq_len, batch_size=batch_size)
-            values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
-            values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
-            declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
-            unknown = sorted(set(values) - set().union(*declared.values()))
-            if unknown:
-                known = ", ".join(sorted(set().union(*declared.values())))
-                raise NeuronkitInputError(
-                    f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
-            run = params.run
-            result = WorkbookResult(run.path)
-
             def execute(name: str) -> NotebookRun:
                 own = {k: v for k, v in values.items() if k in declared[name]}
                 km = kernels.take() if kernels else None
@@ -154,6 +168,43 @@ def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], N
                 skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
             break
     execute(REPORT_NOTEBOOK)
+
+
+def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False) -> None:
+    """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
+    readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
+    that loads, and an input recipe for its architecture."""
+    from neuronkit import inputs, models
+
+    config = models.load_config(model)
+    if random_weights:
+        models.num_parameters(config)  # the class builds from this config
+    elif not models.has_weights(model):
+        raise NeuronkitInputError(f"{model} has no weights (*.safetensors or pytorch_model*.bin): the workbook runs "
+                                  "a checkpoint's own weights; pass --random-weights (random_weights=True) to run "
+                                  "it on random ones")
+    else:
+        models.check_weights(model)
+        models.check_shapes(model)
+    inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
+                          processor=inputs.processor_config(model))
+
+
+def _empty_run_dir(path: Path, overwrite: bool) -> None:
+    """Refuse a non-empty run directory (a report mixing two runs), or clear a previous run's with `overwrite`."""
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    if not overwrite:
+        raise NeuronkitInputError(f"--out {path} is not empty; pass --overwrite (overwrite=True) to clear it "
+                                  "first, or choose a new directory")
+    if not (path / "params.json").is_file() and not (path / "stages").is_dir():
+        raise NeuronkitInputError(f"--out {path} is not empty and is not a neuronkit run directory (no params.json "
+                                  "or stages/): refusing to clear it; choose a new directory")
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,

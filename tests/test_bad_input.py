@@ -1,0 +1,145 @@
+"""Bad input through the command line: one line naming the file and what is wrong, exit 2, for every
+command alike, before anything heavy starts; nothing in a pickle runs."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from neuronkit.cli import main
+from neuronkit.policy import data_dir
+
+TINY_BERT = data_dir() / "models" / "tiny-bert"
+
+
+class _Payload:
+    """Creates a file when unpickled without weights_only."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _copy(tmp_path: Path, name: str = "ckpt") -> Path:
+    return Path(shutil.copytree(TINY_BERT, tmp_path / name))
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("command", ["audit", "check", "run"])
+def test_a_pickle_payload_is_refused_and_never_runs(tmp_path, capsys, command):
+    folder = _copy(tmp_path)
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "payload-ran"
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": _Payload(marker)}))
+    argv = [command, str(folder)] + (["--out", str(tmp_path / "run")] if command == "run" else [])
+    rc = main(argv)
+    if command == "audit":  # a weightless audit never opens the weights
+        assert rc == 0
+    else:
+        assert rc == 2 and "pytorch_model.bin is corrupt, truncated or unsafe" in _one_line_error(capsys)
+        assert not (tmp_path / "run").exists()
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("command, damage, expected", [
+    ("check", "truncate", "model.safetensors is corrupt, truncated or unsafe"),
+    ("run", "truncate", "model.safetensors is corrupt, truncated or unsafe"),
+    ("check", "shapes", "has shape"),
+    ("run", "shapes", "has shape"),  # from the safetensors header, before any kernel
+    ("check", "config", "config.json is not valid JSON"),  # the config is blamed, not the tokenizer
+    ("run", "config", "config.json is not valid JSON"),
+])
+def test_a_damaged_checkpoint_is_one_line_before_any_kernel(tmp_path, capsys, command, damage, expected):
+    folder = _copy(tmp_path)
+    if damage == "truncate":
+        weights = folder / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif damage == "shapes":
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(config | {"intermediate_size": 96}))
+    else:
+        (folder / "config.json").write_text('{"model_type": "bert",')
+    argv = [command, str(folder)] + (["--out", str(tmp_path / "run")] if command == "run" else ["--stages", "cpu"])
+    assert main(argv) == 2
+    assert expected in _one_line_error(capsys)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["check", "tiny-bert", "--stages", "train", "--train-steps", "0"], "train_steps must be a positive integer"),
+    (["check", "tiny-bert", "--inputs", "/no/such.safetensors"], "not found"),
+])
+def test_check_parameters(argv, expected, capsys):
+    assert main(argv) == 2
+    assert expected in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "complex64", "float8_e4m3fn"])
+def test_audit_refuses_dtypes_the_device_does_not_compute_in(dtype, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "tiny-bert", "--dtype", dtype])
+    assert info.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_python_api_validates_dtype_too():
+    import neuronkit
+
+    for call in (neuronkit.check, neuronkit.audit):
+        with pytest.raises(neuronkit.NeuronkitInputError, match="not one the neuron device computes in"):
+            call("tiny-bert", dtype="int8")
+
+
+def test_run_refuses_a_used_out_directory_unless_told(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(["run", "tiny-bert", "--out", str(out)]) == 2
+    assert "--overwrite" in _one_line_error(capsys)
+    assert main(["run", "tiny-bert", "--out", str(out), "--overwrite"]) == 2  # not a run directory: kept
+    assert "not a neuronkit run directory" in _one_line_error(capsys)
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_run_on_a_config_alone_names_what_to_do(tmp_path, capsys):
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    shutil.copy(TINY_BERT / "config.json", folder / "config.json")
+    assert main(["run", str(folder), "--out", str(tmp_path / "run")]) == 2
+    assert "pass --random-weights" in _one_line_error(capsys) and not (tmp_path / "run").exists()
+
+
+def test_a_model_without_an_input_recipe_is_named(tmp_path, capsys):
+    folder = _copy(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"architectures": ["BertForPreTraining"]}))
+    assert main(["run", str(folder), "--out", str(tmp_path / "run")]) == 2
+    assert "BertForPreTraining has no input recipe" in _one_line_error(capsys)
+    (folder / "config.json").write_text(json.dumps(config | {"architectures": ["MyBertForMagic"]}))
+    assert main(["check", str(folder)]) == 2
+    assert "custom code" in _one_line_error(capsys)
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
+    import neuronkit.compile.check as check_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(check_module._Session, "build", broken)
+    assert main(["check", "tiny-bert"]) == 1
+    assert "RuntimeError: injected (rerun with --debug" in _one_line_error(capsys)
+    assert main(["check", "tiny-bert", "--debug"]) == 1
+    assert "Traceback" in capsys.readouterr().err
+    assert torch.neuron.is_available()
