@@ -1,0 +1,33 @@
+"""NKI on the simulated device: `nki_op` / `wrap_nki` and a CPU interpreter of the NKI language.
+
+- `neuronkit.nki.modules` installs importable `nki` and `neuronxcc.nki` when the real ones are absent;
+- `runtime` (`@nki.jit`, SPMD launches), `language` and `isa` (the interpreted subset), `tensors`
+  (HBM/SBUF/PSUM tensors and the access rules), `context` (on-chip memory in use), `hardware`
+  (data/nki_hardware.toml);
+- `hop`: `nki_op`, `wrap_nki` and the `nki_kernel_wrapper` higher-order op, as torch_neuronx has them.
+
+`nki_op` and `wrap_nki` load on first use: they import torch._dynamo, which `import torch` must not pay for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from neuronkit.nki.errors import NkiRuleError, NkiUninitializedReadWarning
+
+__all__ = ["NkiRuleError", "NkiUninitializedReadWarning", "nki_op", "wrap_nki", "is_nki_op"]
+_LAZY = ("nki_op", "wrap_nki")
+
+
+def is_nki_op(name: str) -> bool:
+    """Whether `name` ("mylib::pt_nki_sin", optionally with an overload) was registered with `nki_op`."""
+    hop = sys.modules.get("neuronkit.nki.hop")
+    return hop is not None and name.split(".", 1)[0] in hop.NKI_OPS
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module("neuronkit.nki.hop"), name)
+    raise AttributeError(f"module 'neuronkit.nki' has no attribute {name!r}")
