@@ -7,6 +7,7 @@ zero (the first matmul of an accumulation group overwrites, as the tutorials rel
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from neuronkit.nki import language as nl
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.errors import NkiRuleError, unsupported
-from neuronkit.nki.tensors import (ON_CHIP, NkiTensor, Operand, check_partition, dtype_of, new_tile,
+from neuronkit.nki.tensors import (NkiTensor, Operand, check_partition, dtype_of, new_tile,
                                    origin, values_of, with_mask)
 
 
@@ -39,6 +40,9 @@ def _write(dst: Any, values: np.ndarray, what: str) -> None:
 
 
 def _fn(op: Any, role: str) -> Callable[..., np.ndarray]:
+    """The NumPy function behind an `op=` argument: an nki.language function or a NumPy ufunc."""
+    if isinstance(op, np.ufunc):
+        return op if role == "np_fn" else functools.partial(op.reduce)
     fn = getattr(op, role, None)
     if fn is None:
         raise unsupported(f"op={getattr(op, '__name__', op)!r} as an nki.isa {role.replace('_fn', '')} operation")
@@ -127,7 +131,7 @@ def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
         raise unsupported("nki.isa.activation(reduce_op=...)")
     values = values_of(bound["data"]).astype(np.float32) * _scalar_or_tile(bound.get("scale", 1.0))
     if bound.get("bias") is not None:
-        values = values + values_of(bound["bias"]).astype(np.float32)
+        values = values + _scalar_or_tile(bound["bias"])
     with np.errstate(all="ignore"):
         result = _fn(bound["op"], "np_fn")(values)
     return _emit(result, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.activation")
@@ -195,8 +199,25 @@ def memset(*args: Any, **kwargs: Any) -> NkiTensor | None:
 
 
 def _scalar_or_tile(x: Any) -> Any:
+    """A scalar, or a per-partition operand: a [P] or [P, 1] tile applies one value to each partition."""
     if isinstance(x, Operand):
-        if x.buffer not in ON_CHIP:
-            raise NkiRuleError(f"HBM tensor '{x.name}' used as an operand at {origin()}: load it to SBUF first")
-        return x.read().astype(np.float32)
+        values = values_of(x).astype(np.float32)
+        return values.reshape(-1, 1) if values.ndim == 1 else values
     return x
+
+
+def tensor_tensor_scan(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Along the free axis: acc = op1(op0(data0[:, t], acc), data1[:, t]), starting from `initial`."""
+    dst, bound = _split(args, kwargs, ("data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1"), 2)
+    if bound.get("reverse0") or bound.get("reverse1"):
+        raise unsupported("nki.isa.tensor_tensor_scan(reverse0/reverse1=True)")
+    a, b = (values_of(bound[k]).astype(np.float32) for k in ("data0", "data1"))
+    if a.ndim != 2:
+        raise unsupported(f"nki.isa.tensor_tensor_scan on a {a.ndim}-D tile")
+    op0, op1 = _fn(bound["op0"], "np_fn"), _fn(bound["op1"], "np_fn")
+    out = np.empty_like(a)
+    acc = np.broadcast_to(_scalar_or_tile(bound.get("initial", 0)), (a.shape[0], 1))[:, 0].astype(np.float32)
+    for t in range(a.shape[1]):
+        acc = op1(op0(a[:, t], acc), b[:, t])
+        out[:, t] = acc
+    return _emit(out, dst, bound.get("dtype") or dtype_of(bound["data0"]), "the result of nki.isa.tensor_tensor_scan")

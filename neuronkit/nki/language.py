@@ -254,7 +254,7 @@ for _name, _fn in _UNARY.items():
     globals()[_name] = _make_unary(_name, _fn)
 for _name, _fn in _BINARY.items():
     globals()[_name] = _make_binary(_name, _fn)
-Operand._ops = {n: globals()[n] for n in (*_BINARY, "negative", "abs")}
+Operand._ops = {n: globals()[n] for n in (*_BINARY, "negative", "abs", "broadcast_to")}
 
 
 def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:

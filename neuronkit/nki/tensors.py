@@ -79,6 +79,9 @@ class Operand:
     def __le__(self, o): return self._bin("less_equal", o)
     def __gt__(self, o): return self._bin("greater", o)
     def __ge__(self, o): return self._bin("greater_equal", o)
+    def broadcast_to(self, shape: Any) -> Any:
+        return self._ops["broadcast_to"](self, shape)
+
     def __neg__(self): return self._ops["negative"](self)
     def __abs__(self): return self._ops["abs"](self)
 
@@ -127,7 +130,7 @@ class NkiTensor(Operand):
         return self.data.copy()
 
     def write(self, values: Any, mask: np.ndarray | None = None) -> None:
-        values = np.broadcast_to(np.asarray(values), self.shape)
+        values = fit(values, self.shape)
         if mask is None:
             self.data[...] = self.dtype.round(values)
             self.written[...] = True
@@ -181,7 +184,7 @@ class Access(Operand):
         if mask is not None:
             self.masked(mask).write(values)
             return
-        values = np.broadcast_to(np.asarray(values), self.shape)
+        values = fit(values, self.shape)
         picked = self._picked()
         if self.valid is not None:
             values = values[self.valid]
@@ -189,6 +192,17 @@ class Access(Operand):
         self.tensor.written[picked] = True
         if self.tensor.stored is not None:
             self.tensor.stored[picked] = True
+
+
+def fit(values: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """`values` broadcast to `shape`; a [P] vector fills [P, ...] one value per partition, as in NKI."""
+    values = np.asarray(values)
+    if values.ndim == 1 and len(shape) > 1 and values.shape[0] == shape[0]:
+        values = values.reshape((shape[0],) + (1,) * (len(shape) - 1))
+    try:
+        return np.broadcast_to(values, shape)
+    except ValueError:
+        raise ValueError(f"a value of shape {values.shape} does not fit a tile of shape {shape} at {origin()}") from None
 
 
 def warn_unwritten(tensor: NkiTensor, count: int) -> None:
