@@ -28,6 +28,7 @@ from torch._C import DispatchKey
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from neuronkit.nki import is_nki_op
 from neuronkit.policy import CPU_FALLBACK, NATIVE, SDPA_CUSTOM_MASK, load_policy
 
 ROOT = "<root>"
@@ -192,6 +193,7 @@ class OpRecorder:
                 name = NEURON_SDPA + ("_backward" if base.endswith("_backward") else "")
                 mask_at = next((i for i, a in enumerate(func._schema.arguments) if a.name in _MASK_ARGS), None)
             decompose = (not self._policy.runs_natively(base) and not rule.blocked and mask_at is None
+                         and not is_nki_op(name)  # an NKI op is one device kernel, recorded as itself
                          and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
             info = _OpInfo(name, mask_at, decompose)
         self._infos[func] = info

@@ -32,7 +32,7 @@ class DType:
         """`values` as this dtype would hold them, in the storage dtype."""
         if self.name in ("bfloat16", "tfloat32"):
             narrow = torch.bfloat16 if self.name == "bfloat16" else torch.float32
-            t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(narrow)
+            t = torch.from_numpy(np.array(values, dtype=np.float32)).to(narrow)
             if self.name == "tfloat32":  # keep 10 mantissa bits
                 bits = t.view(torch.int32) & ~0x1FFF
                 return bits.view(torch.float32).numpy()

@@ -208,7 +208,7 @@ def _promote_all(dtypes: list[DType]) -> DType:
 
 
 def _torch(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda v: fn(torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32))).numpy()
+    return lambda v: fn(torch.from_numpy(np.array(v, dtype=np.float32))).numpy()
 
 
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {

@@ -32,6 +32,7 @@ AUDIT_LABELS = {
     "support_pct_calls": "Native support (by call)",
     "blockers": "Blocker ops",
     "by_category": "Distinct ops per category",
+    "nki_ops": "Custom NKI ops",
 }
 STATUS_LEGEND = {
     "pass": "the stage's checks held",
