@@ -123,18 +123,19 @@ sequential_range = static_range = affine_range
 
 
 def program_id(axis: int) -> int:
-    """This program's index along `axis` of the SPMD launch grid."""
+    """This program's index along `axis` of the SPMD launch grid (0 along axes the grid does not have:
+    a kernel called without a grid is one program)."""
     launch = context.current()
-    if not 0 <= axis < len(launch.grid):
-        raise IndexError(f"program_id({axis}) in a launch grid of {len(launch.grid)} dimension(s) {launch.grid}")
-    return launch.program[axis]
+    if axis < 0:
+        raise IndexError(f"program_id({axis}): axes of the launch grid count from 0")
+    return launch.program[axis] if axis < len(launch.grid) else 0
 
 
 def num_programs(axis: int | None = None) -> int:
     launch = context.current()
     if axis is None:
         return int(np.prod(launch.grid)) if launch.grid else 1
-    return launch.grid[axis]
+    return launch.grid[axis] if axis < len(launch.grid) else 1
 
 
 def program_ndim() -> int:
@@ -165,7 +166,7 @@ def store(dst: Any, value: Any, mask: Any = None, **_: Any) -> None:
     if dst.buffer in ON_CHIP:
         raise NkiRuleError(f"nl.store into {dst.buffer} tensor '{dst.name}' at {origin()}: nl.store moves data "
                            "from SBUF to HBM; write on-chip tiles by assignment (tile[...] = value).")
-    with_mask(dst, mask).write(values_of(value))
+    with_mask(dst, mask).write(values_of(value, where=mask))
 
 
 def copy(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
@@ -192,7 +193,7 @@ def _elementwise(name: str, fn: Callable[..., np.ndarray], operands: tuple, dtyp
         return fn(*(np.asarray(o) for o in operands))  # index arithmetic on index tiles
     dtypes = [d for d in (dtype_of(o) for o in operands) if d is not None]
     out = as_dtype(dtype) if dtype is not None else _promote_all(dtypes)
-    values = [values_of(o) for o in operands]
+    values = [values_of(o, where=mask) for o in operands]
     if out.is_float or any(d.is_float for d in dtypes):
         values = [v.astype(np.float32) for v in values]
     with np.errstate(all="ignore"):
@@ -265,10 +266,11 @@ def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None) -
 # Reductions along the free axes
 
 
-def reduce_values(name: str, fn: Callable[..., np.ndarray], x: Any, axis: Any, keepdims: bool) -> np.ndarray:
+def reduce_values(name: str, fn: Callable[..., np.ndarray], x: Any, axis: Any, keepdims: bool,
+                  mask: Any = None) -> np.ndarray:
     """Reduce an on-chip tile along free axes; the partition axis (0) cannot be reduced by these engines."""
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    values = values_of(x).astype(np.float32)
+    values = values_of(x, where=mask).astype(np.float32)
     axes = tuple(a % values.ndim for a in axes)
     if 0 in axes:
         raise NkiRuleError(
@@ -283,7 +285,7 @@ def reduce_values(name: str, fn: Callable[..., np.ndarray], x: Any, axis: Any, k
 def _make_reduce(name: str, fn: Callable[..., np.ndarray], ufunc: Any) -> Callable[..., NkiTensor]:
     def reduction(x: Any, axis: Any, dtype: Any = None, mask: Any = None, keepdims: bool = False,
                   **_: Any) -> NkiTensor:
-        result = reduce_values(f"nl.{name}", fn, x, axis, keepdims)
+        result = reduce_values(f"nl.{name}", fn, x, axis, keepdims, mask)
         return new_tile(result, as_dtype(dtype) if dtype is not None else x.dtype, f"the result of nl.{name}")
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = f"{name} of a tile along free axes (nki.language.{name})."

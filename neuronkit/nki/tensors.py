@@ -59,7 +59,7 @@ class Operand:
     buffer: str
     name: str
 
-    def read(self) -> np.ndarray:
+    def read(self, where: Any = None) -> np.ndarray:
         raise NotImplementedError
 
     def _bin(self, op: str, other: Any, reflected: bool = False) -> Any:
@@ -123,8 +123,9 @@ class NkiTensor(Operand):
         target = index_tensor(self, index)
         target.write(value.read() if isinstance(value, Operand) else value)
 
-    def read(self) -> np.ndarray:
-        unwritten = ~self.written
+    def read(self, where: Any = None) -> np.ndarray:
+        """The values; a warning if any element read (within `where`, a mask) was never written."""
+        unwritten = ~self.written if where is None else ~self.written & np.asarray(where, dtype=bool)
         if unwritten.any():
             warn_unwritten(self, int(unwritten.sum()))
         return self.data.copy()
@@ -168,7 +169,9 @@ class Access(Operand):
             return self.indices
         return tuple(i[self.valid] for i in self.indices)
 
-    def read(self) -> np.ndarray:
+    def read(self, where: Any = None) -> np.ndarray:
+        if where is not None:
+            return self.masked(where).read()
         picked = self._picked()
         unwritten = int((~self.tensor.written[picked]).sum())
         if unwritten:
@@ -402,14 +405,17 @@ def _out_of_bounds(tensor: NkiTensor, axis: int, got: str, size: int) -> None:
         "tile with mask=(i < size) or size tiles to divide the tensor.")
 
 
-def values_of(x: Any) -> np.ndarray:
-    """The values an operand holds, for computation: tiles are read, scalars and arrays pass through."""
+def values_of(x: Any, where: Any = None) -> np.ndarray:
+    """The values an operand holds, for computation: tiles are read (only the elements under the mask
+    `where` count as used), scalars and arrays pass through."""
     if isinstance(x, Operand):
         if x.buffer not in ON_CHIP:
             raise NkiRuleError(
                 f"{x.buffer} tensor '{x.name}' used in a computation at {origin()}: NeuronCore engines compute "
                 "on SBUF/PSUM tiles only. Load it first: tile = nl.load(tensor[...]).")
-        return x.read()
+        if where is not None:
+            where = np.broadcast_to(np.asarray(where, dtype=bool), x.shape)
+        return x.read(where)
     return np.asarray(x)
 
 
