@@ -140,7 +140,8 @@ def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[An
             _write_back(values[i], args[i].data)
         outputs = _shape_result(trace, [values[o.input] if o.input is not None else fresh[k]
                                         for k, o in enumerate(trace.outputs)])
-    _report(kernel, on_device, start, duration, key, hit, tensors)
+    written = [values[i] for i in trace.mutated]
+    _report(kernel, on_device, start, duration, key, hit, tensors, fresh + written)
     return outputs
 
 
@@ -174,7 +175,7 @@ def _write_back(t: torch.Tensor, data: np.ndarray) -> None:
 
 
 def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, key: str | None, hit: bool,
-            tensors: list[torch.Tensor]) -> None:
+            tensors: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
     """Record the launch as a device op: op tracking and, while profiling, the profiler's observers."""
     if on_device.type != "neuron":
         return
@@ -185,13 +186,17 @@ def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, 
         observers = observers + tracking.profiler_observers
     if not observers:
         return
-    nbytes = sum(t.numel() * t.element_size() for t in tensors)
     event = tracking.OpEvent(name=name, overload="default", category="native", fallback=False, start_ns=start,
                              duration_ns=duration, cache_key=key, cache_hit=hit,
                              input_shapes=tuple(tuple(t.shape) for t in tensors),
-                             input_dtypes=tuple(str(t.dtype) for t in tensors), bytes_in=nbytes, bytes_out=0)
+                             input_dtypes=tuple(str(t.dtype) for t in tensors), bytes_in=_nbytes(tensors),
+                             bytes_out=_nbytes(outputs))
     for observer in observers:
         observer(event)
+
+
+def _nbytes(tensors: list[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 # ---------------------------------------------------------------------------------------------------
