@@ -212,3 +212,15 @@ def test_profiler_shows_kernel_as_device_op():
     row = summary[summary["name"] == "nki::add_kernel"]
     assert len(row) == 1 and row["classification"].iloc[0] == "native"
     assert row["calls"].iloc[0] == 2 and row["device_time_us"].iloc[0] > 0
+
+
+def test_wrap_nki_called_directly_in_a_compiled_function(fresh_dynamo):
+    wrapped = wrap_nki(add_kernel)
+
+    def step(a, b):
+        return wrapped[1, 1](a * 2, b) + 1
+
+    a, b = torch.rand(128, 512, device="neuron"), torch.rand(128, 512, device="neuron")
+    torch.testing.assert_close(torch.compile(step, backend="neuron")(a, b).cpu(), (a * 2 + b + 1).cpu())
+    _, graph = _forward_graph(step, a, b)
+    assert [n.target for n in graph.graph.nodes].count(nki_kernel_wrapper) == 1
