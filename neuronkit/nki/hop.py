@@ -32,7 +32,7 @@ from torch.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, disable_p
 from neuronkit.device.simulator import compiled_graphs, tracking
 from neuronkit.device.simulator import kernel as device
 from neuronkit.nki.dtypes import as_dtype
-from neuronkit.nki.runtime import Kernel, Launcher, Trace, _describe, execute, signature
+from neuronkit.nki.runtime import Kernel, Launcher, Trace, _describe, execute, signature, spec_of
 
 NKI_OPS: set[str] = set()  # qualified names of the ops registered with nki_op ("mylib::pt_nki_sin")
 _wrap_enabled = threading.local()
@@ -89,14 +89,24 @@ def _tracing(values: list[Any]) -> bool:
 
 
 def _through_hop(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Any:
-    trace = kernel.trace(grid, names, values)
-    outs = nki_kernel_wrapper(kernel_idx=kernel_registry.add(kernel), grid=grid, args=tuple(values),
-                              arg_names=tuple(names))
+    index = kernel_registry.add(kernel)
+    returned, single, slots = _plan(index, grid, tuple(names), spec_of(values))
+    outs = nki_kernel_wrapper(kernel_idx=index, grid=grid, args=tuple(values), arg_names=tuple(names))
     if not any(isinstance(v, FunctionalTensor) for v in values):  # functionalization replaces them itself
-        for i, slot in _mutation_slots(trace).items():
+        for i, slot in slots:
             values[i].copy_(outs[slot])
-    results = [values[o.input] if o.input is not None else outs[k] for k, o in enumerate(trace.outputs)]
-    return _shape_result(trace, results)
+    results = [values[i] if i is not None else outs[k] for k, i in enumerate(returned)]
+    if not results:
+        return None
+    return results[0] if single else tuple(results)
+
+
+@torch._dynamo.assume_constant_result
+def _plan(kernel_idx: int, grid: tuple[int, ...], names: tuple[str, ...], spec: tuple) -> tuple:
+    """(for each returned value the input it is or None, whether one tensor is returned, (input, output
+    slot) of each written input). Constant for Dynamo, which then does not trace the interpreter."""
+    trace = kernel_registry.kernels[kernel_idx].trace(grid, list(names), spec)
+    return tuple(o.input for o in trace.outputs), trace.single, tuple(_mutation_slots(trace).items())
 
 
 def _mutation_slots(trace: Trace) -> dict[int, int]:
@@ -108,12 +118,6 @@ def _mutation_slots(trace: Trace) -> dict[int, int]:
             returned, extra = extra, extra + 1
         slots[i] = returned
     return slots
-
-
-def _shape_result(trace: Trace, results: list[Any]) -> Any:
-    if not results:
-        return None
-    return results[0] if trace.single else tuple(results)
 
 
 def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any], functional: bool) -> Any:
@@ -128,7 +132,7 @@ def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[An
     start = device._perf_ns()
     result, args, launch_state = execute(kernel, grid, names, arrays, dtypes, abstract=False)
     duration = device._perf_ns() - start
-    trace = kernel.traces.setdefault(sig, _describe(result, args, launch_state))
+    trace = kernel.traces.setdefault((grid, spec_of(values)), _describe(result, args, launch_state))
     fresh = [_to_torch(a.data, a.dtype.torch, on_device) for a in _results(result)]
     if functional:
         slots = _mutation_slots(trace)
@@ -138,8 +142,8 @@ def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[An
     else:
         for i in trace.mutated:
             _write_back(values[i], args[i].data)
-        outputs = _shape_result(trace, [values[o.input] if o.input is not None else fresh[k]
-                                        for k, o in enumerate(trace.outputs)])
+        results = [values[o.input] if o.input is not None else fresh[k] for k, o in enumerate(trace.outputs)]
+        outputs = None if not results else results[0] if trace.single else tuple(results)
     written = [values[i] for i in trace.mutated]
     _report(kernel, on_device, start, duration, key, hit, tensors, fresh + written)
     return outputs
@@ -224,7 +228,7 @@ def _dense(*, kernel_idx: int, grid: tuple[int, ...], args: tuple, arg_names: tu
 @nki_kernel_wrapper.py_impl(FakeTensorMode)
 def _fake(mode: FakeTensorMode, *, kernel_idx: int, grid: tuple[int, ...], args: tuple, arg_names: tuple) -> tuple:
     kernel = kernel_registry.kernels[kernel_idx]
-    trace = kernel.trace(grid, list(arg_names), list(args))
+    trace = kernel.trace(grid, list(arg_names), spec_of(list(args)))
     on_device = next(a.device for a in args if isinstance(a, torch.Tensor))
     shapes = [(o.shape, o.dtype.torch) for o in trace.outputs]
     shapes += [(tuple(args[i].shape), args[i].dtype) for i, slot in sorted(_mutation_slots(trace).items(),
@@ -253,7 +257,7 @@ def _functionalize(ctx: Any, *, kernel_idx: int, grid: tuple[int, ...], args: tu
     unwrapped = tuple(ctx.unwrap_tensors(a) if isinstance(a, torch.Tensor) else a for a in args)
     with ctx.redispatch_to_next():
         out = nki_kernel_wrapper(kernel_idx=kernel_idx, grid=grid, args=unwrapped, arg_names=arg_names)
-    trace = kernel_registry.kernels[kernel_idx].trace(grid, list(arg_names), list(unwrapped))
+    trace = kernel_registry.kernels[kernel_idx].trace(grid, list(arg_names), spec_of(list(unwrapped)))
     for i, slot in _mutation_slots(trace).items():
         ctx.replace(args[i], out[slot])
         ctx.mark_mutation_hidden_from_autograd(args[i])

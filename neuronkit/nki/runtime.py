@@ -71,17 +71,22 @@ class Kernel:
         bound.apply_defaults()
         return list(bound.arguments), list(bound.arguments.values())
 
-    def trace(self, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Trace:
-        """Compile (interpret on placeholder data) once per signature: outputs, writes, memory."""
-        key = signature(self, grid, values)
+    def trace(self, grid: tuple[int, ...], names: list[str], spec: tuple) -> Trace:
+        """Compile (interpret on placeholder data) once per argument spec (`spec_of`): outputs, writes,
+        peak on-chip memory."""
+        key = (grid, spec)
         found = self.traces.get(key)
         if found is None:
-            inputs = [np.zeros(tuple(v.shape), dtype=as_dtype(v.dtype).storage) if _is_tensor(v) else v
-                      for v in values]
-            dtypes = [as_dtype(v.dtype) if _is_tensor(v) else None for v in values]
+            inputs = [np.zeros(s[1], dtype=as_dtype(s[2]).storage) if s[0] == "tensor" else s[1] for s in spec]
+            dtypes = [as_dtype(s[2]) if s[0] == "tensor" else None for s in spec]
             result, args, launch = execute(self, grid, names, inputs, dtypes, abstract=True)
             found = self.traces[key] = _describe(result, args, launch)
         return found
+
+
+def spec_of(values: list[Any]) -> tuple:
+    """What a compilation depends on, per argument: ("tensor", shape, dtype) or ("const", value)."""
+    return tuple(("tensor", tuple(v.shape), v.dtype) if _is_tensor(v) else ("const", _static(v)) for v in values)
 
 
 class Launcher:
@@ -117,12 +122,11 @@ def _is_tensor(v: Any) -> bool:
 
 def signature(kernel: Kernel, grid: tuple[int, ...], values: list[Any]) -> tuple:
     """What makes two launches the same compiled kernel: grid, tensor shapes/dtypes, constant arguments."""
-    return (f"{kernel.__module__}.{kernel.__qualname__}", grid, tuple(_static(v) for v in values))
+    spec = tuple((s[0], s[1], str(s[2])) if s[0] == "tensor" else s for s in spec_of(values))
+    return (f"{kernel.__module__}.{kernel.__qualname__}", grid, spec)
 
 
 def _static(v: Any) -> Any:
-    if _is_tensor(v):
-        return ("tensor", tuple(v.shape), str(v.dtype))
     if isinstance(v, (list, tuple)):
         return tuple(_static(x) for x in v)
     return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
