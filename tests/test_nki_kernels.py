@@ -131,7 +131,7 @@ def test_tiled_matmul_through_isa_matches_numpy():
 @nki.jit
 def attention_scores(q, k):
     """softmax(qᵀk) with nl.matmul(transpose_x=True), nl.max/nki.isa reductions and activation."""
-    d, s = q.shape
+    _, s = q.shape
     out = nl.ndarray((s, s), dtype=nl.float32, buffer=nl.shared_hbm)
     q_t, k_t = nl.load(q), nl.load(k)
     scores = nl.copy(nl.matmul(q_t, k_t, transpose_x=True))

@@ -95,9 +95,9 @@ def test_seed_nki_example_runs_verbatim_eager_compiled_and_backward(run_python):
 # ---------------------------------------------------------------------------------------------------
 # In-process: kernels and ops defined once per test module (op names are process-wide).
 
-import nki  # noqa: E402 - installed by `import torch` (the simulator's autoload)
-import nki.language as nl  # noqa: E402
-from torch_neuronx import nki_op, wrap_nki  # noqa: E402
+import nki
+import nki.language as nl
+from torch_neuronx import nki_op, wrap_nki
 
 
 @nki.jit

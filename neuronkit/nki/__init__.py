@@ -17,7 +17,7 @@ from typing import Any
 
 from neuronkit.nki.errors import NkiRuleError, NkiUninitializedReadWarning
 
-__all__ = ["NkiRuleError", "NkiUninitializedReadWarning", "nki_op", "wrap_nki", "is_nki_op"]
+__all__ = ["NkiRuleError", "NkiUninitializedReadWarning", "is_nki_op", "nki_op", "wrap_nki"]
 _LAZY = ("nki_op", "wrap_nki")
 
 

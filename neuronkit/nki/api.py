@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from neuronkit.nki import isa, language  # noqa: F401 - `nki.language` / `nki.isa` as attributes
 from neuronkit.nki.runtime import Kernel

@@ -14,7 +14,7 @@ from typing import Any
 from neuronkit.nki.errors import NkiRuleError
 from neuronkit.nki.hardware import Core
 
-_current: "Launch | None" = None
+_current: Launch | None = None
 
 
 class Launch:
@@ -70,7 +70,7 @@ def current() -> Launch:
     return _current
 
 
-def enter(launch: Launch | None) -> "Launch | None":
+def enter(launch: Launch | None) -> Launch | None:
     """Make `launch` current; returns the previous one to restore with `enter(previous)`."""
     global _current
     previous, _current = _current, launch

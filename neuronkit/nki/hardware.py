@@ -27,7 +27,7 @@ class Core:
     gemm_moving_fmax: int
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def core(target: str | None = None) -> Core:
     """The figures for `target` (default: $NEURONKIT_NKI_TARGET, else the data file's default, trn2)."""
     with (data_dir() / "nki_hardware.toml").open("rb") as fh:

@@ -27,12 +27,24 @@ from torch._library.infer_schema import infer_schema
 from torch._ops import HigherOrderOperator
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
-from torch.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, disable_proxy_modes_tracing, track_tensor_tree
+from torch.fx.experimental.proxy_tensor import (
+    ProxyTorchDispatchMode,
+    disable_proxy_modes_tracing,
+    track_tensor_tree,
+)
 
 from neuronkit.device.simulator import compiled_graphs, tracking
 from neuronkit.device.simulator import kernel as device
 from neuronkit.nki.dtypes import as_dtype
-from neuronkit.nki.runtime import Kernel, Launcher, Trace, _describe, execute, signature, spec_of
+from neuronkit.nki.runtime import (
+    Kernel,
+    Launcher,
+    Trace,
+    _describe,
+    execute,
+    signature,
+    spec_of,
+)
 
 NKI_OPS: set[str] = set()  # qualified names of the ops registered with nki_op ("mylib::pt_nki_sin")
 _wrap_enabled = threading.local()
@@ -283,7 +295,7 @@ class _Wrapped:
         self.kernel = kernel
         self.grid = grid
 
-    def __getitem__(self, grid: Any) -> "_Wrapped":
+    def __getitem__(self, grid: Any) -> _Wrapped:
         return _Wrapped(self.kernel, self.kernel[grid].grid)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -301,7 +313,7 @@ def wrap_nki(nki_kernel: Kernel) -> _Wrapped:
     return _Wrapped(nki_kernel)
 
 
-def nki_op(name: str, fn: Callable | None = None, mutates_args: str | Iterable[str] = {}) -> Callable:  # noqa: B006
+def nki_op(name: str, fn: Callable | None = None, mutates_args: str | Iterable[str] = {}) -> Callable:
     """A custom operator backed by NKI kernels (torch_neuronx.nki_op; "similar to triton_op").
 
     The function runs the kernels eagerly, serves as the op's fake kernel, and is traced into by

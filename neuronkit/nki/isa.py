@@ -8,15 +8,24 @@ zero (the first matmul of an accumulation group overwrites, as the tutorials rel
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from neuronkit.nki import language as nl
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.errors import NkiRuleError, unsupported
-from neuronkit.nki.tensors import (NkiTensor, Operand, check_partition, dtype_of, new_tile,
-                                   origin, values_of, with_mask)
+from neuronkit.nki.tensors import (
+    NkiTensor,
+    Operand,
+    check_partition,
+    dtype_of,
+    new_tile,
+    origin,
+    values_of,
+    with_mask,
+)
 
 
 def _emit(values: np.ndarray, dst: Any, dtype: Any, what: str, buffer: str = "sbuf") -> NkiTensor | None:

@@ -6,17 +6,31 @@ tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tile
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from neuronkit.nki import context
-from neuronkit.nki.dtypes import ALL as _DTYPES, DType, as_dtype, promote
+from neuronkit.nki.dtypes import ALL as _DTYPES
+from neuronkit.nki.dtypes import DType, as_dtype, promote
 from neuronkit.nki.errors import NkiRuleError
 from neuronkit.nki.hardware import core as _core
-from neuronkit.nki.tensors import (ON_CHIP, DynSlice, NkiTensor, Operand, ParDim, allocate, check_partition,
-                                   dtype_of, new_tile, origin, values_of, with_mask)
+from neuronkit.nki.tensors import (
+    ON_CHIP,
+    DynSlice,
+    NkiTensor,
+    Operand,
+    ParDim,
+    allocate,
+    check_partition,
+    dtype_of,
+    new_tile,
+    origin,
+    values_of,
+    with_mask,
+)
 
 float32, float16, bfloat16, tfloat32 = (_DTYPES[n] for n in ("float32", "float16", "bfloat16", "tfloat32"))
 int32, int16, int8, uint32, uint16, uint8, bool_ = (
@@ -294,9 +308,9 @@ def _make_reduce(name: str, fn: Callable[..., np.ndarray], ufunc: Any) -> Callab
     return reduction
 
 
-sum = _make_reduce("sum", np.sum, np.add)  # noqa: A001 - the NKI name
-max = _make_reduce("max", np.max, np.maximum)  # noqa: A001
-min = _make_reduce("min", np.min, np.minimum)  # noqa: A001
+sum = _make_reduce("sum", np.sum, np.add)
+max = _make_reduce("max", np.max, np.maximum)
+min = _make_reduce("min", np.min, np.minimum)
 mean = _make_reduce("mean", np.mean, None)
 prod = _make_reduce("prod", np.prod, np.multiply)
 globals()["add"].reduce_fn = np.sum

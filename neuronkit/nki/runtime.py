@@ -57,7 +57,7 @@ class Kernel:
         self.options = options
         self.traces: dict[tuple, Trace] = {}
 
-    def __getitem__(self, grid: Any) -> "Launcher":
+    def __getitem__(self, grid: Any) -> Launcher:
         return Launcher(self, _grid(grid))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -99,7 +99,9 @@ class Launcher:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         names, values = self.kernel.bind(args, kwargs)
         if any(isinstance(v, torch.Tensor) for v in values):
-            from neuronkit.nki import hop  # torch integration, imported on first torch call
+            from neuronkit.nki import (
+                hop,  # torch integration, imported on first torch call
+            )
             return hop.launch(self.kernel, self.grid, names, values)
         dtypes = [as_dtype(v.dtype) if isinstance(v, np.ndarray) else None for v in values]
         result, args, _ = execute(self.kernel, self.grid, names, values, dtypes, abstract=False)

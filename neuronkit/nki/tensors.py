@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class Operand:
     """What element-wise arithmetic works on: tensors and accesses (`a_tile + b_tile`, `-x`, `x * 2`)."""
 
     __array_ufunc__ = None  # `ndarray <op> tile` defers to the tile's reflected operator
-    _ops: dict[str, Any] = {}  # filled by nki.language: operator name -> element-wise function
+    _ops: ClassVar[dict[str, Any]] = {}  # filled by nki.language: operator name -> element-wise function
 
     shape: tuple[int, ...]
     dtype: DType
@@ -116,7 +116,7 @@ class NkiTensor(Operand):
         at = f" (allocated at {self.where})" if self.where else ""
         return f"{self.buffer} tensor '{self.name}' of shape {self.shape}{at}"
 
-    def __getitem__(self, index: Any) -> "NkiTensor | Access":
+    def __getitem__(self, index: Any) -> NkiTensor | Access:
         return index_tensor(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -158,7 +158,7 @@ class Access(Operand):
         self.buffer = tensor.buffer
         self.name = tensor.name
 
-    def masked(self, mask: Any) -> "Access":
+    def masked(self, mask: Any) -> Access:
         """The same elements, restricted to where `mask` (broadcast to the tile's shape) is true."""
         mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
         return Access(self.tensor, self.indices, mask if self.valid is None else mask & self.valid)
@@ -304,7 +304,7 @@ def index_tensor(tensor: NkiTensor, index: Any) -> NkiTensor | Access:
     return Access(tensor, _index_arrays(tensor, items), None)
 
 
-def with_mask(target: "NkiTensor | Access", mask: Any) -> "NkiTensor | Access":
+def with_mask(target: NkiTensor | Access, mask: Any) -> NkiTensor | Access:
     """`target` restricted to where `mask` is true (a mask= argument of load, store and friends)."""
     if mask is None:
         return target

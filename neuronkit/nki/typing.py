@@ -9,7 +9,7 @@ class _Annotation:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __getitem__(self, _: Any) -> "_Annotation":
+    def __getitem__(self, _: Any) -> _Annotation:
         return self
 
     def __repr__(self) -> str:
