@@ -224,3 +224,20 @@ def test_wrap_nki_called_directly_in_a_compiled_function(fresh_dynamo):
     torch.testing.assert_close(torch.compile(step, backend="neuron")(a, b).cpu(), (a * 2 + b + 1).cpu())
     _, graph = _forward_graph(step, a, b)
     assert [n.target for n in graph.graph.nodes].count(nki_kernel_wrapper) == 1
+
+
+def test_report_lists_custom_nki_ops(tmp_path):
+    from neuronkit.report import report as render_report
+    from neuronkit.stages import RunDir, StageResult
+
+    audit = neuronkit.audit(AddModel(), (torch.rand(128, 512), torch.rand(128, 512)))
+    run = RunDir(tmp_path)
+    run.write(StageResult("audit", "pass", "audited", evidence=audit.to_dict()))
+    run.write_params({"model": "AddModel", "dtype": "float32"})
+    html = render_report(tmp_path).html.read_text(encoding="utf-8")
+    assert "<dt>Custom NKI ops</dt>" in html and "nktest::add" in html
+
+
+def test_kernel_arguments_on_two_devices_are_refused():
+    with pytest.raises(RuntimeError, match="found at least two devices, neuron:0 and cpu"):
+        scale_kernel(torch.randn(128, device="neuron"), torch.empty(128), 2.0)

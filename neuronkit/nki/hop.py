@@ -137,6 +137,10 @@ def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[An
     results returned. Functional: the op's outputs (results, then new values of written inputs)."""
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     on_device = tensors[0].device
+    other = next((t.device for t in tensors if t.device.type != on_device.type), None)
+    if other is not None:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{on_device} and {other}! (when launching NKI kernel {kernel.__name__})")
     arrays = [_host_array(v) if isinstance(v, torch.Tensor) else v for v in values]
     dtypes = [as_dtype(v.dtype) if isinstance(v, torch.Tensor) else None for v in values]
     sig = signature(kernel, grid, values)
