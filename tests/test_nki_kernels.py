@@ -374,3 +374,15 @@ def test_pypi_placeholder_counts_as_absent(tmp_path, monkeypatch):
     assert not modules.usable("nkiplaceholder_probe")
     assert "nkiplaceholder_probe" not in sys.modules
     assert getattr(sys.modules["nki"], "__neuronkit_simulated__", False)
+
+
+def test_constant_arguments_are_compiled_in_and_must_be_hashable():
+    @nki.jit
+    def fill(x, value, dtype):
+        out = nl.ndarray(x.shape, dtype=dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.full(x.shape, value, dtype))
+        return out
+
+    np.testing.assert_array_equal(fill(np.zeros((4, 2), np.float32), 3, nl.int32), np.full((4, 2), 3, np.int32))
+    with pytest.raises(TypeError, match="neither a tensor nor a hashable constant"):
+        fill(np.zeros((4, 2), np.float32), {"v": 3}, nl.int32)

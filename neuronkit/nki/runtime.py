@@ -99,10 +99,10 @@ class Launcher:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         names, values = self.kernel.bind(args, kwargs)
         if any(isinstance(v, torch.Tensor) for v in values):
-            from neuronkit.nki import (
-                hop,  # torch integration, imported on first torch call
-            )
+            from neuronkit.nki import hop  # torch integration, loaded on the first call with tensors
+
             return hop.launch(self.kernel, self.grid, names, values)
+        spec_of(values)  # constant arguments must be hashable
         dtypes = [as_dtype(v.dtype) if isinstance(v, np.ndarray) else None for v in values]
         result, args, _ = execute(self.kernel, self.grid, names, values, dtypes, abstract=False)
         for value, arg in zip(values, args):
@@ -124,14 +124,21 @@ def _is_tensor(v: Any) -> bool:
 
 def signature(kernel: Kernel, grid: tuple[int, ...], values: list[Any]) -> tuple:
     """What makes two launches the same compiled kernel: grid, tensor shapes/dtypes, constant arguments."""
-    spec = tuple((s[0], s[1], str(s[2])) if s[0] == "tensor" else s for s in spec_of(values))
+    spec = tuple((s[0], s[1], str(s[2])) if s[0] == "tensor" else (s[0], repr(s[1])) for s in spec_of(values))
     return (f"{kernel.__module__}.{kernel.__qualname__}", grid, spec)
 
 
 def _static(v: Any) -> Any:
+    """A constant argument as compiled into the kernel: lists become tuples; it must be hashable, as in
+    the real backend (torch_neuronx/nki_kernel.py raises for an unhashable NKI parameter)."""
     if isinstance(v, (list, tuple)):
         return tuple(_static(x) for x in v)
-    return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"NKI kernel argument of type {type(v).__name__} is neither a tensor nor a hashable "
+                        "constant: constant arguments are compiled into the kernel") from None
+    return v
 
 
 def execute(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any],
