@@ -30,7 +30,7 @@ class Launch:
         self.peak = {"sbuf": 0, "psum": 0}
         self.shared_hbm: list[Any] = []  # the launch's shared HBM outputs, in allocation order
         self.shared_seen = 0  # how many the current program instance has allocated
-        self.warned: set[int] = set()
+        self.warned: dict[int, Any] = {}  # memory already warned about, by id
         self.names = 0
 
     def capacity(self, buffer: str) -> int:

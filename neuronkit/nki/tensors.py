@@ -211,9 +211,10 @@ def fit(values: Any, shape: tuple[int, ...]) -> np.ndarray:
 def warn_unwritten(tensor: NkiTensor, count: int) -> None:
     """Warn once per tensor per launch that the kernel read elements it never wrote."""
     launch = context.current()
-    if launch.abstract or id(tensor.data.base if tensor.data.base is not None else tensor.data) in launch.warned:
+    root = tensor.data.base if tensor.data.base is not None else tensor.data
+    if launch.abstract or id(root) in launch.warned:
         return
-    launch.warned.add(id(tensor.data.base if tensor.data.base is not None else tensor.data))
+    launch.warned[id(root)] = root  # held, so no other array reuses the id during the launch
     warnings.warn(
         f"kernel {launch.kernel_name} read {count} element(s) of {tensor.describe()} that were never "
         f"written, at {origin()}: they read as NaN, as in the Neuron SDK's simulator (on a device: whatever "
