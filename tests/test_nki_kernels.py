@@ -42,6 +42,7 @@ def test_spmd_tensor_addition_matches_numpy():
     out = tensor_add[2, 2](a, b)
     assert out.dtype == np.float16
     np.testing.assert_allclose(out, a + b, atol=1e-3)
+    np.testing.assert_array_equal(tensor_add[[2, 2]](a, b), out)  # a list grid, as torch_neuronx accepts
 
 
 def test_spmd_tensor_addition_on_the_device_in_bfloat16():

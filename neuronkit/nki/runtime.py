@@ -112,7 +112,8 @@ class Launcher:
 
 
 def _grid(grid: Any) -> tuple[int, ...]:
-    dims = grid if isinstance(grid, tuple) else (grid,)
+    """`kernel[2, 2]`, `kernel[(2, 2)]`, `kernel[[2, 2]]` or `kernel[4]` (torch_neuronx maps it through int)."""
+    dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     if not all(isinstance(d, (int, np.integer)) and d > 0 for d in dims):
         raise unsupported(f"launch grid {grid!r} (neuronkit launches grids of positive integers)")
     return tuple(int(d) for d in dims)
