@@ -261,6 +261,15 @@ def test_matmul_accumulates_in_float32_psum():
         run(into(nl.sbuf, nl.float32), rand(128, 128), rand(128, 128))
 
 
+def test_matmul_operands_come_from_sbuf():
+    def kernel(x):
+        product = nisa.nc_matmul(nl.load(x), nl.load(x))  # in PSUM
+        nisa.nc_matmul(product, nl.load(x))
+
+    with pytest.raises(NkiRuleError, match="operand .* is in PSUM .* reads its operands from SBUF"):
+        run(kernel, rand(64, 64))
+
+
 def test_sbuf_capacity_per_partition_trn2():
     per_tile = 32768 * 4  # 128 KiB per partition: one fits in 224 KiB, two do not
 

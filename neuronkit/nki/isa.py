@@ -80,6 +80,11 @@ def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
     for flag in ("is_stationary_onezero", "is_moving_onezero", "is_transpose"):
         if kwargs.pop(flag, False):
             raise unsupported(f"nki.isa.nc_matmul({flag}=True)")
+    for role, operand in (("stationary", stationary), ("moving", moving)):
+        if isinstance(operand, Operand) and operand.buffer == "psum":
+            raise NkiRuleError(f"nki.isa.nc_matmul: the {role} operand '{operand.name}' is in PSUM at {origin()}: "
+                               "the Tensor Engine reads its operands from SBUF. Copy the tile to SBUF first "
+                               "(nki.isa.tensor_copy or nl.copy).")
     result = nl.tensor_engine_matmul(stationary, moving, "nki.isa.nc_matmul")
     if dst is None:
         return new_tile(result, nl.float32, "the result of nki.isa.nc_matmul", buffer="psum")
