@@ -370,6 +370,9 @@ def test_apis_outside_the_subset_name_themselves():
         nl.dropout  # noqa: B018
     with pytest.raises(NotImplementedError, match="nki.isa.nc_stream_shuffle is not implemented"):
         nisa.nc_stream_shuffle  # noqa: B018
+    assert not hasattr(nl, "dropout")  # feature detection sees it as absent
+    with pytest.raises(ImportError):
+        from nki.language import dropout  # noqa: F401
     with pytest.raises(NotImplementedError, match=r"nc_matmul\(is_transpose=True\)"):
         run(lambda s, m: nisa.nc_matmul(nl.load(s), nl.load(m), is_transpose=True), rand(4, 4), rand(4, 4))
 

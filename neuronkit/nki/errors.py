@@ -14,9 +14,16 @@ class NkiUninitializedReadWarning(UserWarning):
     """A kernel read memory it never wrote; the values read are NaN, as in the Neuron SDK's simulator."""
 
 
-def unsupported(api: str) -> NotImplementedError:
+class NkiUnsupportedAttributeError(NotImplementedError, AttributeError):
+    """An `nki` module attribute outside the subset: NotImplementedError naming it when used, and an
+    AttributeError for feature detection (`hasattr(nl, "x")` is False, `from nki.language import x` is an
+    ImportError)."""
+
+
+def unsupported(api: str, attribute: bool = False) -> NotImplementedError:
     """The error for an NKI API outside the subset neuronkit interprets."""
-    return NotImplementedError(
+    kind = NkiUnsupportedAttributeError if attribute else NotImplementedError
+    return kind(
         f"{api} is not implemented by neuronkit's NKI interpreter, which covers the subset of nki.language "
         "and nki.isa that the public NKI tutorials use (docs/nki.md lists it). Run the kernel with the "
         "Neuron SDK (nki.simulate or a Trainium instance) to use it.")

@@ -36,7 +36,7 @@ class _StandIn(types.ModuleType):
             raise AttributeError(attr)
         target = importlib.import_module(self.__dict__["_target"])
         if not hasattr(target, attr):
-            raise unsupported(f"{self.__name__}.{attr}")
+            raise unsupported(f"{self.__name__}.{attr}", attribute=True)
         return getattr(target, attr)
 
     def __dir__(self) -> list[str]:
