@@ -241,3 +241,13 @@ def test_report_lists_custom_nki_ops(tmp_path):
 def test_kernel_arguments_on_two_devices_are_refused():
     with pytest.raises(RuntimeError, match="found at least two devices, neuron:0 and cpu"):
         scale_kernel(torch.randn(128, device="neuron"), torch.empty(128), 2.0)
+
+
+def test_audit_records_a_wrap_nki_kernel_launch_as_a_native_device_op():
+    class Direct(nn.Module):
+        def forward(self, a, b):
+            return wrap_nki(add_kernel)[1, 1](a, b) * 2
+
+    report = neuronkit.audit(Direct(), (torch.rand(128, 512), torch.rand(128, 512)))
+    assert report.summary["nki_ops"] == ["nki::add_kernel"]
+    assert report.op("nki::add_kernel")["classification"] == "native"

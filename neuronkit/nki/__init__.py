@@ -19,12 +19,24 @@ from neuronkit.nki.errors import NkiRuleError, NkiUninitializedReadWarning
 
 __all__ = ["NkiRuleError", "NkiUninitializedReadWarning", "is_nki_op", "nki_op", "wrap_nki"]
 _LAZY = ("nki_op", "wrap_nki")
+LAUNCH_PREFIX = "nki::"  # how the device, the profiler and the audit name a kernel launch
 
 
 def is_nki_op(name: str) -> bool:
-    """Whether `name` ("mylib::pt_nki_sin", optionally with an overload) was registered with `nki_op`."""
+    """Whether `name` is a custom NKI op: registered with `nki_op` ("mylib::pt_nki_sin", optionally with an
+    overload) or a kernel launch as the device names it ("nki::sin_kernel")."""
+    if name.startswith(LAUNCH_PREFIX):
+        return True
     hop = sys.modules.get("neuronkit.nki.hop")
     return hop is not None and name.split(".", 1)[0] in hop.NKI_OPS
+
+
+def nki_launch_name(func: Any, kwargs: dict[str, Any]) -> str | None:
+    """`nki::<kernel>` for a call of the `nki_kernel_wrapper` higher-order op, else None."""
+    hop = sys.modules.get("neuronkit.nki.hop")
+    if hop is None or func is not hop.nki_kernel_wrapper:
+        return None
+    return LAUNCH_PREFIX + hop.kernel_registry.kernels[kwargs["kernel_idx"]].__name__
 
 
 def __getattr__(name: str) -> Any:

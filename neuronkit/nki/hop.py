@@ -35,6 +35,7 @@ from torch.fx.experimental.proxy_tensor import (
 
 from neuronkit.device.simulator import compiled_graphs, tracking
 from neuronkit.device.simulator import kernel as device
+from neuronkit.nki import LAUNCH_PREFIX
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.runtime import (
     Kernel,
@@ -201,7 +202,7 @@ def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, 
     """Record the launch as a device op: op tracking and, while profiling, the profiler's observers."""
     if on_device.type != "neuron":
         return
-    name = f"nki::{kernel.__name__}"
+    name = LAUNCH_PREFIX + kernel.__name__
     tracking.executed_ops.add(name)
     observers = tracking.observers
     if device._profiler_enabled() and tracking.profiler_observers:
