@@ -99,7 +99,7 @@ class Launcher:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         names, values = self.kernel.bind(args, kwargs)
         if any(isinstance(v, torch.Tensor) for v in values):
-            from neuronkit.nki import hop  # noqa: I001 - torch integration, loaded on the first call with tensors
+            from neuronkit.nki import hop  # torch integration, loaded on the first call with tensors
 
             return hop.launch(self.kernel, self.grid, names, values)
         spec_of(values)  # constant arguments must be hashable
