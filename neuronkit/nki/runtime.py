@@ -99,7 +99,8 @@ class Launcher:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         names, values = self.kernel.bind(args, kwargs)
         if any(isinstance(v, torch.Tensor) for v in values):
-            from neuronkit.nki import hop  # torch integration, loaded on the first call with tensors
+            # torch integration, loaded on the first call with tensors
+            from neuronkit.nki import hop
 
             return hop.launch(self.kernel, self.grid, names, values)
         spec_of(values)  # constant arguments must be hashable
