@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from neuronkit.audit.recorder import OpStats
+from neuronkit.nki import is_nki_op
 from neuronkit.policy import (
     COMPLEX_DTYPE,
     CPU_FALLBACK,
@@ -33,13 +34,14 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
     rows: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     for name, stats in ops.items():
-        categories = _categories(name, stats, policy)
+        nki = is_nki_op(name)  # a custom NKI kernel runs on the device by construction
+        categories = {NATIVE: stats.module_paths} if nki else _categories(name, stats, policy)
         category = next(iter(categories))
         blocked = any(policy.severity[c] == "blocker" for c in categories)
         rows.append({
             "op": name,
             "calls": stats.calls,
-            "classification": "blocked" if blocked else NATIVE if policy.runs_natively(name) else CPU_FALLBACK,
+            "classification": "blocked" if blocked else NATIVE if nki or policy.runs_natively(name) else CPU_FALLBACK,
             "category": category,
             "dtypes": sorted(_dtype(d) for d in stats.dtypes),
             "shapes": stats.shapes,
@@ -51,7 +53,11 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
     rows.sort(key=lambda r: (-r["calls"], r["op"]))
     order = {c: i for i, c in enumerate(policy.categories)}
     findings.sort(key=lambda f: (SEVERITIES.index(f["severity"]), order[f["category"]], -f["calls"], f["op"]))
-    return rows, findings, _summary(rows, findings, policy)
+    summary = _summary(rows, findings, policy)
+    nki_ops = sorted(r["op"] for r in rows if is_nki_op(r["op"]))
+    if nki_ops:
+        summary["nki_ops"] = nki_ops
+    return rows, findings, summary
 
 
 def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str, int]]:

@@ -28,6 +28,7 @@ from torch._C import DispatchKey
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from neuronkit.nki import is_nki_op, nki_launch_name
 from neuronkit.policy import CPU_FALLBACK, NATIVE, SDPA_CUSTOM_MASK, load_policy
 
 ROOT = "<root>"
@@ -192,6 +193,7 @@ class OpRecorder:
                 name = NEURON_SDPA + ("_backward" if base.endswith("_backward") else "")
                 mask_at = next((i for i, a in enumerate(func._schema.arguments) if a.name in _MASK_ARGS), None)
             decompose = (not self._policy.runs_natively(base) and not rule.blocked and mask_at is None
+                         and not is_nki_op(name)  # an NKI op is one device kernel, recorded as itself
                          and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
             info = _OpInfo(name, mask_at, decompose)
         self._infos[func] = info
@@ -242,7 +244,10 @@ class OpRecorder:
 
 
 class _DispatchLevel(TorchDispatchMode):
-    """Every ATen op that reaches the backend, with its tensors."""
+    """Every ATen op that reaches the backend, with its tensors. Of higher-order ops, only an NKI kernel
+    launch (`nki_kernel_wrapper`, from a `wrap_nki` kernel) is recorded, as `nki::<kernel>`."""
+
+    supports_higher_order_operators = True
 
     def __init__(self, recorder: OpRecorder) -> None:
         super().__init__()
@@ -253,6 +258,13 @@ class _DispatchLevel(TorchDispatchMode):
         recorder = self.recorder
         if recorder._hide_dispatch or not recorder._recording:
             return func(*args, **kwargs)
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            out = func(*args, **kwargs)
+            name = nki_launch_name(func, kwargs)
+            if name is not None:
+                inputs = _tensors(kwargs["args"])
+                recorder._record(name, inputs + _tensors(out), len(inputs), ())
+            return out
         info = recorder._op_info(func)
         if info is None:
             return func(*args, **kwargs)

@@ -128,14 +128,18 @@ def _reject_dynamic_shapes(gm: torch.fx.GraphModule, example_inputs: Sequence[An
 
 
 class _RecordOps(TorchDispatchMode):
-    """The ATen overloads a graph dispatches, before AOTAutograd's Python decompositions hide them."""
+    """The ATen overloads a graph dispatches, before AOTAutograd's Python decompositions hide them.
+    Higher-order ops (an NKI kernel's `nki_kernel_wrapper`) pass through unrecorded: they are not ATen ops."""
+
+    supports_higher_order_operators = True
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: set[torch._ops.OpOverload] = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.add(func)
+        if isinstance(func, torch._ops.OpOverload):
+            self.ops.add(func)
         return func(*args, **(kwargs or {}))
 
 

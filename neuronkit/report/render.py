@@ -32,6 +32,7 @@ AUDIT_LABELS = {
     "support_pct_calls": "Native support (by call)",
     "blockers": "Blocker ops",
     "by_category": "Distinct ops per category",
+    "nki_ops": "Custom NKI ops",
 }
 # The line above everything else: whether the numbers below come from Trainium at all.
 DEVICE_BANNERS = {

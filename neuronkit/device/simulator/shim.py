@@ -54,3 +54,14 @@ def install() -> None:
         sub = _submodule(name, target)
         setattr(shim, name, sub)
         sys.modules[sub.__name__] = sub
+    shim.__getattr__ = _nki_api  # nki_op / wrap_nki, loaded on first use
+    from neuronkit.nki import modules
+
+    modules.install()
+
+
+def _nki_api(attr: str) -> Any:
+    """`torch_neuronx.nki_op` / `wrap_nki` (S torch_neuronx/__init__.py imports them from nki_hop)."""
+    if attr in ("nki_op", "wrap_nki"):
+        return getattr(importlib.import_module("neuronkit.nki.hop"), attr)
+    raise AttributeError(f"module 'torch_neuronx' has no attribute {attr!r}")

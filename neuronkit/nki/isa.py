@@ -1,0 +1,237 @@
+"""`nki.isa` for machines without the Neuron SDK: the instructions the public NKI tutorials use.
+
+Two generations of the API are accepted: the older one returns a new tile (`nc_matmul(stationary,
+moving)`), the newer one writes into `dst` (`nc_matmul(dst, stationary, moving)`, `dst=` keyword). A
+matmul into a PSUM tile accumulates into what the tile already holds; elements never written count as
+zero (the first matmul of an accumulation group overwrites, as the tutorials rely on)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from neuronkit.nki import language as nl
+from neuronkit.nki.dtypes import as_dtype
+from neuronkit.nki.errors import NkiRuleError, unsupported
+from neuronkit.nki.tensors import (
+    NkiTensor,
+    Operand,
+    check_partition,
+    dtype_of,
+    new_tile,
+    origin,
+    values_of,
+    with_mask,
+)
+
+
+def _emit(values: np.ndarray, dst: Any, dtype: Any, what: str, buffer: str = "sbuf") -> NkiTensor | None:
+    """Write `values` into `dst` (newer API, returns None) or into a new tile (older API, returned)."""
+    if dst is None:
+        return new_tile(values, as_dtype(dtype) if dtype is not None else nl.float32, what, buffer)
+    _write(dst, values, what)
+    return None
+
+
+def _write(dst: Any, values: np.ndarray, what: str) -> None:
+    if not isinstance(dst, Operand):
+        raise TypeError(f"{what}: dst must be a tensor, got {type(dst).__name__}")
+    if tuple(values.shape) != tuple(dst.shape):
+        try:
+            values = np.broadcast_to(values, dst.shape)
+        except ValueError:
+            raise ValueError(f"{what}: result of shape {tuple(values.shape)} does not fit dst '{dst.name}' of shape "
+                             f"{tuple(dst.shape)} at {origin()}") from None
+    dst.write(values)
+
+
+def _fn(op: Any, role: str) -> Callable[..., np.ndarray]:
+    """The NumPy function behind an `op=` argument: an nki.language function or a NumPy ufunc."""
+    if isinstance(op, np.ufunc):
+        return op if role == "np_fn" else functools.partial(op.reduce)
+    fn = getattr(op, role, None)
+    if fn is None:
+        raise unsupported(f"op={getattr(op, '__name__', op)!r} as an nki.isa {role.replace('_fn', '')} operation")
+    return fn
+
+
+def _split(args: tuple, kwargs: dict, names: tuple[str, ...], tiles: int) -> tuple[Any, dict]:
+    """(dst, the other arguments by name) for both API generations. The older signature starts with
+    `tiles` tensor parameters; one more leading tensor (or dst=) is the newer API's destination."""
+    dst = kwargs.pop("dst", None)
+    leading = next((i for i, a in enumerate(args) if not isinstance(a, Operand)), len(args))
+    if dst is None and leading > tiles:
+        dst, args = args[0], args[1:]
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return dst, bound
+
+
+def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """stationary[K, M]ᵀ @ moving[K, N] on the Tensor Engine, into float32 PSUM."""
+    dst = kwargs.pop("dst", None)
+    if dst is None and len(args) >= 3 and all(isinstance(a, Operand) for a in args[:3]):
+        dst, args = args[0], args[1:]
+    stationary = kwargs.pop("stationary", args[0] if args else None)
+    moving = kwargs.pop("moving", args[1] if len(args) > 1 else None)
+    for flag in ("is_stationary_onezero", "is_moving_onezero", "is_transpose"):
+        if kwargs.pop(flag, False):
+            raise unsupported(f"nki.isa.nc_matmul({flag}=True)")
+    for role, operand in (("stationary", stationary), ("moving", moving)):
+        if isinstance(operand, Operand) and operand.buffer == "psum":
+            raise NkiRuleError(f"nki.isa.nc_matmul: the {role} operand '{operand.name}' is in PSUM at {origin()}: "
+                               "the Tensor Engine reads its operands from SBUF. Copy the tile to SBUF first "
+                               "(nki.isa.tensor_copy or nl.copy).")
+    result = nl.tensor_engine_matmul(stationary, moving, "nki.isa.nc_matmul")
+    if dst is None:
+        return new_tile(result, nl.float32, "the result of nki.isa.nc_matmul", buffer="psum")
+    if dst.buffer != "psum":
+        raise NkiRuleError(f"nki.isa.nc_matmul writes to PSUM, but dst '{dst.name}' is in {dst.buffer.upper()} "
+                           f"at {origin()}: allocate it with buffer=nl.psum and copy it to SBUF afterwards "
+                           "(nki.isa.tensor_copy).")
+    if dst.dtype != nl.float32:
+        raise NkiRuleError(f"nki.isa.nc_matmul accumulates in float32, but PSUM dst '{dst.name}' is "
+                           f"{dst.dtype!r} at {origin()}: allocate it with dtype=nl.float32 and cast when "
+                           "copying it out (nki.isa.tensor_copy(..., dtype=...)).")
+    if not isinstance(dst, NkiTensor):
+        raise unsupported("nki.isa.nc_matmul into a dst indexed by index tiles (use slices)")
+    previous = np.where(dst.written, dst.data, 0)
+    _write(dst, previous + np.broadcast_to(result, dst.shape), "nki.isa.nc_matmul")
+    return None
+
+
+def nc_transpose(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Transpose a tile of at most 128 x 128 through the Tensor Engine (into PSUM)."""
+    dst, bound = _split(args, kwargs, ("data",), 1)
+    values = values_of(bound["data"])
+    if values.ndim != 2:
+        raise ValueError(f"nki.isa.nc_transpose takes a 2-D tile, got {values.shape} at {origin()}")
+    check_partition(values.shape[1], f"the transpose of a tile of shape {values.shape}")
+    return _emit(values.T.copy(), dst, dtype_of(bound["data"]), "the result of nki.isa.nc_transpose", "psum")
+
+
+def dma_copy(dst: Any = None, src: Any = None, mask: Any = None, **_: Any) -> None:
+    """Copy between any two memories (HBM <-> SBUF, HBM -> HBM) with the DMA engines."""
+    if dst is None or src is None:
+        raise TypeError("nki.isa.dma_copy(dst=..., src=...) needs both tensors")
+    values = src.read() if isinstance(src, Operand) else np.asarray(src)
+    if mask is not None:
+        with_mask(dst, mask).write(values)
+        return
+    if values.size != int(np.prod(dst.shape)):
+        raise ValueError(f"nki.isa.dma_copy: src of shape {values.shape} and dst '{dst.name}' of shape "
+                         f"{tuple(dst.shape)} differ in size at {origin()}")
+    dst.write(values.reshape(dst.shape))
+
+
+def tensor_copy(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Copy (and cast) an on-chip tile, e.g. a PSUM result into SBUF."""
+    dst, bound = _split(args, kwargs, ("src", "dtype"), 1)
+    src = bound["src"]
+    return _emit(values_of(src), dst, bound.get("dtype") or dtype_of(src), "the result of nki.isa.tensor_copy")
+
+
+def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """op(data * scale + bias) on the Scalar Engine; bias is a [partitions, 1] vector."""
+    dst = kwargs.pop("dst", None)
+    if dst is None and args and isinstance(args[0], Operand):
+        dst, args = args[0], args[1:]
+    bound = dict(zip(("op", "data", "bias", "scale"), args))
+    bound.update(kwargs)
+    if bound.get("reduce_op") is not None or bound.get("reduce_res") is not None:
+        raise unsupported("nki.isa.activation(reduce_op=...)")
+    values = values_of(bound["data"]).astype(np.float32) * _scalar_or_tile(bound.get("scale", 1.0))
+    if bound.get("bias") is not None:
+        values = values + _scalar_or_tile(bound["bias"])
+    with np.errstate(all="ignore"):
+        result = _fn(bound["op"], "np_fn")(values)
+    return _emit(result, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.activation")
+
+
+def tensor_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Reduce a tile along free axes with op (nl.add, nl.max, ...) on the Vector Engine."""
+    dst, bound = _split(args, kwargs, ("op", "data", "axis", "negate", "keepdims"), 0)
+    fn = _fn(bound["op"], "reduce_fn")
+    result = nl.reduce_values("nki.isa.tensor_reduce", fn, bound["data"], bound["axis"],
+                              bool(bound.get("keepdims", False)))
+    if bound.get("negate"):
+        result = -result
+    if dst is not None and result.ndim < len(dst.shape):
+        result = result.reshape(tuple(dst.shape))
+    return _emit(result, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.tensor_reduce")
+
+
+def tensor_tensor(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """data1 op data2, element-wise, on the Vector Engine."""
+    dst, bound = _split(args, kwargs, ("data1", "data2", "op"), 2)
+    a, b = (values_of(bound[k]).astype(np.float32) for k in ("data1", "data2"))
+    with np.errstate(all="ignore"):
+        result = _fn(bound["op"], "np_fn")(a, b)
+    return _emit(np.asarray(result), dst, bound.get("dtype") or dtype_of(bound["data1"]),
+                 "the result of nki.isa.tensor_tensor")
+
+
+def tensor_scalar(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """(data op0 operand0) op1 operand1, with per-partition [P, 1] or scalar operands."""
+    dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1"), 1)
+    values = values_of(bound["data"]).astype(np.float32)
+    for i in ("0", "1"):
+        op = bound.get(f"op{i}")
+        if op is None:
+            continue
+        operand = _scalar_or_tile(bound[f"operand{i}"])
+        fn = _fn(op, "np_fn")
+        with np.errstate(all="ignore"):
+            values = fn(operand, values) if bound.get(f"reverse{i}") else fn(values, operand)
+    return _emit(np.asarray(values), dst, bound.get("dtype") or dtype_of(bound["data"]),
+                 "the result of nki.isa.tensor_scalar")
+
+
+def reciprocal(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    dst, bound = _split(args, kwargs, ("data",), 1)
+    with np.errstate(all="ignore"):
+        result = 1.0 / values_of(bound["data"]).astype(np.float32)
+    return _emit(result, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.reciprocal")
+
+
+def memset(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Fill a tile with a value: `memset(dst=t, value=0.0)` or the older `memset(shape, value, dtype)`."""
+    dst = kwargs.pop("dst", None)
+    if dst is None and args and isinstance(args[0], Operand):
+        dst, args = args[0], args[1:]
+    if dst is not None:
+        value = kwargs.get("value", args[0] if args else 0)
+        _write(dst, np.asarray(value, dtype=np.float32), "nki.isa.memset")
+        return None
+    bound = dict(zip(("shape", "value", "dtype"), args))
+    bound.update(kwargs)
+    shape = tuple(bound["shape"])
+    return nl.full(shape, bound["value"], bound["dtype"])
+
+
+def _scalar_or_tile(x: Any) -> Any:
+    """A scalar, or a per-partition operand: a [P] or [P, 1] tile applies one value to each partition."""
+    if isinstance(x, Operand):
+        values = values_of(x).astype(np.float32)
+        return values.reshape(-1, 1) if values.ndim == 1 else values
+    return x
+
+
+def tensor_tensor_scan(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Along the free axis: acc = op1(op0(data0[:, t], acc), data1[:, t]), starting from `initial`."""
+    dst, bound = _split(args, kwargs, ("data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1"), 2)
+    if bound.get("reverse0") or bound.get("reverse1"):
+        raise unsupported("nki.isa.tensor_tensor_scan(reverse0/reverse1=True)")
+    a, b = (values_of(bound[k]).astype(np.float32) for k in ("data0", "data1"))
+    if a.ndim != 2:
+        raise unsupported(f"nki.isa.tensor_tensor_scan on a {a.ndim}-D tile")
+    op0, op1 = _fn(bound["op0"], "np_fn"), _fn(bound["op1"], "np_fn")
+    out = np.empty_like(a)
+    acc = np.broadcast_to(_scalar_or_tile(bound.get("initial", 0)), (a.shape[0], 1))[:, 0].astype(np.float32)
+    for t in range(a.shape[1]):
+        acc = op1(op0(a[:, t], acc), b[:, t])
+        out[:, t] = acc
+    return _emit(out, dst, bound.get("dtype") or dtype_of(bound["data0"]), "the result of nki.isa.tensor_tensor_scan")

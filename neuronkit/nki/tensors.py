@@ -1,0 +1,429 @@
+"""Tensors in HBM, SBUF and PSUM, index tiles, and the access rules the NeuronCore enforces.
+
+An `NkiTensor` holds its values in a NumPy array (NaN until written, as the Neuron SDK's simulator shows
+never-written memory) and a mask of the elements written so far. Indexing with integers and slices gives
+a view sharing both; indexing with index tiles (`nl.arange`, `nl.mgrid`) or under a mask gives an
+`Access`, which gathers on read and scatters on write. Every index is checked against the tensor's
+bounds (NumPy would silently clip a slice or wrap a negative index; the device faults)."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+
+from neuronkit.nki import context
+from neuronkit.nki.dtypes import DType, as_dtype
+from neuronkit.nki.errors import NkiRuleError, NkiUninitializedReadWarning, unsupported
+
+ON_CHIP = ("sbuf", "psum")
+_PACKAGE_DIR = os.path.dirname(__file__)
+
+
+class ParDim(int):
+    """`nl.par_dim(n)`: marks which dimension of an on-chip tensor is the partition dimension."""
+
+
+class DynSlice:
+    """`nl.ds(start, size)`: the slice start:start+size."""
+
+    def __init__(self, start: int, size: int) -> None:
+        self.start, self.size = int(start), int(size)
+
+    def as_slice(self) -> slice:
+        return slice(self.start, self.start + self.size)
+
+
+def origin() -> str:
+    """Where in the user's kernel the current NKI call was made ("line 12 of kernel.py")."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == _PACKAGE_DIR:
+        frame = frame.f_back
+    if frame is None:
+        return "an unknown line"
+    return f"line {frame.f_lineno} of {os.path.basename(frame.f_code.co_filename)}"
+
+
+class Operand:
+    """What element-wise arithmetic works on: tensors and accesses (`a_tile + b_tile`, `-x`, `x * 2`)."""
+
+    __array_ufunc__ = None  # `ndarray <op> tile` defers to the tile's reflected operator
+    _ops: ClassVar[dict[str, Any]] = {}  # filled by nki.language: operator name -> element-wise function
+
+    shape: tuple[int, ...]
+    dtype: DType
+    buffer: str
+    name: str
+
+    def read(self, where: Any = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _bin(self, op: str, other: Any, reflected: bool = False) -> Any:
+        fn = self._ops[op]
+        return fn(other, self) if reflected else fn(self, other)
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("subtract", o)
+    def __rsub__(self, o): return self._bin("subtract", o, True)
+    def __mul__(self, o): return self._bin("multiply", o)
+    def __rmul__(self, o): return self._bin("multiply", o, True)
+    def __truediv__(self, o): return self._bin("divide", o)
+    def __rtruediv__(self, o): return self._bin("divide", o, True)
+    def __pow__(self, o): return self._bin("power", o)
+    def __lt__(self, o): return self._bin("less", o)
+    def __le__(self, o): return self._bin("less_equal", o)
+    def __gt__(self, o): return self._bin("greater", o)
+    def __ge__(self, o): return self._bin("greater_equal", o)
+    def broadcast_to(self, shape: Any) -> Any:
+        return self._ops["broadcast_to"](self, shape)
+
+    def __neg__(self): return self._ops["negative"](self)
+    def __abs__(self): return self._ops["abs"](self)
+
+    __hash__ = object.__hash__
+
+
+class NkiTensor(Operand):
+    """A tensor (or a view of one) in HBM, SBUF or PSUM."""
+
+    def __init__(self, data: np.ndarray, written: np.ndarray, dtype: DType, buffer: str, name: str,
+                 where: str = "", stored: np.ndarray | None = None) -> None:
+        self.data = data
+        self.written = written
+        self.stored = stored  # kernel inputs only: which elements the kernel wrote
+        self.dtype = dtype
+        self.buffer = buffer
+        self.name = name
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"<{self.buffer} tensor {self.name} {self.shape} {self.dtype!r}>"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def describe(self) -> str:
+        at = f" (allocated at {self.where})" if self.where else ""
+        return f"{self.buffer} tensor '{self.name}' of shape {self.shape}{at}"
+
+    def __getitem__(self, index: Any) -> NkiTensor | Access:
+        return index_tensor(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        target = index_tensor(self, index)
+        target.write(value.read() if isinstance(value, Operand) else value)
+
+    def read(self, where: Any = None) -> np.ndarray:
+        """The values; a warning if any element read (within `where`, a mask) was never written."""
+        unwritten = ~self.written if where is None else ~self.written & np.asarray(where, dtype=bool)
+        if unwritten.any():
+            warn_unwritten(self, int(unwritten.sum()))
+        return self.data.copy()
+
+    def write(self, values: Any, mask: np.ndarray | None = None) -> None:
+        values = fit(values, self.shape)
+        if mask is None:
+            self.data[...] = self.dtype.round(values)
+            self.written[...] = True
+            if self.stored is not None:
+                self.stored[...] = True
+        else:
+            keep = np.broadcast_to(mask, self.shape)
+            self.data[keep] = self.dtype.round(values[keep])
+            self.written[keep] = True
+            if self.stored is not None:
+                self.stored[keep] = True
+
+
+class Access(Operand):
+    """Elements of a tensor picked by index tiles (and optionally a mask): gathered on read, scattered
+    on write."""
+
+    def __init__(self, tensor: NkiTensor, indices: tuple[np.ndarray, ...], mask: np.ndarray | None) -> None:
+        self.tensor = tensor
+        self.shape = tuple(np.broadcast_shapes(*(i.shape for i in indices)))
+        self.valid = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
+        self.indices = tuple(np.broadcast_to(i, self.shape) for i in indices)
+        self.dtype = tensor.dtype
+        self.buffer = tensor.buffer
+        self.name = tensor.name
+
+    def masked(self, mask: Any) -> Access:
+        """The same elements, restricted to where `mask` (broadcast to the tile's shape) is true."""
+        mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
+        return Access(self.tensor, self.indices, mask if self.valid is None else mask & self.valid)
+
+    def _picked(self) -> tuple[np.ndarray, ...]:
+        _check_bounds(self.tensor, self.indices, self.valid)
+        if self.valid is None:
+            return self.indices
+        return tuple(i[self.valid] for i in self.indices)
+
+    def read(self, where: Any = None) -> np.ndarray:
+        if where is not None:
+            return self.masked(where).read()
+        picked = self._picked()
+        unwritten = int((~self.tensor.written[picked]).sum())
+        if unwritten:
+            warn_unwritten(self.tensor, unwritten)
+        values = np.full(self.shape, np.nan if self.dtype.is_float else 0, dtype=self.dtype.storage)
+        if self.valid is None:
+            values[...] = self.tensor.data[picked]
+        else:
+            values[self.valid] = self.tensor.data[picked]
+        return values
+
+    def write(self, values: Any, mask: np.ndarray | None = None) -> None:
+        if mask is not None:
+            self.masked(mask).write(values)
+            return
+        values = fit(values, self.shape)
+        picked = self._picked()
+        if self.valid is not None:
+            values = values[self.valid]
+        self.tensor.data[picked] = self.tensor.dtype.round(values)
+        self.tensor.written[picked] = True
+        if self.tensor.stored is not None:
+            self.tensor.stored[picked] = True
+
+
+def fit(values: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """`values` broadcast to `shape`; a [P] vector fills [P, ...] one value per partition, as in NKI."""
+    values = np.asarray(values)
+    if values.ndim == 1 and len(shape) > 1 and values.shape[0] == shape[0]:
+        values = values.reshape((shape[0],) + (1,) * (len(shape) - 1))
+    try:
+        return np.broadcast_to(values, shape)
+    except ValueError:
+        raise ValueError(f"a value of shape {values.shape} does not fit a tile of shape {shape} at {origin()}") from None
+
+
+def warn_unwritten(tensor: NkiTensor, count: int) -> None:
+    """Warn once per tensor per launch that the kernel read elements it never wrote."""
+    launch = context.current()
+    root = tensor.data.base if tensor.data.base is not None else tensor.data
+    if launch.abstract or id(root) in launch.warned:
+        return
+    launch.warned[id(root)] = root  # held, so no other array reuses the id during the launch
+    warnings.warn(
+        f"kernel {launch.kernel_name} read {count} element(s) of {tensor.describe()} that were never "
+        f"written, at {origin()}: they read as NaN, as in the Neuron SDK's simulator (on a device: whatever "
+        "the memory held). Write (load, memset or compute into) the tile before reading it.",
+        NkiUninitializedReadWarning, stacklevel=3)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Allocation
+
+
+def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what: str = "a tile") -> NkiTensor:
+    """A new tensor of `shape` in `buffer`, every element unwritten; on-chip tensors are checked against
+    the partition limit and the memory left."""
+    launch = context.current()
+    dtype = as_dtype(dtype)
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
+        raise TypeError(f"a tensor shape is a tuple of non-negative integers, got {shape!r}")
+    dims_int = tuple(int(d) for d in dims)
+    where = origin()
+    if buffer == "shared_hbm":
+        return _shared_hbm(launch, dims_int, dtype, name, where)
+    if buffer in ("hbm", "private_hbm"):
+        return _fresh(dims_int, dtype, "hbm", name or launch.next_name("hbm"), where)
+    if buffer not in ON_CHIP:
+        raise unsupported(f"nki.language.ndarray(buffer={buffer!r})")
+    par = next((i for i, d in enumerate(dims) if isinstance(d, ParDim)), 0)
+    tensor = _fresh(dims_int, dtype, buffer, name or launch.next_name(buffer), where)
+    if not dims_int:
+        return tensor
+    check_partition(dims_int[par], f"{what} in {buffer.upper()} of shape {dims_int}", where)
+    per_partition = math.prod(d for i, d in enumerate(dims_int) if i != par) * dtype.itemsize
+    launch.hold(tensor, buffer, per_partition, f"{what} of shape {dims_int} {dtype!r} at {where}")
+    return tensor
+
+
+def check_partition(size: int, what: str, where: str | None = None) -> None:
+    """Rule: an on-chip tile spans at most `pmax` (128) partitions."""
+    pmax = context.current().core.pmax
+    if size > pmax:
+        raise NkiRuleError(
+            f"partition dimension too large: {what} spans {size} partitions, but SBUF and PSUM have "
+            f"{pmax} (nl.tile_size.pmax), at {where or origin()}. The first dimension of an on-chip tile is "
+            f"its partition dimension: split it into tiles of at most {pmax} rows (loop with nl.affine_range "
+            f"over tiles of nl.tile_size.pmax rows).")
+
+
+def _fresh(dims: tuple[int, ...], dtype: DType, buffer: str, name: str, where: str) -> NkiTensor:
+    fill = np.nan if dtype.is_float else 0
+    return NkiTensor(np.full(dims, fill, dtype=dtype.storage), np.zeros(dims, dtype=bool), dtype, buffer, name,
+                     where)
+
+
+def _shared_hbm(launch: context.Launch, dims: tuple[int, ...], dtype: DType, name: str | None,
+                where: str) -> NkiTensor:
+    """Every program of an SPMD launch allocating its k-th shared HBM tensor gets the same tensor."""
+    k = launch.shared_seen
+    launch.shared_seen += 1
+    if k < len(launch.shared_hbm):
+        tensor = launch.shared_hbm[k]
+        if tensor.shape != dims or tensor.dtype != dtype:
+            raise NkiRuleError(f"program {launch.program} allocated shared HBM tensor #{k} as {dims} {dtype!r}, "
+                               f"but program 0 allocated it as {tensor.shape} {tensor.dtype!r}")
+        return tensor
+    tensor = _fresh(dims, dtype, "shared_hbm", name or launch.next_name("shared_hbm"), where)
+    launch.shared_hbm.append(tensor)
+    return tensor
+
+
+def new_tile(values: np.ndarray, dtype: DType, what: str, buffer: str = "sbuf",
+             mask: np.ndarray | None = None) -> NkiTensor:
+    """An on-chip tile holding `values` (the result of a load or of a computation)."""
+    tile = allocate(values.shape, dtype, buffer, what=what)
+    tile.write(values, mask)
+    return tile
+
+
+# ---------------------------------------------------------------------------------------------------
+# Indexing
+
+
+def index_tensor(tensor: NkiTensor, index: Any) -> NkiTensor | Access:
+    """`tensor[index]`: a view for integers and slices, an `Access` for index tiles."""
+    items = _expand(tensor, index)
+    if not any(isinstance(i, np.ndarray) for i in items):
+        return _view(tensor, items)
+    return Access(tensor, _index_arrays(tensor, items), None)
+
+
+def with_mask(target: NkiTensor | Access, mask: Any) -> NkiTensor | Access:
+    """`target` restricted to where `mask` is true (a mask= argument of load, store and friends)."""
+    if mask is None:
+        return target
+    if isinstance(target, NkiTensor):
+        target = Access(target, _index_arrays(target, [slice(None)] * target.ndim), None)
+    return target.masked(mask)
+
+
+def _expand(tensor: NkiTensor, index: Any) -> list[Any]:
+    items = list(index) if isinstance(index, tuple) else [index]
+    if any(i is Ellipsis for i in items):
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (tensor.ndim - len(items) + 1)
+    if len(items) > tensor.ndim:
+        raise IndexError(f"{len(items)} indices for {tensor.describe()}, which has {tensor.ndim} dimension(s)")
+    items += [slice(None)] * (tensor.ndim - len(items))
+    out = []
+    for item in items:
+        if isinstance(item, DynSlice):
+            item = item.as_slice()
+        elif isinstance(item, Operand):
+            raise unsupported("indexing with a tile of values (dynamic indices)")
+        elif isinstance(item, (list, tuple)):
+            item = np.asarray(item)
+        if isinstance(item, np.ndarray):
+            if item.ndim == 0:
+                item = int(item)
+            elif item.dtype.kind not in "iu":
+                raise TypeError(f"index tiles hold integers, got {item.dtype}")
+        if item is None:
+            raise unsupported("indexing with None (new axes) on an NKI tensor")
+        out.append(item)
+    return out
+
+
+def _bounds(tensor: NkiTensor, axis: int, item: Any) -> tuple[int, int, int]:
+    """(start, stop, step) of an integer or slice index on `axis`, checked against the tensor's bounds."""
+    size = tensor.shape[axis]
+    if isinstance(item, slice):
+        step = 1 if item.step is None else int(item.step)
+        start = 0 if item.start is None else int(item.start)
+        stop = size if item.stop is None else int(item.stop)
+        if step <= 0:
+            raise unsupported("slices with a negative or zero step")
+        if start < 0 or stop > size or start > stop:
+            _out_of_bounds(tensor, axis, f"{start}:{stop}", size)
+        return start, stop, step
+    i = int(item)
+    if not 0 <= i < size:
+        _out_of_bounds(tensor, axis, str(i), size)
+    return i, i + 1, 1
+
+
+def _view(tensor: NkiTensor, items: list[Any]) -> NkiTensor:
+    idx = []
+    for axis, item in enumerate(items):
+        start, stop, step = _bounds(tensor, axis, item)
+        idx.append(slice(start, stop, step) if isinstance(item, slice) else start)
+    idx_t = tuple(idx)
+    stored = None if tensor.stored is None else tensor.stored[idx_t]
+    return NkiTensor(tensor.data[idx_t], tensor.written[idx_t], tensor.dtype, tensor.buffer, tensor.name,
+                     tensor.where, stored)
+
+
+def _index_arrays(tensor: NkiTensor, items: list[Any]) -> tuple[np.ndarray, ...]:
+    """One integer array per axis, broadcastable to the accessed tile's shape."""
+    rank = max((i.ndim for i in items if isinstance(i, np.ndarray)), default=len(items))
+    if any(isinstance(i, slice) for i in items) and rank != len(items):
+        rank = len(items)
+        if any(isinstance(i, np.ndarray) and i.ndim != rank for i in items):
+            raise unsupported("mixing index tiles and slices whose dimensions do not line up with the tensor's")
+    arrays = []
+    for axis, item in enumerate(items):
+        if isinstance(item, slice):
+            start, stop, step = _bounds(tensor, axis, item)
+            shape = [1] * rank
+            shape[axis] = len(range(start, stop, step))
+            arrays.append(np.arange(start, stop, step).reshape(shape))
+        else:
+            arrays.append(np.asarray(item, dtype=np.int64))
+    return tuple(arrays)
+
+
+def _check_bounds(tensor: NkiTensor, indices: tuple[np.ndarray, ...], valid: np.ndarray | None) -> None:
+    for axis, idx in enumerate(indices):
+        used = idx if valid is None else idx[valid]
+        if used.size == 0:
+            continue
+        low, high = int(used.min()), int(used.max())
+        if low < 0 or high >= tensor.shape[axis]:
+            _out_of_bounds(tensor, axis, f"{low}..{high}", tensor.shape[axis])
+
+
+def _out_of_bounds(tensor: NkiTensor, axis: int, got: str, size: int) -> None:
+    raise NkiRuleError(
+        f"out-of-bounds access: index {got} on axis {axis} of {tensor.describe()}, whose valid indices are "
+        f"0..{size - 1}, at {origin()}. The device does not clip or wrap indices. Guard the last partial "
+        "tile with mask=(i < size) or size tiles to divide the tensor.")
+
+
+def values_of(x: Any, where: Any = None) -> np.ndarray:
+    """The values an operand holds, for computation: tiles are read (only the elements under the mask
+    `where` count as used), scalars and arrays pass through."""
+    if isinstance(x, Operand):
+        if x.buffer not in ON_CHIP:
+            raise NkiRuleError(
+                f"{x.buffer} tensor '{x.name}' used in a computation at {origin()}: NeuronCore engines compute "
+                "on SBUF/PSUM tiles only. Load it first: tile = nl.load(tensor[...]).")
+        if where is not None:
+            where = np.broadcast_to(np.asarray(where, dtype=bool), x.shape)
+        return x.read(where)
+    return np.asarray(x)
+
+
+def dtype_of(x: Any) -> DType | None:
+    """An operand's NKI dtype, or None for a Python scalar (which takes the other operand's dtype)."""
+    if isinstance(x, Operand):
+        return x.dtype
+    if isinstance(x, np.ndarray) and x.ndim:
+        return as_dtype(x.dtype)
+    return None
