@@ -125,7 +125,7 @@ def test_json_document(llama, tmp_path):
     ({"tp": 32}, "does not divide the model's num_attention_heads"),
     ({"tp": 2, "fsdp": 2}, "uses 4 ranks"),
     ({"instance": "p5.48xlarge"}, "unknown instance"),
-    ({"dtype": "int8"}, "cannot train"),
+    ({"dtype": "int8"}, "not one the neuron device computes in"),
     ({"pp": 8, "fsdp": 8}, "exceeds the model's 4 layers"),
     ({"micro_batch": 0}, "micro_batch must be a positive integer"),
 ])

@@ -27,10 +27,8 @@ from transformers import PretrainedConfig
 from neuronkit import models
 from neuronkit.distributed.instances import Instance, instance as find_instance
 from neuronkit.distributed.probe import LayerProbe
-from neuronkit.errors import NeuronkitInputError
+from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.units import format_bytes
-
-_positive = models._positive_int  # one validator for every count a user passes
 
 _RING = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
          "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
@@ -207,10 +205,13 @@ def sweep(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", dtype: to
 
 
 def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
-    value = models.as_dtype(dtype)
-    if not value.is_floating_point:
-        raise NeuronkitInputError(f"dtype {value} cannot train; use bfloat16, float16 or float32")
-    return value
+    """The training dtype: one the device computes in (float32, bfloat16, float16)."""
+    return models.compute_dtype(dtype)
+
+
+def _positive(name: str, value: object) -> int:
+    require_positive_ints(**{name: value})
+    return value  # type: ignore[return-value]
 
 
 class _Planner:

@@ -75,7 +75,7 @@ class LayerProbe:
                 "num_hidden_layers in config.json")
         self.config = config
         self.dtype = dtype
-        self.cls = models.auto_class(config)
+        self.cls = models.model_class(config)
         self.num_layers = config.num_hidden_layers
         self.tied = bool(getattr(config, "tie_word_embeddings", False))
 
@@ -153,7 +153,7 @@ class LayerProbe:
         config.num_hidden_layers = layers
         if isinstance(getattr(config, "layer_types", None), list):
             config.layer_types = config.layer_types[:layers]
-        return self.cls.from_config(config, dtype=self.dtype)
+        return self.cls._from_config(config, dtype=self.dtype)
 
     @staticmethod
     def _layers(model: nn.Module) -> nn.ModuleList:
