@@ -84,7 +84,7 @@ at::Tensor tensor_over(c10::Storage storage, c10::DispatchKey key, const at::Ten
 
 REGISTER_ALLOCATOR(kNeuron, &g_allocator)
 
-void configure_accounts(c10::DeviceIndex count, uint64_t capacity) {
+void configure_accounts(int count, uint64_t capacity) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_accounts.assign(count, Counters{});
   for (auto& counters : g_accounts) {

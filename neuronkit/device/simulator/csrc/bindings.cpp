@@ -9,7 +9,7 @@ namespace py = pybind11;
 namespace neuronkit {
 namespace {
 
-void init(c10::DeviceIndex count, uint64_t hbm_bytes_per_core, py::function oom_message) {
+void init(int count, uint64_t hbm_bytes_per_core, py::function oom_message) {
   set_device_count(count);
   configure_accounts(count, hbm_bytes_per_core);
   // Called from the allocator, possibly on a thread that does not hold the GIL.

@@ -7,25 +7,32 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace neuronkit {
 namespace {
 
-std::atomic<c10::DeviceIndex> g_count{0};
+std::atomic<int> g_count{0};
 thread_local c10::DeviceIndex t_current = 0;
 
 }  // namespace
 
-c10::DeviceIndex device_count() noexcept { return g_count.load(); }
+int device_count() noexcept { return g_count.load(); }
 
-void set_device_count(c10::DeviceIndex count) { g_count.store(count); }
+// The real guard casts its count to int8, so 128 cores wrap to -128 (torch_neuronx/csrc/core/
+// NeuronGuardImpl.h, deviceCount); PyTorch is given the largest count it can hold instead.
+c10::DeviceIndex guard_device_count() noexcept {
+  return static_cast<c10::DeviceIndex>(std::min(g_count.load(), 127));
+}
+
+void set_device_count(int count) { g_count.store(count); }
 
 c10::DeviceIndex current_device() noexcept { return t_current; }
 
 void check_index(c10::DeviceIndex index) {
   TORCH_CHECK_VALUE(index >= 0 && index < device_count(), "Invalid device id: ", static_cast<int>(index),
-                    " (visible neuron devices: ", static_cast<int>(device_count()), ")");
+                    " (visible neuron devices: ", device_count(), ")");
 }
 
 void set_device(c10::DeviceIndex index) {
@@ -68,7 +75,7 @@ struct NeuronGuard final : c10::impl::DeviceGuardImplInterface {
 
   c10::Stream exchangeStream(c10::Stream s) const override { return s; }
 
-  c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
+  c10::DeviceIndex deviceCount() const noexcept override { return guard_device_count(); }
 
   // Events: work is complete when it is issued, so recording marks the event done and waiting returns.
   void record(void** event, const c10::Stream& /*stream*/, const c10::DeviceIndex /*index*/,

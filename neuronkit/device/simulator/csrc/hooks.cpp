@@ -17,7 +17,7 @@ struct NeuronHooks final : at::PrivateUse1HooksInterface {
 
   bool hasPrimaryContext(c10::DeviceIndex index) const override { return index >= 0 && index < device_count(); }
 
-  c10::DeviceIndex deviceCount() const override { return device_count(); }
+  c10::DeviceIndex deviceCount() const override { return guard_device_count(); }
 
   void setCurrentDevice(c10::DeviceIndex index) const override { set_device(index); }
 

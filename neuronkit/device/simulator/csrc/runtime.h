@@ -21,8 +21,9 @@ namespace neuronkit {
 constexpr c10::DeviceType kNeuron = c10::DeviceType::PrivateUse1;
 
 // device.cpp: the visible logical cores and each thread's current one.
-c10::DeviceIndex device_count() noexcept;
-void set_device_count(c10::DeviceIndex count);
+int device_count() noexcept;            // up to 128 (trn2 with LNC=1)
+c10::DeviceIndex guard_device_count() noexcept;  // the same, capped at 127: c10::DeviceIndex is int8
+void set_device_count(int count);
 c10::DeviceIndex current_device() noexcept;
 void set_device(c10::DeviceIndex index);  // checked
 c10::DeviceIndex exchange_device(c10::DeviceIndex index);
@@ -33,7 +34,7 @@ struct Counters {
   uint64_t capacity = 0, current = 0, peak = 0;
   int64_t allocations = 0, frees = 0, num_ooms = 0;
 };
-void configure_accounts(c10::DeviceIndex count, uint64_t capacity);
+void configure_accounts(int count, uint64_t capacity);
 void set_oom_message(std::function<std::string(c10::DeviceIndex, uint64_t)> build);
 void reserve(c10::DeviceIndex index, uint64_t nbytes);  // throws c10::OutOfMemoryError when the core is full
 void release(c10::DeviceIndex index, uint64_t nbytes);
