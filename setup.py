@@ -5,6 +5,7 @@ Everything else about the package is declared in pyproject.toml."""
 import os
 import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import setup
@@ -17,7 +18,11 @@ def _require_build_tools() -> None:
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None:
         sys.exit(f"neuronkit build: no C++ compiler ({compiler!r} not found); install g++ "
-                 "(Debian: apt-get install g++, or `make system-deps`)")
+                 "(Debian: apt-get install g++, or `make build-deps`)")
+    headers = Path(sysconfig.get_paths()["include"], "Python.h")
+    if not headers.exists():
+        sys.exit(f"neuronkit build: Python's C headers are missing ({headers}); install them "
+                 "(Debian: apt-get install python3-dev, or `make build-deps`)")
     try:
         import torch  # noqa: F401
     except ImportError:

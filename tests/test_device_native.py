@@ -175,4 +175,4 @@ def test_build_without_a_compiler_says_so_in_one_line(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "neuronkit build: no C++ compiler ('no-such-g++' not found); install g++ (Debian: apt-get install g++, "
-        "or `make system-deps`)"]
+        "or `make build-deps`)"]
