@@ -1,8 +1,9 @@
 // The Python face of the native runtime: `neuronkit.device.simulator._native`.
 #include "runtime.h"
 
+// torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
 #include <torch/csrc/Generator.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
 
