@@ -38,7 +38,7 @@ setup(
     ext_modules=[CppExtension(
         "neuronkit.device.simulator._native",
         sources=sorted(str(p) for p in _CSRC.glob("*.cpp")),
-        extra_compile_args=["-O2", "-Wno-unused-parameter"],
+        extra_compile_args=["-O2", "-g0", "-Wno-unused-parameter"],
     )],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=shutil.which("ninja") is not None)},
 )
