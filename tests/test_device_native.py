@@ -79,6 +79,17 @@ def test_seeded_generator_on_a_core_repeats_its_draws():
     assert not torch.equal(first.cpu(), torch.randn(4, generator=gen, device="neuron:1").cpu())
 
 
+def test_torch_manual_seed_seeds_every_core():
+    torch.manual_seed(2)  # torch_neuronx tests/device/test_rng_state.py: test_torch_manual_seed_seeds_neuron
+    assert torch.neuron.initial_seed() == 2
+    assert torch.Generator(device="neuron:1").device == torch.device("neuron:1")
+    with torch.neuron.device(5):
+        assert torch.neuron.initial_seed() == 2
+        torch.neuron.manual_seed(9)
+        assert torch.neuron.initial_seed() == 9
+    assert torch.neuron.initial_seed() == 2
+
+
 def test_each_core_has_its_own_default_generator_and_host_draws_are_untouched():
     torch.neuron.manual_seed_all(3)
     torch.manual_seed(11)
