@@ -32,7 +32,7 @@ def _require_build_tools() -> None:
 
 _require_build_tools()
 
-from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 setup(
     ext_modules=[CppExtension(

@@ -8,7 +8,8 @@ generator afterwards; the host generator's own state is restored, so device draw
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
