@@ -12,19 +12,31 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 
-.PHONY: setup system-deps workbook test bench clean
+.PHONY: setup build-deps system-deps workbook test bench clean
 
 setup: $(STAMP)
 
-# torch is installed first and pinned: pip then takes the CPU build, and nothing later pulls CUDA.
-$(STAMP): pyproject.toml
+# torch is installed first and pinned: pip then takes the CPU build, and nothing later pulls CUDA. The
+# package's native device runtime (setup.py) then compiles against that torch (--no-build-isolation).
+$(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 	@command -v $(PYTHON) >/dev/null || { echo "neuronkit needs Python 3.11 ($(PYTHON) not found)"; exit 1; }
+	@$(MAKE) --no-print-directory build-deps
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet "torch==2.13.0" "setuptools>=68"
+	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	touch $(STAMP)
+
+# A C++ compiler and Python's headers for the native device runtime (Debian packages), if missing.
+build-deps:
+	@missing=""; command -v g++ >/dev/null || missing="g++"; \
+	$(PYTHON) -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+		|| missing="$$missing python3-dev"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
+	fi
 
 # Headless Chromium for the report's browser test (Debian packages).
 system-deps:
@@ -43,4 +55,4 @@ bench: setup
 	$(PY) bench/bench_device.py
 
 clean:
-	rm -rf $(VENV) runs build
+	rm -rf $(VENV) runs build neuronkit/device/simulator/_native*.so

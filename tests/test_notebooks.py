@@ -150,7 +150,7 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     src, dist, venv, elsewhere = (tmp_path / name for name in ("src", "dist", "venv", "elsewhere"))
     shutil.copytree(ROOT, src, symlinks=True, ignore=_NOT_SOURCES)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-w", str(dist), str(src)], check=True, capture_output=True, timeout=120)
+                    "--no-index", "-w", str(dist), str(src)], check=True, capture_output=True, timeout=600)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],

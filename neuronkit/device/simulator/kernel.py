@@ -14,18 +14,15 @@ import time
 import torch
 from torch._C import DispatchKey, DispatchKeySet
 
-from neuronkit.device.simulator import compiled_graphs, tracking
+from neuronkit.device.simulator import compiled_graphs, native, rng, tracking
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.device.simulator.neff_cache import NeffCache
 from neuronkit.policy import Policy, Rule
 
 CPU_KEYS = DispatchKeySet(DispatchKey.CPU)
-NEURON: torch.device | None = None  # torch.device("neuron", 0), once the backend is renamed
 _CPU = torch.device("cpu")
 _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
 _as_strided = torch.ops.aten.as_strided.default
-_construct_storage = torch._C._construct_storage_from_data_pointer
-_create_empty = torch._C._acc.create_empty_tensor
 _profiler_enabled = torch._C._autograd._profiler_enabled
 _enable_record_function = torch._C._autograd._enable_record_function
 _perf_ns = time.perf_counter_ns
@@ -39,9 +36,9 @@ _CROSS_DEVICE_OK = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_
 class Device:
     """State of the simulated device shared by the kernel and `torch.neuron`."""
 
-    def __init__(self, policy: Policy, hbm: HbmAccount, strict: bool) -> None:
+    def __init__(self, policy: Policy, hbm: list[HbmAccount], strict: bool) -> None:
         self.policy = policy
-        self.hbm = hbm
+        self.hbm = hbm  # one account per logical core, indexed by device index
         self.cache = NeffCache()
         self.strict = strict
 
@@ -53,31 +50,16 @@ STATE: Device | None = None  # set by registration.install()
 # Tensors: device tensors over CPU memory, and CPU aliases of device tensors.
 
 
-def wrap(cpu: _Tensor) -> _Tensor:
-    """A neuron tensor over the memory of a fresh CPU tensor (no copy); its bytes count against HBM."""
-    storage = cpu.untyped_storage()
-    nbytes = storage.nbytes()
-    hbm = STATE.hbm
-    hbm.reserve(nbytes, "neuron:0")
-    device_storage = _construct_storage(storage.data_ptr(), NEURON, nbytes)
-    device_storage._cpu = storage
-    hbm.track(device_storage, nbytes)
-    out = _create_empty([0], cpu.dtype)
-    _set_storage.redispatch(CPU_KEYS, out, device_storage, cpu.storage_offset(), cpu.size(), cpu.stride())
-    if cpu.requires_grad:
-        out.requires_grad_(True)
-    return out
-
-
-def to_cpu(t: _Tensor) -> _Tensor:
-    """A CPU tensor aliasing a neuron tensor's memory."""
-    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage()._cpu, t.storage_offset(), t.size(), t.stride())
+# wrap(cpu, index): a neuron:index tensor over the memory of a fresh CPU tensor (no copy), its bytes counted
+# against that core's HBM; to_cpu(t): a CPU tensor aliasing a neuron tensor's memory. Both native (csrc/).
+wrap = native.wrap
+to_cpu = native.to_cpu
 
 
 def rebind(t: _Tensor, cpu: _Tensor) -> None:
     """Point neuron tensor `t` at `cpu`'s memory and metadata (after an op resized it on the host)."""
     if cpu.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
-        fresh = wrap(cpu)
+        fresh = wrap(cpu, t.get_device())
         _set_storage.redispatch(CPU_KEYS, t, fresh.untyped_storage(), cpu.storage_offset(), cpu.size(), cpu.stride())
     elif cpu.size() != t.size() or cpu.stride() != t.stride() or cpu.storage_offset() != t.storage_offset():
         _set_storage.redispatch(CPU_KEYS, t, t.untyped_storage(), cpu.storage_offset(), cpu.size(), cpu.stride())
@@ -94,7 +76,8 @@ def _is_neuron(x: object) -> bool:
 class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
-    __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device")
+    __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
+                 "random")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         self.op = op
@@ -105,6 +88,7 @@ class OpKernel:
         self.native = policy.runs_natively(schema.name)
         self.compiles = self.native and not self.rule.is_view
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
+        self.random = torch.Tag.nondeterministic_seeded in op.tags
         positions = {}
         for i, a in enumerate(schema.arguments):
             if a.alias_info is not None:
@@ -135,12 +119,14 @@ class OpKernel:
         state = STATE
         host = None  # a host tensor seen among the arguments
         cargs = []
-        seen_device = False
+        index = -1  # the device index of the neuron arguments
+        target = -1  # where fresh results go: a device index, or None when `device=` names the host
+        generator = None  # a neuron generator passed to a random op
         narrow = None  # 64-bit dtypes present → computed in 32 bit
         for a in args:
             if isinstance(a, _Tensor):
                 if a.device.type == "neuron":
-                    seen_device = True
+                    index = _device_index(a, index, self)
                     dt = a.dtype
                     if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
                         narrow = self._check_dtype(dt, narrow)
@@ -152,7 +138,7 @@ class OpKernel:
                 for x in a:
                     if isinstance(x, _Tensor):
                         if x.device.type == "neuron":
-                            seen_device = True
+                            index = _device_index(x, index, self)
                             if x.dtype.is_complex:
                                 self._check_dtype(x.dtype, narrow)
                             x = to_cpu(x)
@@ -161,32 +147,39 @@ class OpKernel:
                     converted.append(x)
                 a = type(a)(converted) if isinstance(a, tuple) else converted
             elif isinstance(a, torch.device) and a.type == "neuron":
+                target = a.index if a.index is not None else native.current_device()
                 a = _CPU
+            elif isinstance(a, torch.Generator) and a.device.type == "neuron":
+                generator, a = a, None
             cargs.append(a)
-        to_device = True
         ckwargs = kwargs
         if kwargs:
             ckwargs = {}
             for k, v in kwargs.items():
                 if isinstance(v, _Tensor):
                     if v.device.type == "neuron":
-                        seen_device = True
+                        index = _device_index(v, index, self)
                         v = to_cpu(v)
                     elif v.dim() > 0:
                         host = v
                 elif k == "device" and v is not None:
                     dev = v if isinstance(v, torch.device) else torch.device(v)
                     if dev.type == "neuron":
+                        target = dev.index if dev.index is not None else native.current_device()
                         v = _CPU
                     else:
-                        to_device = False
+                        target = None
+                elif isinstance(v, torch.Generator) and v.device.type == "neuron":
+                    generator, v = v, None
                 elif k == "pin_memory" and v:
                     raise NotImplementedError("pin_memory is not supported for neuron tensors")
                 ckwargs[k] = v
-        if host is not None and seen_device and not self.cross_device:
+        if host is not None and index >= 0 and not self.cross_device:
             raise RuntimeError(
-                f"Expected all tensors to be on the same device, but found at least two devices, neuron:0 and "
-                f"{host.device}! (when checking argument for {self.name})")
+                f"Expected all tensors to be on the same device, but found at least two devices, neuron:{index} "
+                f"and {host.device}! (when checking argument for {self.name})")
+        if target == -1:
+            target = index if index >= 0 else native.current_device()
         if not self.native:
             tracking.fallback_ops.add(self.name)
             if state.strict:
@@ -205,16 +198,21 @@ class OpKernel:
         observed = bool(observers)
         if observed:
             start = _perf_ns()
-        if narrow is not None and self.compiles:
-            result = self._run_narrow(cargs, ckwargs, narrow)
+        if self.random:
+            result = rng.draw(self._compute, cargs, ckwargs, narrow, generator, target if target is not None else index)
         else:
-            result = self.op(*cargs, **ckwargs)
+            result = self._compute(cargs, ckwargs, narrow)
         if observed:
             duration = _perf_ns() - start
-        result = self._results(result, args, kwargs, to_device)
+        result = self._results(result, args, kwargs, target)
         if observed:
             _notify(observers, self, start, duration, key, hit, cargs, ckwargs, result)
         return result
+
+    def _compute(self, cargs: list, kwargs: dict, narrow):
+        if narrow is not None and self.compiles:
+            return self._run_narrow(cargs, kwargs, narrow)
+        return self.op(*cargs, **kwargs)
 
     def _check_dtype(self, dtype: torch.dtype, narrow):
         if dtype.is_complex:
@@ -233,20 +231,20 @@ class OpKernel:
         result = self.op(*cargs, **kwargs)
         return _map_tensors(result, _wrap_int32)
 
-    def _results(self, result, args, kwargs, to_device: bool):
+    def _results(self, result, args, kwargs, target: int | None):
         returns = self.returns
         if len(returns) == 1:
-            return self._one(result, returns[0], args, kwargs, to_device)
+            return self._one(result, returns[0], args, kwargs, target)
         if not returns:
             return result
-        return tuple(self._one(r, spec, args, kwargs, to_device) for r, spec in zip(result, returns))
+        return tuple(self._one(r, spec, args, kwargs, target) for r, spec in zip(result, returns))
 
-    def _one(self, r, spec, args, kwargs, to_device: bool):
-        if spec is None:  # a fresh result
+    def _one(self, r, spec, args, kwargs, target: int | None):
+        if spec is None:  # a fresh result, on device `target` (None: it stays on the host)
             if isinstance(r, _Tensor):
-                return wrap(r) if to_device else r
-            if isinstance(r, list) and to_device:
-                return [wrap(x) if isinstance(x, _Tensor) else x for x in r]
+                return wrap(r, target) if target is not None else r
+            if isinstance(r, list) and target is not None:
+                return [wrap(x, target) if isinstance(x, _Tensor) else x for x in r]
             return r
         pos, name, written = spec
         base = args[pos] if pos < len(args) else kwargs.get(name)
@@ -259,6 +257,16 @@ class OpKernel:
         if isinstance(r, _Tensor):  # a view of an argument: the same view of the device tensor
             return _as_strided.redispatch(CPU_KEYS, base, r.size(), r.stride(), r.storage_offset())
         return [_as_strided.redispatch(CPU_KEYS, base, x.size(), x.stride(), x.storage_offset()) for x in r]
+
+
+def _device_index(t: _Tensor, index: int, kernel: OpKernel) -> int:
+    """The device index an op runs on: its first neuron argument's. Another index among the arguments is
+    PyTorch's cross-device error, as on CUDA (copies excepted)."""
+    found = t.get_device()
+    if index < 0 or found == index or kernel.cross_device:
+        return found if index < 0 else index
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                       f"neuron:{index} and neuron:{found}! (when checking argument for {kernel.name})")
 
 
 def raise_blocked(name: str, rule: Rule) -> None:
@@ -376,12 +384,14 @@ class Allocate:
         self.op = op
 
     def __call__(self, *args, **kwargs):
+        device = kwargs.get("device")
+        index = device.index if device is not None and device.index is not None else native.current_device()
         kwargs["device"] = _CPU
         kwargs.pop("pin_memory", None)
         out = self.op(*args, **kwargs)
         if out.dtype.is_complex:
             raise_complex(self.op._schema.name, out.dtype)
-        return wrap(out)
+        return wrap(out, index)
 
 
 class Fallback:

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from neuronkit.device.simulator import kernel
+from neuronkit.device.simulator import kernel, native
 from neuronkit.device.simulator.config import SimConfig
 from neuronkit.device.simulator.streams import (  # noqa: F401 - re-exported as torch.neuron.*
     Event,
@@ -23,7 +23,6 @@ from neuronkit.device.simulator.streams import (  # noqa: F401 - re-exported as 
 )
 
 CONFIG: SimConfig | None = None  # set by registration.install()
-_current_device = 0
 _initialized = False
 
 
@@ -61,11 +60,11 @@ def _check_index(device: Any) -> int:
     if isinstance(device, torch.device):
         if device.type != "neuron":
             raise ValueError(f"Expected a neuron device, got {device}")
-        index = device.index if device.index is not None else _current_device
+        index = device.index if device.index is not None else native.current_device()
     elif isinstance(device, str):
         return _check_index(torch.device(device))
     elif device is None:
-        index = _current_device
+        index = native.current_device()
     else:
         index = int(device)
     if not 0 <= index < device_count():
@@ -74,16 +73,13 @@ def _check_index(device: Any) -> int:
 
 
 def current_device() -> int:
-    return _current_device
+    """This thread's current device index (native runtime: one per thread, as CUDA's)."""
+    return native.current_device()
 
 
 def set_device(device: int | str | torch.device) -> None:
-    """Select the current device; raises ValueError("Invalid device id: ...") when out of range.
-
-    The simulator keeps every tensor's memory in one place, so tensors report `neuron:0` whichever
-    index is current (documented limitation)."""
-    global _current_device
-    _current_device = _check_index(device)
+    """Select this thread's current device; raises ValueError("Invalid device id: ...") when out of range."""
+    native.set_device(_check_index(device))
     init()
 
 
@@ -95,14 +91,12 @@ class device:  # noqa: N801 - the torch.<device>.device context manager (torch.l
         self.previous = -1
 
     def __enter__(self) -> None:
-        global _current_device
-        self.previous = _current_device
+        self.previous = native.current_device()
         if self.index >= 0:
-            _current_device = self.index
+            native.set_device(self.index)
 
     def __exit__(self, *exc: object) -> None:
-        global _current_device
-        _current_device = self.previous
+        native.set_device(self.previous)
 
 
 def get_device_name(device: int | str | torch.device | None = None) -> str:
@@ -138,58 +132,72 @@ def _is_in_bad_fork() -> bool:
     return False
 
 
-# RNG: the simulated device draws from the host's default generator, so torch.manual_seed seeds it and
-# a seeded run on neuron reproduces the same numbers as on CPU.
+# RNG: one default generator per device (torch_neuronx/neuron.py: manual_seed and seed act on the current
+# device's, manual_seed_all on every device's; torch.manual_seed calls manual_seed_all). The generators
+# are CPU-style, so a device seeded like the host draws the same numbers (see rng.py).
+def _generator(device: int | str | torch.device | None = None) -> torch.Generator:
+    return native.default_generator(_check_index(device))
+
+
 def manual_seed(seed: int) -> None:
-    torch.default_generator.manual_seed(int(seed))
+    """Seed the current device's default generator."""
+    _generator().manual_seed(int(seed))
 
 
-manual_seed_all = manual_seed
+def manual_seed_all(seed: int) -> None:
+    """Seed every device's default generator."""
+    for index in range(device_count()):
+        _generator(index).manual_seed(int(seed))
 
 
 def seed() -> None:
-    torch.default_generator.seed()
+    """Seed the current device's default generator with a random number."""
+    _generator().seed()
 
 
-seed_all = seed
+def seed_all() -> None:
+    """One random seed for every device, as torch_neuronx's seed_all."""
+    manual_seed_all(_generator(0).seed())
 
 
 def initial_seed() -> int:
-    return torch.default_generator.initial_seed()
+    return _generator().initial_seed()
 
 
-def get_rng_state(device: int | str | torch.device = "neuron") -> torch.Tensor:
-    return torch.default_generator.get_state()
+def get_rng_state(device: int | str | torch.device | None = None) -> torch.Tensor:
+    """The device's default generator state (default: the current device)."""
+    return _generator(device).get_state()
 
 
-def set_rng_state(new_state: torch.Tensor, device: int | str | torch.device = "neuron") -> None:
-    torch.default_generator.set_state(new_state.cpu())
+def set_rng_state(new_state: torch.Tensor, device: int | str | torch.device | None = None) -> None:
+    _generator(device).set_state(new_state.cpu())
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
     """Used by accelerate's checkpointing; one state per visible device."""
-    return [get_rng_state() for _ in range(device_count())]
+    return [get_rng_state(index) for index in range(device_count())]
 
 
 def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
-    if new_states:
-        set_rng_state(new_states[0])
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
 
 
-# Memory: bytes held by neuron tensors, counted against one logical core's HBM.
+# Memory: bytes held by neuron tensors, counted against each logical core's HBM.
+def _account(device: int | str | torch.device | None):
+    return kernel.STATE.hbm[_check_index(device)]
+
+
 def memory_stats(device: int | str | torch.device | None = None) -> dict[str, int]:
-    _check_index(device)
-    return kernel.STATE.hbm.stats()
+    return _account(device).stats()
 
 
 def memory_allocated(device: int | str | torch.device | None = None) -> int:
-    _check_index(device)
-    return kernel.STATE.hbm.current
+    return _account(device).current
 
 
 def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
-    _check_index(device)
-    return kernel.STATE.hbm.peak
+    return _account(device).peak
 
 
 memory_reserved = memory_allocated  # no caching pool in the simulator: reserved == allocated
@@ -197,20 +205,16 @@ max_memory_reserved = max_memory_allocated
 
 
 def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
-    _check_index(device)
-    kernel.STATE.hbm.reset_peak()
+    _account(device).reset_peak()
 
 
 def reset_accumulated_memory_stats(device: int | str | torch.device | None = None) -> None:
-    _check_index(device)
-    hbm = kernel.STATE.hbm
-    hbm.allocations = hbm.frees = hbm.num_ooms = 0
+    _account(device).reset_accumulated()
 
 
 def mem_get_info(device: int | str | torch.device | None = None) -> tuple[int, int]:
     """(free, total) bytes of the core's HBM."""
-    _check_index(device)
-    hbm = kernel.STATE.hbm
+    hbm = _account(device)
     return hbm.capacity - hbm.current, hbm.capacity
 
 

@@ -4,7 +4,9 @@ What this reproduces, from behaviour doc §1: the PrivateUse1 backend renamed `n
 as its device module, `tensor.neuron()` / `module.neuron()`, `torch.accelerator` integration, a
 `torch_neuronx` module with op tracking; from §2: a per-op kernel for every ATen op plus a boxed
 fallback; from §5: AutocastPrivateUse1 with CUDA-style casting. The mechanics follow
-shared/design/simulated-device.md (approach A2): real PrivateUse1 tensors over CPU memory.
+shared/design/simulated-device.md (approach A2): real PrivateUse1 tensors over CPU memory. The device
+guard, hooks, generators and allocators are native (csrc/, built by setup.py), as in PyTorch's OpenReg
+and the real backend, so tensors live on `neuron:<index>`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 import torch
 from torch.library import Library
 
-from neuronkit.device.simulator import features, host_memory, kernel, module, serialization, shim, streams
+from neuronkit.device.simulator import features, kernel, module, native, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.policy import load_policy
@@ -44,17 +46,17 @@ def install(config: SimConfig | None = None) -> None:
         return
     config = config or load_config()
     policy = load_policy()
-    kernel.STATE = kernel.Device(policy, HbmAccount(config.hbm_bytes_per_core), config.strict)
+    accounts = [HbmAccount(config.hbm_bytes_per_core, index) for index in range(config.device_count)]
+    kernel.STATE = kernel.Device(policy, accounts, config.strict)
     module.CONFIG = config
     streams.Stream.host_cc = config.host_cc
-    torch.utils.backend_registration._setup_privateuseone_for_python_backend(
-        "neuron", backend_module=module, hook=_Hooks(), device_guard=_Guard())
-    kernel.NEURON = torch.device("neuron", 0)
+    native.init(config.device_count, config.hbm_bytes_per_core, lambda index, nbytes: accounts[index].oom_message(nbytes))
+    torch.utils.rename_privateuse1_backend("neuron")
+    torch.utils.generate_methods_for_privateuse1_backend()
+    torch._register_device_module("neuron", module)
     _register_kernels(policy)
     _register_autocast()
     features.install(policy)
-    serialization.install()
-    host_memory.install()
     shim.install()
     when_imported("torch._dynamo.trace_rules", _skip_simulator_frames)
 
@@ -64,24 +66,6 @@ def _skip_simulator_frames(trace_rules) -> None:
     Dynamo; these run from the dispatcher whenever an op executes eagerly in a compiled region (after a
     graph break), and Dynamo would otherwise try to compile their frames."""
     trace_rules.add("neuronkit.device.simulator")
-
-
-class _Hooks(torch._C._acc.PrivateUse1Hooks):
-    """PrivateUse1HooksInterface: availability for torch.accelerator (isAvailable = device_count() > 0)."""
-
-    def is_available(self) -> bool:
-        return module.device_count() > 0
-
-    def has_primary_context(self, dev_id: int) -> bool:
-        return 0 <= dev_id < module.device_count()
-
-    def is_built(self) -> bool:
-        return True
-
-
-class _Guard(torch._C._acc.DeviceGuard):
-    def type_(self):
-        return torch._C._autograd.DeviceType.PrivateUse1
 
 
 def _overloads(policy) -> list[tuple[str, torch._ops.OpOverload]]:

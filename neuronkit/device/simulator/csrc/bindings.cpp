@@ -1,0 +1,56 @@
+// The Python face of the native runtime: `neuronkit.device.simulator._native`.
+#include "runtime.h"
+
+// torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
+
+namespace neuronkit {
+namespace {
+
+void init(int count, uint64_t hbm_bytes_per_core, py::function oom_message) {
+  set_device_count(count);
+  configure_accounts(count, hbm_bytes_per_core);
+  // Called from the allocator, possibly on a thread that does not hold the GIL.
+  auto* held = new py::function(std::move(oom_message));  // lives as long as the process
+  set_oom_message([held](c10::DeviceIndex index, uint64_t nbytes) {
+    py::gil_scoped_acquire gil;
+    return (*held)(index, nbytes).cast<std::string>();
+  });
+  register_hooks();
+}
+
+py::tuple counters_tuple(c10::DeviceIndex index) {
+  auto c = counters(index);
+  return py::make_tuple(c.capacity, c.current, c.peak, c.allocations, c.frees, c.num_ooms);
+}
+
+py::object python_default_generator(c10::DeviceIndex index) {
+  return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(index)));
+}
+
+}  // namespace
+}  // namespace neuronkit
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using namespace neuronkit;
+  m.doc() = "Native runtime of neuronkit's simulated neuron device";
+  m.def("init", &init, "Set the device count and HBM budget, and register the hooks",
+        py::arg("device_count"), py::arg("hbm_bytes_per_core"), py::arg("oom_message"));
+  m.def("device_count", &device_count);
+  m.def("current_device", &current_device);
+  m.def("set_device", &set_device, py::arg("index"));
+  m.def("exchange_device", &exchange_device, py::arg("index"));
+  m.def("wrap", &wrap, "A device tensor over a CPU tensor's memory, counted against the core's HBM",
+        py::arg("cpu"), py::arg("index"));
+  m.def("to_cpu", &to_cpu, "A CPU tensor over a device tensor's memory", py::arg("device"));
+  m.def("reserve", &reserve, py::arg("index"), py::arg("nbytes"));
+  m.def("release", &release, py::arg("index"), py::arg("nbytes"));
+  m.def("counters", &counters_tuple, "(capacity, current, peak, allocations, frees, num_ooms) of a core",
+        py::arg("index"));
+  m.def("reset_peak", &reset_peak, py::arg("index"));
+  m.def("reset_accumulated", &reset_accumulated, py::arg("index"));
+  m.def("default_generator", &python_default_generator, py::arg("index"));
+}

@@ -1,0 +1,44 @@
+"""Builds neuronkit's native runtime for the simulated device (a C++ extension, as PyTorch's OpenReg is).
+
+Everything else about the package is declared in pyproject.toml."""
+
+import os
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import setup
+
+_CSRC = Path("neuronkit/device/simulator/csrc")
+
+
+def _require_build_tools() -> None:
+    """A missing prerequisite ends the build with one line saying what to install."""
+    compiler = os.environ.get("CXX", "c++")
+    if shutil.which(compiler) is None:
+        sys.exit(f"neuronkit build: no C++ compiler ({compiler!r} not found); install g++ "
+                 "(Debian: apt-get install g++, or `make build-deps`)")
+    headers = Path(sysconfig.get_paths()["include"], "Python.h")
+    if not headers.exists():
+        sys.exit(f"neuronkit build: Python's C headers are missing ({headers}); install them "
+                 "(Debian: apt-get install python3-dev, or `make build-deps`)")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        sys.exit("neuronkit build: torch is not importable; install torch==2.13.0 first "
+                 "(pip install 'torch==2.13.0'), then build with --no-build-isolation")
+
+
+_require_build_tools()
+
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(
+    ext_modules=[CppExtension(
+        "neuronkit.device.simulator._native",
+        sources=sorted(str(p) for p in _CSRC.glob("*.cpp")),
+        extra_compile_args=["-O2", "-g0", "-Wno-unused-parameter"],
+    )],
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=shutil.which("ninja") is not None)},
+)
