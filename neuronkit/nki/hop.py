@@ -189,7 +189,9 @@ def _host_array(t: torch.Tensor) -> np.ndarray:
 
 def _to_torch(data: np.ndarray, dtype: torch.dtype, on_device: torch.device) -> torch.Tensor:
     cpu = torch.from_numpy(np.array(data)).to(dtype)
-    return device.wrap(cpu) if on_device.type == "neuron" else cpu
+    if on_device.type != "neuron":
+        return cpu
+    return device.wrap(cpu, on_device.index if on_device.index is not None else torch.neuron.current_device())
 
 
 def _write_back(t: torch.Tensor, data: np.ndarray) -> None:
