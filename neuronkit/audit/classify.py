@@ -55,7 +55,7 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
 
 
 def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str, int]]:
-    """The op's own category first (its rule, or a call-level blocker such as an SDPA mask or a sparse
+    """The op's own category first (its rule, or a call-level blocker such as a mask in the MHA fast path or a sparse
     input), then any other category seen on its calls, each with the module paths it occurred at."""
     rule = policy.rule(name)
     call_level = {c: p for c, p in stats.features.items() if c not in DTYPE_CATEGORIES}

@@ -14,7 +14,8 @@ import time
 import torch
 from torch._C import DispatchKey, DispatchKeySet
 
-from neuronkit.device.simulator import compiled_graphs, tracking
+from neuronkit import call_rules
+from neuronkit.device.simulator import compiled_graphs, device_ops, tracking
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.device.simulator.neff_cache import NeffCache
 from neuronkit.policy import Policy, Rule
@@ -70,8 +71,10 @@ def wrap(cpu: _Tensor) -> _Tensor:
 
 
 def to_cpu(t: _Tensor) -> _Tensor:
-    """A CPU tensor aliasing a neuron tensor's memory."""
-    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage()._cpu, t.storage_offset(), t.size(), t.stride())
+    """A CPU tensor aliasing a neuron tensor's memory, with its lazy negation bit (neg views are metadata
+    on the device: NeuronBindings.cpp VIEW_OPS_WHITELIST)."""
+    alias = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage()._cpu, t.storage_offset(), t.size(), t.stride())
+    return torch._neg_view(alias) if t.is_neg() else alias
 
 
 def rebind(t: _Tensor, cpu: _Tensor) -> None:
@@ -94,14 +97,23 @@ def _is_neuron(x: object) -> bool:
 class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
-    __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device")
+    __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
+                 "blocked", "checks", "schema")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
-        self.op = op
         schema = op._schema
         self.name = schema.name
         self.overload = op._overloadname
+        # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
+        self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
+        self.schema = schema
         self.rule: Rule = policy.rule(schema.name)
+        strict = STATE.strict
+        # Raises before running: the device raises for it, or strict mode refuses every documented gap.
+        self.blocked = self.rule.blocked or (strict and bool(self.rule.documented))
+        # Input-aware rules (data/op_support.toml `call_rule`) that stop this call, each with its Rule.
+        self.checks = tuple((call_rules.RULES[fn], rule) for fn, rule in policy.call_rules(schema.name)
+                            if rule.blocked or strict)
         self.native = policy.runs_natively(schema.name)
         self.compiles = self.native and not self.rule.is_view
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
@@ -119,9 +131,13 @@ class OpKernel:
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
 
     def __call__(self, *args, **kwargs):
-        rule = self.rule
-        if rule.blocked:
-            raise_blocked(self.name, rule)
+        if self.blocked:
+            raise_blocked(self.name, self.rule, STATE.strict)
+        if self.checks:
+            call = call_rules.bind(self.schema, args, kwargs)
+            for applies, rule in self.checks:
+                if applies(call):
+                    raise_blocked(self.name, rule, STATE.strict)
         profiling = _profiler_enabled()
         if profiling:
             _enable_record_function(False)
@@ -136,14 +152,14 @@ class OpKernel:
         host = None  # a host tensor seen among the arguments
         cargs = []
         seen_device = False
-        narrow = None  # 64-bit dtypes present → computed in 32 bit
+        wide = False  # a 64-bit device tensor among the arguments: computed in 32 bit
         for a in args:
             if isinstance(a, _Tensor):
                 if a.device.type == "neuron":
                     seen_device = True
                     dt = a.dtype
                     if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
-                        narrow = self._check_dtype(dt, narrow)
+                        wide = self._check_dtype(dt) or wide
                     a = to_cpu(a)
                 elif a.dim() > 0 and a.device.type == "cpu":
                     host = a
@@ -153,8 +169,9 @@ class OpKernel:
                     if isinstance(x, _Tensor):
                         if x.device.type == "neuron":
                             seen_device = True
-                            if x.dtype.is_complex:
-                                self._check_dtype(x.dtype, narrow)
+                            dt = x.dtype
+                            if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
+                                wide = self._check_dtype(dt) or wide
                             x = to_cpu(x)
                         elif x.dim() > 0:
                             host = x
@@ -171,6 +188,9 @@ class OpKernel:
                 if isinstance(v, _Tensor):
                     if v.device.type == "neuron":
                         seen_device = True
+                        dt = v.dtype
+                        if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
+                            wide = self._check_dtype(dt) or wide
                         v = to_cpu(v)
                     elif v.dim() > 0:
                         host = v
@@ -205,8 +225,8 @@ class OpKernel:
         observed = bool(observers)
         if observed:
             start = _perf_ns()
-        if narrow is not None and self.compiles:
-            result = self._run_narrow(cargs, ckwargs, narrow)
+        if wide and self.compiles:
+            result = self._run_narrow(cargs, ckwargs)
         else:
             result = self.op(*cargs, **ckwargs)
         if observed:
@@ -216,22 +236,40 @@ class OpKernel:
             _notify(observers, self, start, duration, key, hit, cargs, ckwargs, result)
         return result
 
-    def _check_dtype(self, dtype: torch.dtype, narrow):
+    def _check_dtype(self, dtype: torch.dtype) -> bool:
+        """True for a 64-bit dtype; complex raises unless the op only moves or views memory."""
         if dtype.is_complex:
-            if not STATE.policy.rule(self.name).is_view:
+            if not self.rule.is_view:
                 raise_complex(self.name, dtype)
-            return narrow
-        return (narrow or ()) + (dtype,)
+            return False
+        return True
 
-    def _run_narrow(self, cargs: list, kwargs: dict, narrow: tuple):
-        """Compute a 64-bit op in 32 bit, as the device does: float64 inputs are downcast and the outputs
-        upcast back; int64 results wrap to the int32 range (modular arithmetic commutes with the cast)."""
-        if torch.float64 in narrow:
-            cargs = [a.float() if isinstance(a, _Tensor) and a.dtype is torch.float64 else a for a in cargs]
-            result = self.op(*cargs, **kwargs)
-            return _map_tensors(result, lambda t: t.double() if t.dtype is torch.float32 else t)
-        result = self.op(*cargs, **kwargs)
-        return _map_tensors(result, _wrap_int32)
+    def _run_narrow(self, cargs: list, kwargs: dict):
+        """Run an op with 64-bit inputs as the device does (`python_ops/dtype_autocast.py`,
+        `_process_value`): every non-0-d float64/int64 tensor argument (and every one inside a list,
+        0-d included; keyword arguments too, `out` excepted) is narrowed to 32 bit before the op, and
+        the outputs are restored to the 64-bit type. float64 is computed in float32. int64 values are
+        wrapped to the int32 range before and after the op but kept as int64 tensors, because CPU's
+        kernels insist on int64 for indices and targets (the device's kernels take int32); modular
+        arithmetic makes that equal to computing in int32. An in-place op writes its result back into
+        its 64-bit argument."""
+        had: set = set()
+        nargs = [_narrow(a, had) for a in cargs]
+        nkwargs = {k: v if k == "out" else _narrow(v, had) for k, v in kwargs.items()}
+        result = self.op(*nargs, **nkwargs)
+        for spec in self.returns:
+            if spec is not None and spec[2]:
+                pos, name, _ = spec
+                original, narrowed = (cargs[pos], nargs[pos]) if pos < len(cargs) else (
+                    kwargs.get(name), nkwargs.get(name))
+                if narrowed is not original:
+                    original.copy_(narrowed)
+                    result = _replace(result, narrowed, original)
+        if torch.float64 in had:
+            result = _map_tensors(result, _widen_float)
+        if torch.int64 in had:
+            result = _map_tensors(result, _wrap_int32)
+        return result
 
     def _results(self, result, args, kwargs, to_device: bool):
         returns = self.returns
@@ -261,17 +299,20 @@ class OpKernel:
         return [_as_strided.redispatch(CPU_KEYS, base, x.size(), x.stride(), x.storage_offset()) for x in r]
 
 
-def raise_blocked(name: str, rule: Rule) -> None:
-    """The first release's unsupported features fail loudly, naming the feature and the way around it."""
+def raise_blocked(name: str, rule: Rule, strict: bool = False) -> None:
+    """A gap the device raises for (or any documented gap under NEURONKIT_STRICT=1) fails loudly, naming
+    the feature and the way around it."""
+    why = "" if rule.blocked or not strict else f" (documented gap, refused by NEURONKIT_STRICT=1; the device would {rule.runtime.replace('_', ' ')})"
     raise NotImplementedError(
-        f"{name} is not supported on the Neuron device in this release (unsupported feature: {rule.feature}) "
-        f"[{rule.category}]. {rule.remedy}")
+        f"{name} is not supported on the Neuron device in this release (unsupported feature: {rule.feature})"
+        f"{why} [{rule.category}]. {rule.remedy}")
 
 
 def raise_complex(name: str, dtype: torch.dtype) -> None:
-    """Complex tensors cannot live on the device (compiler error NCC_EVRF004, behaviour doc §4)."""
-    raise NotImplementedError(f"{name}: complex data types ({dtype}) are not supported on the Neuron device "
-                              f"(NCC_EVRF004) [complex_dtype]. {STATE.policy.complex_remedy}")
+    """Complex tensors can be created and moved, but ops on them fail with the device's message
+    (`tests/pytorch_tests/specs/aten_spec.json`: "Complex data types are not supported on Neuron")."""
+    raise RuntimeError(f"{name}: Complex data types are not supported on Neuron ({dtype}) [complex_dtype]. "
+                       f"{STATE.policy.complex_remedy}")
 
 
 def _signature(name: str, overload: str, cargs: list, kwargs: dict) -> tuple:
@@ -302,10 +343,46 @@ def _map_tensors(result, fn):
     return result
 
 
+def _narrow_tensor(t: _Tensor) -> _Tensor:
+    """float64 → float32; int64 → its value wrapped to the int32 range, still int64 (see _run_narrow)."""
+    if t.dtype is torch.float64:
+        return t.float()
+    return t.to(torch.int32).to(torch.int64)
+
+
+def _narrow(value, had: set):
+    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists)."""
+    if isinstance(value, _Tensor):
+        dt = value.dtype
+        if value.dim() and (dt is torch.float64 or dt is torch.int64):
+            had.add(dt)
+            return _narrow_tensor(value)
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, _Tensor) for v in value):
+        out = []
+        for v in value:
+            if isinstance(v, _Tensor) and (v.dtype is torch.float64 or v.dtype is torch.int64):
+                had.add(v.dtype)
+                v = _narrow_tensor(v)
+            out.append(v)
+        return type(value)(out)
+    return value
+
+
+def _replace(result, old: _Tensor, new: _Tensor):
+    if result is old:
+        return new
+    if isinstance(result, (list, tuple)):
+        return type(result)(_replace(r, old, new) for r in result)
+    return result
+
+
+def _widen_float(t: _Tensor) -> _Tensor:
+    return t.double() if t.dtype is torch.float32 else t
+
+
 def _wrap_int32(t: _Tensor) -> _Tensor:
-    if t.dtype is torch.int64 and t.numel():
-        return t.to(torch.int32).to(torch.int64)
-    return t
+    return t.to(torch.int32).to(torch.int64) if t.dtype is torch.int64 and t.numel() else t
 
 
 def _nbytes(values) -> int:
@@ -378,10 +455,7 @@ class Allocate:
     def __call__(self, *args, **kwargs):
         kwargs["device"] = _CPU
         kwargs.pop("pin_memory", None)
-        out = self.op(*args, **kwargs)
-        if out.dtype.is_complex:
-            raise_complex(self.op._schema.name, out.dtype)
-        return wrap(out)
+        return wrap(self.op(*args, **kwargs))
 
 
 class Fallback:

@@ -50,7 +50,7 @@ def install(config: SimConfig | None = None) -> None:
     torch.utils.backend_registration._setup_privateuseone_for_python_backend(
         "neuron", backend_module=module, hook=_Hooks(), device_guard=_Guard())
     kernel.NEURON = torch.device("neuron", 0)
-    _register_kernels(policy)
+    _register_kernels(policy, config.strict)
     _register_autocast()
     features.install(policy)
     serialization.install()
@@ -84,18 +84,22 @@ class _Guard(torch._C._acc.DeviceGuard):
         return torch._C._autograd.DeviceType.PrivateUse1
 
 
-def _overloads(policy) -> list[tuple[str, torch._ops.OpOverload]]:
+def _overloads(policy, strict: bool) -> list[tuple[str, torch._ops.OpOverload]]:
     """Every ATen overload that reaches the PrivateUse1 key: those without a composite kernel, plus two
     kinds upstream implements as CompositeExplicitAutograd: natively lowered ops (the real backend
     registers them itself, e.g. native_layer_norm, which would otherwise decompose into batch norm) and
-    first-release gaps (e.g. hann_window, _make_dual), which must stop at the device."""
+    gaps the device raises for (e.g. _make_dual), which must stop at the device. Under
+    NEURONKIT_STRICT=1 every documented gap stops there too (e.g. hann_window, which otherwise
+    decomposes)."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     found = []
     for qualified in torch._C._dispatch_get_all_op_names():
         if not qualified.startswith("aten::") or has(qualified, "CompositeImplicitAutograd"):
             continue
-        if has(qualified, "CompositeExplicitAutograd") and not policy.rule(qualified).blocked and (
-                not policy.runs_natively(qualified) or policy.rule(qualified).is_view):
+        rule = policy.rule(qualified)
+        stops = rule.blocked or (strict and bool(rule.documented))
+        if has(qualified, "CompositeExplicitAutograd") and not stops and (
+                not policy.runs_natively(qualified) or rule.is_view or rule.runtime == "decompose"):
             continue
         found.append(qualified)
     return [(q, _resolve(q)) for q in found]
@@ -110,11 +114,11 @@ def _impl_name(short: str) -> str:
     return short.removesuffix(".default")
 
 
-def _register_kernels(policy) -> None:
+def _register_kernels(policy, strict: bool) -> None:
     lib = Library("aten", "IMPL")
     _LIBS.append(lib)
     special = set(_REDISPATCH) | set(_ALLOCATE) | {"_copy_from.default", "_copy_from_and_resize.default"}
-    for qualified, op in _overloads(policy):
+    for qualified, op in _overloads(policy, strict):
         short = qualified[len("aten::"):]
         key = short if "." in short else f"{short}.default"
         if key in special:
