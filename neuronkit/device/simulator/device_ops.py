@@ -52,6 +52,14 @@ def _attention_logits(query, key, attn_bias, is_causal: bool, scale: float | Non
     return logits
 
 
+def _probabilities(logits: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+    """Softmax from the log-sum-exp. A row with every key masked (a left-padded query) gets zeros, as
+    PyTorch's `_safe_softmax` gives; S's decomposition would give NaN there (exp(-inf - -inf)): not
+    verified on hardware, listed as a known difference in docs/fidelity.md."""
+    probs = torch.exp(logits - lse.unsqueeze(-1))
+    return probs.masked_fill_(torch.isneginf(lse).unsqueeze(-1), 0.0)
+
+
 def fused_attention(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=False, return_debug_mask=False,
                     *, scale=None):
     """`aten::_scaled_dot_product_fused_attention_overrideable`: SDPA's device kernel for 4-D inputs, with
@@ -59,7 +67,7 @@ def fused_attention(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=
     Dropout is applied when asked (the mask is not replayed in backward: see the known differences)."""
     logits = _attention_logits(query, key, attn_bias, is_causal, scale)
     lse = torch.logsumexp(logits, dim=-1)
-    probs = torch.exp(logits - lse.unsqueeze(-1))
+    probs = _probabilities(logits, lse)
     if dropout_p > 0.0:
         probs = torch.nn.functional.dropout(probs, dropout_p)
     output = probs.to(query.dtype) @ value
@@ -75,7 +83,7 @@ def fused_attention_backward(grad_out, query, key, value, attn_bias, grad_input_
     of the forward above for query, key, value and the additive bias (`scaled_dot_product_attention.py:229`; S's tests train a
     random bias, `tests/python_ops/test_scaled_dot_product_attention.py:296-349`)."""
     scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
-    probs = torch.exp(_attention_logits(query, key, attn_bias, is_causal, scale) - logsumexp.unsqueeze(-1))
+    probs = _probabilities(_attention_logits(query, key, attn_bias, is_causal, scale), logsumexp)
     grad_out = grad_out.float()
     grad_value = probs.transpose(-2, -1) @ grad_out
     grad_probs = grad_out @ value.float().transpose(-2, -1)

@@ -263,7 +263,7 @@ class OpKernel:
                 original, narrowed = (cargs[pos], nargs[pos]) if pos < len(cargs) else (
                     kwargs.get(name), nkwargs.get(name))
                 if narrowed is not original:
-                    original.copy_(narrowed)
+                    original.copy_(_wrap_int32(narrowed) if torch.int64 in had else narrowed)
                     result = _replace(result, narrowed, original)
         if torch.float64 in had:
             result = _map_tensors(result, _widen_float)
