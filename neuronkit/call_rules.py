@@ -44,8 +44,8 @@ RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
 }
 
 
-def bind(schema: torch.FunctionSchema, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """A call's arguments by schema name (positional first, then keywords)."""
-    call = {a.name: v for a, v in zip(schema.arguments, args)}
+def bind(names: tuple[str, ...], args: tuple, kwargs: dict) -> dict[str, Any]:
+    """A call's arguments by schema argument name (positional first, then keywords)."""
+    call = dict(zip(names, args))
     call.update(kwargs)
     return call

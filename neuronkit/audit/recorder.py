@@ -265,7 +265,7 @@ class _DispatchLevel(TorchDispatchMode):
         out = func(*args, **kwargs)
         categories = ()
         if info.checks:
-            call = call_rules.bind(func._schema, args, kwargs)
+            call = call_rules.bind(tuple(a.name for a in func._schema.arguments), args, kwargs)
             categories = tuple(category for applies, category in info.checks if applies(call))
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)

@@ -60,6 +60,12 @@ def _probabilities(logits: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
     return probs.masked_fill_(torch.isneginf(lse).unsqueeze(-1), 0.0)
 
 
+def _like(layout: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """`values` in `layout`'s dtype and memory layout, as the op's meta kernel promises (a traced graph
+    views the output on that assumption)."""
+    return torch.empty_like(layout).copy_(values)
+
+
 def fused_attention(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=False, return_debug_mask=False,
                     *, scale=None):
     """`aten::_scaled_dot_product_fused_attention_overrideable`: SDPA's device kernel for 4-D inputs, with
@@ -70,7 +76,7 @@ def fused_attention(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=
     probs = _probabilities(logits, lse)
     if dropout_p > 0.0:
         probs = torch.nn.functional.dropout(probs, dropout_p)
-    output = probs.to(query.dtype) @ value
+    output = _like(query, probs.to(query.dtype) @ value)
     empty = torch.empty(0, dtype=torch.int32)
     return (output, lse, empty, empty.clone(), query.size(-2), key.size(-2), torch.empty(0, dtype=torch.int64),
             torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=query.dtype))
@@ -94,7 +100,7 @@ def fused_attention_backward(grad_out, query, key, value, attn_bias, grad_input_
         grad_bias = grad_logits.sum_to_size(attn_bias.shape).to(attn_bias.dtype)
     else:
         grad_bias = torch.empty(0, dtype=query.dtype)
-    return (grad_query.to(query.dtype), grad_key.to(key.dtype), grad_value.to(value.dtype), grad_bias)
+    return (_like(query, grad_query), _like(key, grad_key), _like(value, grad_value), grad_bias)
 
 
 # Overload name -> host implementation, read by the per-op kernel.

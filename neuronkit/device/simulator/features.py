@@ -3,7 +3,7 @@
 The kernel applies the policy by op name (data/op_support.toml). Some behaviours need a registration
 elsewhere: sparse layouts (their own dispatch key), Python-level entry points (forward-AD duals,
 NestedTensor constructors, torch.signal windows under NEURONKIT_STRICT=1), composite ops the real
-backend registers itself (SDPA's backend choice, `contiguous`'s memory-format check), and
+backend registers itself (SDPA's backend choice), and
 `_has_compatible_shallow_copy_type`, which keeps tied weights tied across `.to('neuron')`.
 """
 
@@ -15,7 +15,6 @@ from typing import Callable
 import torch
 from torch.library import Library
 
-from neuronkit import call_rules
 from neuronkit.device.simulator import device_ops, kernel
 from neuronkit.device.simulator.kernel import raise_blocked
 from neuronkit.policy import Policy, Rule
@@ -27,7 +26,7 @@ _SIGNAL_WINDOWS = ("bartlett", "blackman", "cosine", "exponential", "gaussian", 
 
 
 def install(policy: Policy) -> None:
-    """Install the registrations: sparse dispatch keys, SDPA, contiguous, shallow-copy compatibility and
+    """Install the registrations: sparse dispatch keys, SDPA, shallow-copy compatibility and
     the Python-level guards of gaps the device raises for (all documented gaps under strict mode)."""
     strict = kernel.STATE.strict
     sparse_rule = policy.rule("_sparse_coo_tensor_with_dims")
@@ -38,10 +37,8 @@ def install(policy: Policy) -> None:
     aten = Library("aten", "IMPL")
     _LIBS.append(aten)
     router = _SdpaToDevice()
-    contiguous = _Contiguous(policy, strict)
     for key in ("AutogradPrivateUse1", "PrivateUse1"):
         aten.impl("scaled_dot_product_attention", router, key)
-        aten.impl("contiguous", contiguous, key)
     aten.impl("_has_compatible_shallow_copy_type", device_ops.has_compatible_shallow_copy_type, "PrivateUse1")
     guards = ((torch.signal.windows, _SIGNAL_WINDOWS, policy.rule("hann_window"), _device_kwarg_is_neuron),
               (torch.nested, _NESTED_FACTORIES, policy.rule("_nested_tensor_from_tensor_list"), _any_neuron),
@@ -49,26 +46,6 @@ def install(policy: Policy) -> None:
     for namespace, names, rule, applies in guards:
         if rule.blocked or strict:
             _guard_python_api(namespace, names, rule, applies)
-
-
-class _Contiguous:
-    """`contiguous` on the device: the memory-format check of the real backend's contiguous op (S:
-    python_ops/contiguous.py:107-109 → cast_policy.py:38-50), then the upstream composite."""
-
-    __slots__ = ("op", "checks")
-
-    def __init__(self, policy: Policy, strict: bool) -> None:
-        self.op = torch.ops.aten.contiguous.default
-        self.checks = tuple((call_rules.RULES[fn], rule) for fn, rule in policy.call_rules("contiguous")
-                            if rule.blocked or strict)
-
-    def __call__(self, self_tensor, memory_format=torch.contiguous_format):
-        call = {"memory_format": memory_format}
-        for applies, rule in self.checks:
-            if applies(call):
-                raise RuntimeError(f"aten::contiguous: Neuron tensors only support contiguous or preserve memory "
-                                   f"format [{rule.category}]. {rule.remedy}")
-        return self.op.decompose(self_tensor, memory_format=memory_format)
 
 
 class _BlockedFallback:

@@ -98,7 +98,7 @@ class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
-                 "blocked", "checks", "schema")
+                 "blocked", "checks", "arg_names")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
@@ -106,7 +106,7 @@ class OpKernel:
         self.overload = op._overloadname
         # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
         self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
-        self.schema = schema
+        self.arg_names = tuple(a.name for a in schema.arguments)
         self.rule: Rule = policy.rule(schema.name)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
@@ -134,7 +134,7 @@ class OpKernel:
         if self.blocked:
             raise_blocked(self.name, self.rule, STATE.strict)
         if self.checks:
-            call = call_rules.bind(self.schema, args, kwargs)
+            call = call_rules.bind(self.arg_names, args, kwargs)
             for applies, rule in self.checks:
                 if applies(call):
                     raise_blocked(self.name, rule, STATE.strict)
@@ -207,14 +207,14 @@ class OpKernel:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, neuron:0 and "
                 f"{host.device}! (when checking argument for {self.name})")
-        if not self.native:
-            tracking.fallback_ops.add(self.name)
+        if self.native:
+            tracking.executed_ops.add(self.name)
+        elif not compiled_graphs.in_compiled_graph:  # a compiled graph is lowered whole: no host fallback
             if state.strict:
                 raise RuntimeError(
                     f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
                     f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
-        else:
-            tracking.executed_ops.add(self.name)
+            tracking.fallback_ops.add(self.name)
         key = None
         hit = False
         if self.compiles and not compiled_graphs.in_compiled_graph:
