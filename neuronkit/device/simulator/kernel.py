@@ -98,12 +98,14 @@ class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
-                 "blocked", "checks", "arg_names")
+                 "blocked", "checks", "arg_names", "qualified")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
         self.name = schema.name
         self.overload = op._overloadname
+        # How the real backend's boxed fallback names the op: c10::toString(operator_name), overload included.
+        self.qualified = self.name if self.overload == "default" else f"{self.name}.{self.overload}"
         # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
         self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
         self.arg_names = tuple(a.name for a in schema.arguments)
@@ -214,7 +216,7 @@ class OpKernel:
                 raise RuntimeError(
                     f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
                     f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
-            tracking.fallback_ops.add(self.name)
+            tracking.fallback_ops.add(self.qualified)
         key = None
         hit = False
         if self.compiles and not compiled_graphs.in_compiled_graph:
@@ -456,6 +458,20 @@ class Allocate:
         kwargs["device"] = _CPU
         kwargs.pop("pin_memory", None)
         return wrap(self.op(*args, **kwargs))
+
+
+class FailedInit:
+    """Allocation when the runtime cannot initialize (a core past the count in NEURON_RT_VISIBLE_CORES):
+    the first tensor on the device raises the runtime's RuntimeError, as the real backend's lazy init
+    does, while `torch.neuron` stays importable."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(self.message)
 
 
 class Fallback:

@@ -1,8 +1,11 @@
 """HBM accounting for the simulated device: bytes held by live neuron storages, per core.
 
-The real allocator reports `memory_stats()` keyed like CUDA's (`allocated_bytes.all.current`, ...) and
-raises out-of-memory when a core's HBM is exhausted (behaviour doc §1, torch_neuronx/memory.py). Here a
-storage's bytes are counted when it is created and released by a finalizer when it dies.
+The real backend reports `memory_stats()` as nested dicts (`{"allocated_bytes": {"current", "peak",
+"allocated", "freed"}, ..., "num_ooms", ...}`; S: csrc/core/NeuronBindings.cpp:1239-1262), documents
+reserved bytes as always 0 (S: torch_neuronx/memory.py:38), and raises `RuntimeError("NRT allocation
+failed for size N (OOM)")` when a core's HBM is exhausted (S: csrc/core/allocator/
+NeuronCachingAllocator.cpp:82-88). Here a storage's bytes are counted when it is created and released
+when it dies; the OOM is a `torch.OutOfMemoryError`, which is a RuntimeError with that message.
 """
 
 from __future__ import annotations
@@ -22,24 +25,28 @@ class HbmAccount:
         self.allocations = 0
         self.frees = 0
         self.num_ooms = 0
+        self.bytes_allocated = 0  # cumulative
+        self.bytes_freed = 0
 
     def reserve(self, nbytes: int, device_label: str) -> None:
-        """Count `nbytes` or raise torch.OutOfMemoryError as a full device would."""
+        """Count `nbytes` or raise the device's OOM (a RuntimeError; also a torch.OutOfMemoryError)."""
         if self.current + nbytes > self.capacity:
             self.num_ooms += 1
             raise torch.OutOfMemoryError(
-                f"Neuron out of memory. Tried to allocate {_fmt(nbytes)} on {device_label} "
+                f"NRT allocation failed for size {nbytes} (OOM): {_fmt(nbytes)} on {device_label} "
                 f"({_fmt(self.capacity)} HBM per logical NeuronCore; {_fmt(self.current)} already allocated; "
                 f"{_fmt(self.capacity - self.current)} free). Reduce the batch size or sequence length, use "
                 f"bf16, or shard the model across cores."
             )
         self.current += nbytes
+        self.bytes_allocated += nbytes
         self.allocations += 1
         if self.current > self.peak:
             self.peak = self.current
 
     def release(self, nbytes: int) -> None:
         self.current -= nbytes
+        self.bytes_freed += nbytes
         self.frees += 1
 
     def track(self, storage: torch.UntypedStorage, nbytes: int) -> None:
@@ -50,17 +57,13 @@ class HbmAccount:
     def reset_peak(self) -> None:
         self.peak = self.current
 
-    def stats(self) -> dict[str, int]:
-        """The CUDA-style flat `memory_stats()` dict."""
-        stats: dict[str, int] = {}
-        for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
-            stats[f"{kind}.all.current"] = self.current
-            stats[f"{kind}.all.peak"] = self.peak
-            stats[f"{kind}.all.allocated"] = self.current  # bytes live now; the simulator has no pool
-        stats["allocation.all.allocated"] = self.allocations
-        stats["allocation.all.freed"] = self.frees
-        stats["num_ooms"] = self.num_ooms
-        return stats
+    def stats(self) -> dict[str, object]:
+        """`memory_stats()` in the source's nested shape (reserved: always 0, as documented)."""
+        used = {"current": self.current, "peak": self.peak, "allocated": self.bytes_allocated,
+                "freed": self.bytes_freed}
+        return {"allocated_bytes": used, "reserved_bytes": dict.fromkeys(used, 0), "active_bytes": dict(used),
+                "num_alloc_retries": 0, "num_ooms": self.num_ooms, "num_tensor_frees": self.frees,
+                "allocation_requests": self.allocations}
 
 
 

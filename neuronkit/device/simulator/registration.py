@@ -50,7 +50,7 @@ def install(config: SimConfig | None = None) -> None:
     torch.utils.backend_registration._setup_privateuseone_for_python_backend(
         "neuron", backend_module=module, hook=_Hooks(), device_guard=_Guard())
     kernel.NEURON = torch.device("neuron", 0)
-    _register_kernels(policy, config.strict)
+    _register_kernels(policy, config)
     _register_autocast()
     features.install(policy)
     serialization.install()
@@ -114,11 +114,11 @@ def _impl_name(short: str) -> str:
     return short.removesuffix(".default")
 
 
-def _register_kernels(policy, strict: bool) -> None:
+def _register_kernels(policy, config: SimConfig) -> None:
     lib = Library("aten", "IMPL")
     _LIBS.append(lib)
     special = set(_REDISPATCH) | set(_ALLOCATE) | {"_copy_from.default", "_copy_from_and_resize.default"}
-    for qualified, op in _overloads(policy, strict):
+    for qualified, op in _overloads(policy, config.strict):
         short = qualified[len("aten::"):]
         key = short if "." in short else f"{short}.default"
         if key in special:
@@ -127,7 +127,9 @@ def _register_kernels(policy, strict: bool) -> None:
     for short in _REDISPATCH:
         lib.impl(_impl_name(short), kernel.RedispatchToCpu(_resolve("aten::" + short)), "PrivateUse1")
     for short in _ALLOCATE:
-        lib.impl(_impl_name(short), kernel.Allocate(_resolve("aten::" + short)), "PrivateUse1")
+        allocate = kernel.FailedInit(config.init_error) if config.init_error else kernel.Allocate(
+            _resolve("aten::" + short))
+        lib.impl(_impl_name(short), allocate, "PrivateUse1")
     lib.impl("_copy_from", kernel.CopyFrom(resize=False), "PrivateUse1")
     lib.impl("_copy_from_and_resize", kernel.CopyFrom(resize=True), "PrivateUse1")
     generic = Library("_", "IMPL")
