@@ -98,7 +98,7 @@ class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
-                 "blocked", "checks", "arg_names", "qualified")
+                 "blocked", "checks", "arg_names", "qualified", "scalars")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
@@ -109,6 +109,10 @@ class OpKernel:
         # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
         self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
         self.arg_names = tuple(a.name for a in schema.arguments)
+        # Where a Python number is a Scalar (or a wrapped number in a Tensor argument), by position and
+        # name: a 0-d input of the NEFF, not part of its key.
+        self.scalars = frozenset(x for i, a in enumerate(schema.arguments)
+                                 if str(a.type).rstrip("?") in ("Scalar", "Tensor") for x in (i, a.name))
         self.rule: Rule = policy.rule(schema.name)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
@@ -220,7 +224,9 @@ class OpKernel:
         key = None
         hit = False
         if self.compiles and not compiled_graphs.in_compiled_graph:
-            key, hit = state.cache.lookup(_signature(self.name, self.overload, cargs, ckwargs))
+            signature = _signature(self.name, self.overload, self.scalars, cargs, ckwargs)
+            if signature is not None:
+                key, hit = state.cache.lookup(signature)
         observers = tracking.observers
         if profiling and tracking.profiler_observers:
             observers = observers + tracking.profiler_observers
@@ -317,21 +323,25 @@ def raise_complex(name: str, dtype: torch.dtype) -> None:
                        f"{STATE.policy.complex_remedy}")
 
 
-def _signature(name: str, overload: str, cargs: list, kwargs: dict) -> tuple:
-    """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args.
-    Scalars become 0-d inputs in the real lowering, so their values do not force recompilation."""
+def _signature(name: str, overload: str, scalars: frozenset, cargs: list, kwargs: dict) -> tuple | None:
+    """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args; None
+    when an input is empty (nothing to compile). Python numbers passed as Scalars (or wrapped numbers in
+    Tensor arguments) become 0-d inputs in the real lowering, so their values are not part of the key;
+    other ints (dims, sizes) are static."""
     parts = [name, overload]
-    parts.extend(_static(a) for a in cargs)
+    for i, a in enumerate(cargs):
+        if isinstance(a, _Tensor) and not a.numel():
+            return None
+        parts.append(type(a) if i in scalars and isinstance(a, (int, float)) else _static(a))
     if kwargs:
-        parts.extend((k, _static(v)) for k, v in sorted(kwargs.items()))
+        parts.extend((k, type(v) if k in scalars and isinstance(v, (int, float)) else _static(v))
+                     for k, v in sorted(kwargs.items()))
     return tuple(parts)
 
 
 def _static(a):
     if isinstance(a, _Tensor):
         return tuple(a.shape), a.dtype
-    if isinstance(a, float):
-        return float
     if isinstance(a, (list, tuple)):
         return tuple(_static(x) for x in a)
     return a
