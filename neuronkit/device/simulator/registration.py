@@ -3,7 +3,7 @@
 What this reproduces, from behaviour doc §1: the PrivateUse1 backend renamed `neuron`, `torch.neuron`
 as its device module, `tensor.neuron()` / `module.neuron()`, `torch.accelerator` integration, a
 `torch_neuronx` module with op tracking; from §2: a per-op kernel for every ATen op plus a boxed
-fallback; from §5: AutocastPrivateUse1 with CUDA-style casting. The mechanics follow
+fallback; from §5: AutocastPrivateUse1 with upstream's lists (autocast.py). The mechanics follow
 shared/design/simulated-device.md (approach A2): real PrivateUse1 tensors over CPU memory.
 """
 
@@ -14,7 +14,7 @@ import sys
 import torch
 from torch.library import Library
 
-from neuronkit.device.simulator import features, host_memory, kernel, module, serialization, shim, streams
+from neuronkit.device.simulator import autocast, features, host_memory, kernel, module, serialization, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.policy import load_policy
@@ -29,14 +29,6 @@ _REDISPATCH = (
     "set_.source_Storage", "set_.source_Tensor", "set_.default",
 )
 _ALLOCATE = ("empty.memory_format", "empty_strided.default")
-# AutocastPrivateUse1 casts, following PyTorch's CUDA lists (behaviour doc §5).
-_AUTOCAST_LOWER = ("mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot",
-                   "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-                   "_convolution", "prelu", "scaled_dot_product_attention")
-_AUTOCAST_FP32 = ("softmax", "log_softmax", "layer_norm", "group_norm", "rms_norm", "cumsum", "nll_loss",
-                  "cross_entropy_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
-                  "exp", "log", "pow", "sum", "prod", "norm", "rsqrt", "reciprocal")
-
 
 def install(config: SimConfig | None = None) -> None:
     """Register the simulated device. Called once, by the autoload entry point or `neuronkit.device`."""
@@ -51,7 +43,7 @@ def install(config: SimConfig | None = None) -> None:
         "neuron", backend_module=module, hook=_Hooks(), device_guard=_Guard())
     kernel.NEURON = torch.device("neuron", 0)
     _register_kernels(policy, config)
-    _register_autocast()
+    autocast.install(policy.autocast)
     features.install(policy)
     serialization.install()
     host_memory.install()
@@ -135,50 +127,6 @@ def _register_kernels(policy, config: SimConfig) -> None:
     generic = Library("_", "IMPL")
     _LIBS.append(generic)
     generic.fallback(kernel.Fallback(policy), "PrivateUse1")
-
-
-class _AutocastCast:
-    """An AutocastPrivateUse1 kernel: cast floating device tensors, then run below autocast."""
-
-    __slots__ = ("op", "lower")
-
-    def __init__(self, op: torch._ops.OpOverload, lower: bool) -> None:
-        self.op = op
-        self.lower = lower
-
-    def __call__(self, *args, **kwargs):
-        dtype = torch.get_autocast_dtype("neuron") if self.lower else torch.float32
-        args = tuple(_cast(a, dtype) for a in args)
-        kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
-        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)):
-            return self.op(*args, **kwargs)
-
-
-def _cast(value, dtype: torch.dtype):
-    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.device.type == "neuron" \
-            and value.dtype is not torch.float64:
-        return value.to(dtype)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, dtype) for v in value)
-    return value
-
-
-def _register_autocast() -> None:
-    generic = Library("_", "IMPL")
-    _LIBS.append(generic)
-    generic.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    lib = Library("aten", "IMPL")
-    _LIBS.append(lib)
-    for names, lower in ((_AUTOCAST_LOWER, True), (_AUTOCAST_FP32, False)):
-        for name in names:
-            packet = getattr(torch.ops.aten, name, None)
-            if packet is None:
-                continue
-            for overload in packet.overloads():
-                if overload == "out" or overload.endswith("_out"):
-                    continue
-                lib.impl(f"{name}.{overload}" if overload != "default" else name,
-                         _AutocastCast(getattr(packet, overload), lower), "AutocastPrivateUse1")
 
 
 def installed() -> bool:
