@@ -59,7 +59,8 @@ def test_dense_embedding_bag_is_not_sparse():
 
 
 def test_sparse_embedding_is_found_by_a_forward_only_audit():
-    """The sparse gradient only exists in backward; the `sparse_flag` call rule flags the forward call."""
+    """op_support.toml `sparse_embedding` (call rule `sparse_flag`): the sparse gradient only exists in
+    backward, so the forward call with sparse=True is flagged; inferred from S's lack of sparse kernels."""
     report = audit(nn.Embedding(10, 4, sparse=True), (torch.tensor([[1, 2]]),))
     assert [b["category"] for b in report.summary["blockers"]] == ["sparse_embedding"]
 

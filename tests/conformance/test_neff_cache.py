@@ -22,7 +22,7 @@ def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
 
 
 def test_static_int_arguments_stay_in_the_key():
-    """Dims are static arguments of the lowering (static_argnums in S's python_ops kernels)."""
+    """S: dims are static arguments of the lowering (static_argnums/static_argnames in python_ops kernels)."""
     x = torch.randn(5, 6, device=N)
     assert _new_entries(lambda: [x.sum(0), x.sum(1)]) == 2
 
