@@ -70,7 +70,8 @@ def fused_attention(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=
                     *, scale=None):
     """`aten::_scaled_dot_product_fused_attention_overrideable`: SDPA's device kernel for 4-D inputs, with
     no mask, a causal mask, or any boolean/additive mask (`csrc/aten/SdpBackendSelection.cpp:35-47`).
-    Dropout is applied when asked (the mask is not replayed in backward: see the known differences)."""
+    Dropout is applied when asked; SDPA calls with dropout take the math path instead (features.py), so
+    that the backward replays the mask."""
     logits = _attention_logits(query, key, attn_bias, is_causal, scale)
     lse = torch.logsumexp(logits, dim=-1)
     probs = _probabilities(logits, lse)

@@ -61,7 +61,8 @@ class _BlockedFallback:
 class _SdpaToDevice:
     """SDPA on the device, as the real backend's `_fused_sdp_choice` picks it
     (`csrc/aten/SdpBackendSelection.cpp:35-47`): 4-D inputs go to the fused overrideable kernel (any
-    boolean or additive mask, forward and backward); other ranks decompose into the math path."""
+    boolean or additive mask, forward and backward); other ranks decompose into the math path. With
+    dropout the simulator takes the math path too, whose backward replays the forward's dropout mask."""
 
     __slots__ = ("op", "fused")
 
@@ -71,7 +72,8 @@ class _SdpaToDevice:
 
     def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                  enable_gqa=False):
-        if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or query.device.type != "neuron":
+        if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or query.device.type != "neuron" or dropout_p > 0:
+            # dropout: the math path, so backward sees the forward's mask (see docs/fidelity.md)
             return self.op.decompose(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
                                      enable_gqa=enable_gqa)
         if enable_gqa and key.size(-3) != query.size(-3):  # grouped KV heads, repeated as upstream's math
