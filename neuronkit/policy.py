@@ -6,6 +6,7 @@ always agree on what runs natively, what falls back to CPU and what the first re
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tomllib
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ CPU_FALLBACK = "cpu_fallback"
 FLOAT64_EMULATED = "float64_emulated"
 INT64_EMULATED = "int64_emulated"
 COMPLEX_DTYPE = "complex_dtype"
-SDPA_CUSTOM_MASK = "sdpa_custom_mask"
+
+
+RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +35,12 @@ class Rule:
     name: str
     category: str  # stable id: native, cpu_fallback, sparse, dynamic_shape, ...
     is_view: bool = False  # compiles no NEFF, never reported as a fallback
-    blocked: bool = False  # the first release raises NotImplementedError
+    blocked: bool = False  # the device raises NotImplementedError for it
     feature: str = ""
     remedy: str = ""
+    documented: str = ""  # where the first release documents it as unsupported ("" if not a documented gap)
+    runtime: str = ""  # what the device does at run time: raise, cpu_fallback, decompose, run
+    source: str = ""  # where that behaviour comes from (a path in the source snapshot, a docs section)
 
     @property
     def native(self) -> bool:
@@ -49,10 +55,26 @@ class _Feature:
     remedy: str
     ops: frozenset[str]
     prefixes: tuple[str, ...]
-    blocked: bool
+    documented: str
+    runtime: str
+    source: str
+    call_rule: str
 
     def matches(self, name: str) -> bool:
         return name in self.ops or name.startswith(self.prefixes)
+
+    def rule(self, name: str) -> Rule:
+        return Rule(name, self.category, blocked=self.runtime == "raise", feature=self.feature,
+                    remedy=self.remedy, documented=self.documented, runtime=self.runtime, source=self.source)
+
+
+def _feature(entry: dict, gap: bool) -> _Feature:
+    runtime = entry.get("runtime", "")
+    if runtime not in RUNTIMES + ("",):
+        raise ValueError(f"op_support.toml: {entry['category']}: runtime {runtime!r} is not one of {RUNTIMES}")
+    return _Feature(entry["category"], entry["feature"], entry["remedy"], frozenset(entry.get("ops", [])),
+                    tuple(entry.get("prefixes", [])), entry.get("documented", "") if gap else "", runtime,
+                    entry.get("runtime_source" if gap else "source", ""), entry.get("call_rule", ""))
 
 
 class Policy:
@@ -62,12 +84,11 @@ class Policy:
         self.meta: dict = table.get("meta", {})
         self.native_ops = frozenset(table["native"]["ops"])
         self.view_ops = frozenset(table["views"]["ops"])
-        self._features = tuple(
-            _Feature(f["category"], f["feature"], f["remedy"], frozenset(f.get("ops", [])),
-                     tuple(f.get("prefixes", [])), blocked=kind == "blocked")
-            for kind in ("blocked", "finding")
-            for f in table.get(kind, [])
-        )
+        self.sources: dict[str, str] = {k: table[k]["source"] for k in ("native", "views", "dtypes")}
+        features = [_feature(f, gap=True) for f in table.get("gap", [])]
+        features += [_feature(f, gap=False) for f in table.get("finding", [])]
+        self._features = tuple(f for f in features if not f.call_rule)
+        self._call_features = tuple(f for f in features if f.call_rule)
         self.severity: dict[str, Severity] = dict(table["categories"])
         dtypes = table["dtypes"]
         self.emulated_dtypes: dict[torch.dtype, torch.dtype] = {
@@ -78,13 +99,16 @@ class Policy:
         self.complex_remedy: str = dtypes["complex_remedy"]
         self.emulated_remedy: str = dtypes["emulated_remedy"]
         self.amp_dtypes = [getattr(torch, d) for d in dtypes["amp_dtypes"]]
-        self.remedies: dict[str, str] = {f.category: f.remedy for f in self._features}
+        self.autocast: dict = table["autocast"]
+        self.remedies: dict[str, str] = {f.category: f.remedy for f in features}
         self.remedies[CPU_FALLBACK] = (
             "Runs on the host: each call copies its inputs to CPU and its outputs back. Acceptable off the "
             "hot path; on it, rewrite with natively supported ops or ask for a lowering.")
         self.remedies[COMPLEX_DTYPE] = self.complex_remedy
         self.remedies[FLOAT64_EMULATED] = self.remedies[INT64_EMULATED] = self.emulated_remedy
-        self.features: dict[str, str] = {f.category: f.feature for f in self._features}
+        self.features: dict[str, str] = {f.category: f.feature for f in features}
+        # Documented gaps by category: where each is documented and what the device does at run time.
+        self.gaps: dict[str, Rule] = {f.category: f.rule(f.category) for f in features if f.documented}
 
     @property
     def categories(self) -> list[str]:
@@ -97,22 +121,31 @@ class Policy:
         name = base_name(name)
         for feature in self._features:
             if feature.matches(name):
-                if feature.blocked:
-                    return Rule(name, feature.category, blocked=True, feature=feature.feature,
-                                remedy=feature.remedy)
-                # A finding keeps the op running; natively when a lowering exists.
-                return Rule(name, feature.category, feature=feature.feature, remedy=feature.remedy)
+                rule = feature.rule(name)
+                return dataclasses.replace(rule, is_view=True) if name in self.view_ops else rule
         if name in self.view_ops:
-            return Rule(name, NATIVE, is_view=True)
+            return Rule(name, NATIVE, is_view=True, source=self.sources["views"])
         if name in self.native_ops or name.rstrip("_") in self.native_ops:
-            return Rule(name, NATIVE)
-        return Rule(name, CPU_FALLBACK, feature="no native Neuron lowering",
-                    remedy=self.remedies[CPU_FALLBACK])
+            return Rule(name, NATIVE, source=self.sources["native"])
+        return Rule(name, CPU_FALLBACK, feature="no native Neuron lowering", remedy=self.remedies[CPU_FALLBACK],
+                    source="S: ops without a registration take the boxed CPU fallback "
+                           "(torch_neuronx/csrc/core/NeuronBindings.cpp, neuron_cpu_fallback)")
+
+    @functools.lru_cache(maxsize=None)
+    def call_rules(self, name: str) -> tuple[tuple[str, Rule], ...]:
+        """The input-aware rules of an op: (rule function name in `neuronkit.call_rules`, the Rule that
+        applies when that function flags a call). Empty for almost every op."""
+        name = base_name(name)
+        return tuple((f.call_rule, f.rule(name)) for f in self._call_features if f.matches(name))
 
     def runs_natively(self, name: str) -> bool:
-        """Whether the op (including a finding such as ``nonzero``) has a native lowering."""
+        """Whether the op has a native lowering (including a finding such as ``nonzero``), is
+        metadata-only, or is a documented gap that runs or decomposes on the device."""
         name = base_name(name)
-        return name in self.native_ops or name.rstrip("_") in self.native_ops or name in self.view_ops
+        if name in self.native_ops or name.rstrip("_") in self.native_ops or name in self.view_ops:
+            return True
+        rule = self.rule(name)
+        return rule.runtime == "decompose" or (rule.runtime == "run" and bool(rule.documented))
 
     def dtype_category(self, dtype: torch.dtype) -> str | None:
         """`float64_emulated`, `int64_emulated`, `complex_dtype`, or None for a native dtype."""

@@ -92,8 +92,8 @@ CASES = [
      "aten::_sparse_coo_tensor_with_dims_and_tensors"),
     ("nested_tensor", lambda: Fn(nested), lambda: torch.randn(1, 4), False, "aten::_nested_tensor_from_tensor_list"),
     ("forward_ad", lambda: Fn(forward_ad), lambda: torch.randn(3), False, "aten::_make_dual"),
-    ("sdpa_custom_mask", lambda: MaskedAttention(causal=False), lambda: torch.randn(1, 2, 4, 8), False,
-     "aten::scaled_dot_product_attention"),
+    ("sparse_embedding", lambda: nn.Embedding(10, 4, sparse=True), lambda: torch.tensor([[1, 2, 3]]), False,
+     "aten::embedding"),
     ("per_channel_quant", lambda: Fn(per_channel), lambda: torch.randn(2, 3), False, "aten::quantize_per_channel"),
     ("neg_conj_view", lambda: Fn(lambda x: torch._neg_view(x) + 1), lambda: torch.randn(3), False,
      "aten::_neg_view"),
@@ -137,8 +137,10 @@ def test_each_category_is_found_at_its_module(category, block, inputs, backward,
             in report.summary["blockers"]
 
 
-def test_causal_sdpa_is_the_devices_fused_kernel_without_a_finding():
-    report = audit(Net(MaskedAttention(causal=True)), (torch.randn(1, 2, 4, 8),))
+@pytest.mark.parametrize("causal", [True, False], ids=["is_causal", "additive mask"])
+def test_4d_sdpa_is_the_devices_fused_kernel_without_a_finding(causal):
+    """S lowers 4-D SDPA with or without a mask (csrc/aten/SdpBackendSelection.cpp:35-47)."""
+    report = audit(Net(MaskedAttention(causal=causal)), (torch.randn(1, 2, 4, 8),))
     assert [r["op"] for r in report.ops] == ["aten::_scaled_dot_product_fused_attention_overrideable"]
     assert report.ops[0]["classification"] == "native" and report.ops[0]["module_paths"] == [PATH]
     assert report.findings == []
@@ -258,7 +260,7 @@ def test_cli_prints_a_summary_and_writes_json(main, tmp_path, capsys):
 
 
 def test_cli_fail_on_exits_1_only_for_present_categories(main, capsys):
-    assert main(["audit", "tiny-qwen3", "--fail-on", "sdpa_custom_mask,cpu_fallback"]) == 0
+    assert main(["audit", "tiny-qwen3", "--fail-on", "mha_mask,cpu_fallback"]) == 0
     assert main(["audit", "tiny-qwen3", "--fail-on", "int64_emulated"]) == 1
     assert "int64_emulated" in capsys.readouterr().err
 

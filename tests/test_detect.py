@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import importlib.machinery
 import json
+import os
 import types
+from pathlib import Path
+
+import pytest
 
 import neuronkit
 from neuronkit.cli import main
 from neuronkit.device.detect import Probe, decide
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_simulated_here():
@@ -63,3 +69,24 @@ def test_cli_detect_json(capsys):
     assert main(["detect", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["kind"] == "simulated" and data["device_count"] == 64
+
+
+@pytest.mark.subprocess
+def test_pypi_placeholders_are_named_and_the_simulator_still_loads(run_python, tmp_path):
+    """`pip install torch-neuronx` from PyPI installs a placeholder whose import raises "WRONG PACKAGE"
+    (likewise neuronx-cc and nki): detection names it in one line and where the real package comes from."""
+    for module in ("torch_neuronx", "neuronxcc", "nki"):
+        (tmp_path / module).mkdir()
+        (tmp_path / module / "__init__.py").write_text(
+            'raise Exception("WRONG PACKAGE. Use --extra-index-url=https://pip.repos.neuron.amazonaws.com")\n')
+    proc = run_python("""
+        import torch
+        import neuronkit
+        print(torch.ones(2, device="neuron").device)
+        print(neuronkit.detect())
+    """, env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert proc.stdout.splitlines()[0] == "neuron:0"
+    assert "neuron device: simulated" in proc.stdout and "PyPI's placeholder" in proc.stdout
+    notes = [line for line in proc.stdout.splitlines() if line.strip().startswith("note:")]
+    assert len(notes) == 3 and all("pip.repos.neuron.amazonaws.com" in n for n in notes)
+    assert "Traceback" not in proc.stderr

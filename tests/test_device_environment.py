@@ -46,7 +46,7 @@ def test_out_of_memory_when_core_hbm_is_exhausted(run_python):
             print("OOM", e)
         print("stats", torch.neuron.memory_stats()["num_ooms"])
     """, env={"NEURONKIT_HBM_PER_CORE": "4MiB"})
-    assert "OOM Neuron out of memory. Tried to allocate 2.00 MiB on neuron:0" in proc.stdout
+    assert "OOM NRT allocation failed for size 2097152 (OOM): 2.00 MiB on neuron:0" in proc.stdout
     assert "stats 1" in proc.stdout
 
 

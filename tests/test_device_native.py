@@ -112,7 +112,7 @@ def test_hbm_is_counted_per_core():
     block = torch.empty(2**20, dtype=torch.uint8, device="neuron:1")
     assert torch.neuron.memory_allocated(1) - before[1] == 2**20
     assert torch.neuron.memory_allocated(0) == before[0]
-    assert torch.neuron.memory_stats(1)["allocated_bytes.all.current"] == torch.neuron.memory_allocated(1)
+    assert torch.neuron.memory_stats(1)["allocated_bytes"]["current"] == torch.neuron.memory_allocated(1)
     del block
     assert torch.neuron.memory_allocated(1) == before[1]
 
@@ -163,7 +163,7 @@ def test_fresh_process_autoloads_the_native_runtime(run_python):
     """, env={"NEURON_RT_NUM_CORES": "4", "NEURONKIT_HBM_PER_CORE": "2MiB"})
     first, oom = proc.stdout.splitlines()
     assert first == "neuron:3 4 4"
-    assert oom.startswith("OOM Neuron out of memory. Tried to allocate 3.00 MiB on neuron:1")
+    assert oom.startswith("OOM NRT allocation failed for size 3145728 (OOM): 3.00 MiB on neuron:1")
 
 
 @pytest.mark.subprocess

@@ -199,16 +199,16 @@ def test_warnings_without_fallbacks_give_ready_with_caveats(tmp_path: Path) -> N
 
 
 def test_blocker_finding_blocks_and_shows_its_remedy(tmp_path: Path) -> None:
-    records = passing_records(extra_ops=("embedding_bag", "hann_window"))
+    records = passing_records(extra_ops=("to_sparse", "_make_dual"))
     records["audit"].status = "fail"
     html, data, _ = render(write_run(tmp_path, records))
     assert data["verdict"] == "blocked"
-    assert {(b["category"], b["op"]) for b in data["blockers"]} == {("sparse", "aten::embedding_bag"),
-                                                                     ("signal_window", "aten::hann_window")}
+    assert {(b["category"], b["op"]) for b in data["blockers"]} == {("sparse", "aten::to_sparse"),
+                                                                     ("forward_ad", "aten::_make_dual")}
     assert any("sparse" in r for r in data["reasons"])
     assert not any(r.startswith("Op audit: fail") for r in data["reasons"])  # the findings already say why
     blockers = html[html.index('<section id="blockers">'):html.index('<section id="stages">')]
-    for category in ("sparse", "signal_window"):
+    for category in ("sparse", "forward_ad"):
         assert category in blockers and escape(load_policy().remedies[category]) in blockers
     assert html.index('id="verdict"') < html.index('id="blockers"') < html.index('id="stages"')
 
@@ -222,7 +222,7 @@ def test_a_failed_audit_without_findings_still_blocks(tmp_path: Path) -> None:
 
 
 def test_severity_comes_from_the_policy_categories(tmp_path: Path) -> None:
-    records = passing_records(extra_ops=("embedding_bag",))
+    records = passing_records(extra_ops=("to_sparse",))
     for finding in records["audit"].evidence["findings"]:
         finding["severity"] = "warn"  # a stale record; the policy says sparse is a blocker
     _, data, _ = render(write_run(tmp_path, records))

@@ -26,6 +26,8 @@ DTYPE_CATEGORIES = (FLOAT64_EMULATED, INT64_EMULATED, COMPLEX_DTYPE)
 _EMULATED = {FLOAT64_EMULATED: torch.float64, INT64_EMULATED: torch.int64}
 CLASSIFICATIONS = ("native", "cpu_fallback", "blocked")
 SEVERITIES = ("blocker", "warn", "info")
+_RUNTIME_PHRASES = {"raise": "raises", "cpu_fallback": "falls back to CPU", "decompose": "decomposes into native ops",
+                    "run": "runs"}
 
 
 def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[list[dict], list[dict], dict]:
@@ -61,7 +63,7 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
 
 
 def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str, int]]:
-    """The op's own category first (its rule, or a call-level blocker such as an SDPA mask or a sparse
+    """The op's own category first (its rule, or a call-level blocker such as a mask in the MHA fast path or a sparse
     input), then any other category seen on its calls, each with the module paths it occurred at."""
     rule = policy.rule(name)
     call_level = {c: p for c, p in stats.features.items() if c not in DTYPE_CATEGORIES}
@@ -98,8 +100,12 @@ def _message(op: str, category: str, calls: int, policy: Policy) -> str:
         wide = _EMULATED[category]
         narrow = policy.emulated_dtypes[wide]
         return f"{op} computes on {_dtype(wide)} in {times}: the device computes it in {_dtype(narrow)}."
+    gap = policy.gaps.get(category)
+    if gap is not None:  # both facts: the documented gap, and what the device does with it
+        return (f"{op} uses {policy.features[category]} in {times}: documented as unsupported by the first "
+                f"release; on the device it {_RUNTIME_PHRASES[gap.runtime]}.")
     if policy.severity[category] == "blocker":
-        return f"{op} uses {policy.features[category]} in {times}: not supported by the first release."
+        return f"{op} uses {policy.features[category]} in {times}: it fails on the device."
     return f"{op} uses {policy.features[category]} in {times}."
 
 

@@ -22,7 +22,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generate", action="store_true",
                         help="also audit generate() (runs on random weights, which must fit in memory)")
     parser.add_argument("--fail-on", metavar="CATEGORY[,...]", default="",
-                        help="exit 1 when findings of these categories exist (e.g. sdpa_custom_mask,cpu_fallback)")
+                        help="exit 1 when findings of these categories exist (e.g. mha_mask,cpu_fallback)")
     parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="parameter dtype (default float32)")
 

@@ -28,8 +28,9 @@ from torch._C import DispatchKey
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from neuronkit import call_rules
 from neuronkit.nki import is_nki_op, nki_launch_name
-from neuronkit.policy import CPU_FALLBACK, NATIVE, SDPA_CUSTOM_MASK, load_policy
+from neuronkit.policy import CPU_FALLBACK, NATIVE, load_policy
 
 ROOT = "<root>"
 BACKWARD = "<backward>"
@@ -37,10 +38,8 @@ SHAPES_KEPT = 8  # distinct input-shape signatures kept per op
 # What the device runs for SDPA on 4-D inputs (behaviour doc §4): its fused kernel, where CPU picks
 # flash/efficient/math kernels of its own.
 NEURON_SDPA = "aten::_scaled_dot_product_fused_attention_overrideable"
-SDPA = "aten::scaled_dot_product_attention"
 NATIVE_DROPOUT = "aten::native_dropout"
 _SDPA_PREFIX = "_scaled_dot_product_"
-_MASK_ARGS = ("attn_mask", "attn_bias")
 _IGNORED_NAMESPACES = frozenset({"profiler", "prim"})  # dispatcher bookkeeping, not compute
 _NODE_KEY = "neuronkit.module_path"
 _COMPOSITE = DispatchKey.CompositeExplicitAutograd
@@ -50,13 +49,14 @@ SPARSE, NESTED = "sparse", "nested_tensor"
 
 class _OpInfo(NamedTuple):
     name: str  # aten::mm
-    mask_at: int | None  # position of an SDPA kernel's mask argument
+    checks: tuple[tuple[Callable[[dict], bool], str], ...]  # input-aware rules: (applies, category)
     decompose: bool  # a composite the device never receives: record its parts instead
+    documented: bool  # a documented gap: recorded itself even when it decomposes
 
 
 @dataclass
 class OpStats:
-    """One op across a recording. `features` maps call-level categories (sparse inputs, an SDPA mask,
+    """One op across a recording. `features` maps call-level categories (sparse inputs, an MHA mask,
     64-bit dtypes, ...) to the module paths where they occurred, with call counts."""
 
     calls: int = 0
@@ -188,14 +188,14 @@ class OpRecorder:
             name = func._schema.name
             base = name.split("::", 1)[-1]
             rule = self._policy.rule(base)
-            mask_at = None
             if base.startswith(_SDPA_PREFIX) and not rule.native:
                 name = NEURON_SDPA + ("_backward" if base.endswith("_backward") else "")
-                mask_at = next((i for i, a in enumerate(func._schema.arguments) if a.name in _MASK_ARGS), None)
-            decompose = (not self._policy.runs_natively(base) and not rule.blocked and mask_at is None
+            checks = tuple((call_rules.RULES[fn], r.category) for fn, r in self._policy.call_rules(base))
+            decompose = ((not self._policy.runs_natively(base) or rule.runtime == "decompose")
+                         and not rule.blocked and not checks
                          and not is_nki_op(name)  # an NKI op is one device kernel, recorded as itself
                          and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
-            info = _OpInfo(name, mask_at, decompose)
+            info = _OpInfo(name, checks, decompose, bool(rule.documented))
         self._infos[func] = info
         return info
 
@@ -269,14 +269,16 @@ class _DispatchLevel(TorchDispatchMode):
         if info is None:
             return func(*args, **kwargs)
         if info.decompose:
+            if info.documented:  # the documented gap is a finding even though its parts run
+                inputs = _tensors(args) + _tensors(kwargs)
+                recorder._record(info.name, inputs, len(inputs))
             with self:
                 return func._op_dk(_COMPOSITE, *args, **kwargs)
         out = func(*args, **kwargs)
         categories = ()
-        if info.mask_at is not None:
-            argument = func._schema.arguments[info.mask_at].name
-            mask = args[info.mask_at] if info.mask_at < len(args) else kwargs.get(argument)
-            categories = (SDPA_CUSTOM_MASK,) if mask is not None else ()
+        if info.checks:
+            call = call_rules.bind(tuple(a.name for a in func._schema.arguments), args, kwargs)
+            categories = tuple(category for applies, category in info.checks if applies(call))
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
         return out
@@ -310,19 +312,17 @@ class _FunctionLevel(TorchFunctionMode):
         return out
 
     def _sdpa(self, func, args, kwargs):
-        """Record SDPA as the device runs it: one fused-kernel call for 4-D inputs without a mask, one
-        blocked call with any explicit mask; 3-D calls decompose on the device as on CPU."""
+        """Record SDPA as the device runs it: one fused-kernel call for 4-D inputs, with or without a
+        boolean/additive mask (S: csrc/aten/SdpBackendSelection.cpp:35-47); other ranks decompose on
+        the device as on CPU."""
         named = dict(zip(("query", "key", "value", "attn_mask"), args)) | kwargs
-        query, mask = named["query"], named.get("attn_mask")
-        if mask is None and query.dim() != 4:
+        query = named["query"]
+        if query.dim() != 4:
             return func(*args, **kwargs)
         with self.recorder._dispatch_hidden():
             out = func(*args, **kwargs)
         inputs = _tensors([named.get(n) for n in ("query", "key", "value", "attn_mask")])
-        if mask is None:
-            self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs))
-        else:
-            self.recorder._record(SDPA, inputs + _tensors(out), len(inputs), (SDPA_CUSTOM_MASK,))
+        self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs))
         return out
 
     def _dropout(self, func, args, kwargs):

@@ -1,15 +1,24 @@
 """The `neuron` torch.compile backend, as TorchNeuron ships it, over the simulated device.
 
 Behaviour doc §3 and design/simulated-device.md §D: TorchDynamo captures a graph, AOTAutograd splits it
-into a forward and a backward graph, and each is compiled on its own into one NEFF (cached). Here a
-"compilation" checks the graph against the one op policy (`neuronkit.policy`), records the ops that
-would run on the host, counts the graph as one entry in the device's NEFF cache, appends a record to
-`torch.neuron.get_dynamo_metrics()` and returns the graph, which then runs eagerly through the device
-kernel with per-op NEFF accounting off. Reproduced switches: `dynamic=True` / symbolic shapes rejected
-("Dynamic shapes detected ..."), automatic dynamic shapes off (a new shape recompiles), a non-default
-`mode` warned about and ignored, `options={"model_name": ..., "fallback_execution": ...}`, and
-TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (default True: a compile failure raises; 0: the original
-GraphModule runs eagerly instead).
+into a forward and a backward graph, and each is lowered whole through torch-mlir into one NEFF
+(cached). There is no per-op host fallback inside a graph (S: examples/torch_compile/README.md:40,
+"95% of ATen ops"); what the lowering cannot take fails as a lowering error: higher-order ops such as
+`cond`, `map`, `invoke_subgraph` ("Higher-order operation '<op>' not implemented in the FxImporter"),
+a graph with no outputs (S: neuron_dynamo_backend/fx/fx_transform.py:240-245), and ops the device
+raises for. Here a "compilation" checks the graph for those, counts it as one entry in the device's
+NEFF cache, appends a `NeuronCompilationMetrics` record (S: neuron_dynamo_backend/metrics.py:154) and
+returns the graph, which then runs eagerly through the device kernel with per-op NEFF accounting and
+fallback tracking off.
+
+Shapes (NEURONKIT_COMPILE_SHAPES), per the release modelled: `recompile` (default: the public beta this
+policy describes, whose docs say each new shape recompiles) specialises a graph Dynamo made dynamic on
+its own to each concrete shape, one NEFF per shape; `source` (S @ 98154b8) leaves it symbolic, so a
+second input shape without `dynamic=False` is rejected (S: examples/compile/QUICKSTART.md, "Dynamic
+shapes"). Neither changes Dynamo's process-wide configuration. `dynamic=True` is rejected in both.
+Also reproduced: a non-default `mode` warned about and ignored, `options={"model_name": ...,
+"fallback_execution": ...}`, and TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (default True: a compile
+failure raises; 0: the original GraphModule runs eagerly instead).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import itertools
 import logging
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
@@ -35,8 +45,43 @@ log = logging.getLogger(__name__)
 BACKEND_NAME = "neuron"
 FALLBACK_ENV = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
 DEFAULT_MODEL_NAME = "model"
+SHAPES_ENV = "NEURONKIT_COMPILE_SHAPES"
+SHAPE_MODES = ("recompile", "source")
 _FALSE = ("0", "false", "no", "off")
 _graph_ids = itertools.count()
+# Higher-order ops torch-mlir's FxImporter has no importer for (S: tests/pytorch_tests/specs/dynamo_spec.json).
+_UNLOWERED_HOPS = frozenset({"cond", "map_impl", "invoke_subgraph", "while_loop", "while_loop_stack_output",
+                             "scan", "auto_functionalized_v2", "invoke_quant_packed", "run_and_save_rng_state",
+                             "flex_attention", "associative_scan"})
+
+
+@dataclass
+class NeuronCompilationMetrics:
+    """One compiled graph, with S's fields (neuron_dynamo_backend/metrics.py:154-177) and per-phase
+    timings in microseconds; `kind`, `neff_key` and `neff_cache_hit` are the simulator's additions.
+    Item access (`record["graph_name"]`) reads the same fields."""
+
+    graph_id: str
+    graph_name: str = ""
+    model_name: str = ""
+    has_collectives: bool = False
+    graph_node_count: int = 0
+    timestamp: str = ""
+    torch_neuronx_fx_passes_us: int = 0
+    torch_neuronx_lower_us: int = 0
+    torch_neuronx_compile_us: int = 0
+    kind: str = "forward"
+    neff_key: str = ""
+    neff_cache_hit: bool = False
+    fallback_ops: list[str] = field(default_factory=list)  # always empty: a graph is lowered whole
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+    @property
+    def compile_time_us(self) -> int:
+        """All phases together."""
+        return self.torch_neuronx_fx_passes_us + self.torch_neuronx_lower_us + self.torch_neuronx_compile_us
 
 
 class NEFFCompilationError(RuntimeError):
@@ -53,9 +98,10 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, m
         raise RuntimeError("the neuron backend needs the neuron device, and the simulator is not installed in "
                            "this process (TORCH_DEVICE_BACKEND_AUTOLOAD=0 or NEURONKIT_SIMULATOR=0?)")
     settings = _Settings.parse(mode, options)
-    _force_static_shapes()
     try:
-        _reject_dynamic_shapes(gm, example_inputs)
+        _check_lowerable(gm)
+        if _dynamic_dims(gm, example_inputs) and (settings.shapes == "source" or _explicitly_dynamic(gm)):
+            _reject_dynamic_shapes(gm, example_inputs)
         _check_source_ops(gm, example_inputs, load_policy())
         compiler = _GraphCompiler(settings)
         return aot_autograd(fw_compiler=compiler.forward, bw_compiler=compiler.backward)(gm, example_inputs)
@@ -80,11 +126,12 @@ def register() -> None:
 class _Settings:
     """What one torch.compile call asked for: the model name and whether failures fall back to eager."""
 
-    __slots__ = ("model_name", "fallback_execution")
+    __slots__ = ("model_name", "fallback_execution", "shapes")
 
-    def __init__(self, model_name: str, fallback_execution: bool) -> None:
+    def __init__(self, model_name: str, fallback_execution: bool, shapes: str) -> None:
         self.model_name = model_name
         self.fallback_execution = fallback_execution
+        self.shapes = shapes
 
     @classmethod
     def parse(cls, mode: str | None, options: dict[str, Any] | None) -> "_Settings":
@@ -93,21 +140,60 @@ class _Settings:
         options = dict(options or {})
         disabled = os.environ.get(FALLBACK_ENV, "1").strip().lower() not in _FALSE
         fallback = options.pop("fallback_execution", not disabled)
-        return cls(str(options.pop("model_name", DEFAULT_MODEL_NAME)), bool(fallback))
+        shapes = os.environ.get(SHAPES_ENV, "recompile").strip().lower() or "recompile"
+        if shapes not in SHAPE_MODES:
+            raise ValueError(f"{SHAPES_ENV}={shapes!r}: expected one of {', '.join(SHAPE_MODES)}")
+        return cls(str(options.pop("model_name", DEFAULT_MODEL_NAME)), bool(fallback), shapes)
 
 
-def _force_static_shapes() -> None:
-    """The Neuron backend forces `dynamic=False` (§3): a new input shape recompiles, it never turns into
-    a symbolic dimension. Dynamo's automatic dynamic shapes are switched off for the process once the
-    backend is used; an explicit `dynamic=True` still reaches `_reject_dynamic_shapes`."""
-    config = torch._dynamo.config
-    if config.automatic_dynamic_shapes:
-        config.automatic_dynamic_shapes = False
-        log.info("neuron backend: automatic dynamic shapes disabled (static shapes, one compilation per shape)")
+def _check_lowerable(gm: torch.fx.GraphModule) -> None:
+    """What torch-mlir cannot lower fails the compilation, naming the op (S: dynamo_spec.json)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
+            name = node.target.name()
+            if name in _UNLOWERED_HOPS:
+                raise NEFFCompilationError(
+                    f"Neuron backend NEFF execution setup failed: Higher-order operation '{name}' not implemented "
+                    f"in the FxImporter (tried '_import_hop_{name}'). Rewrite the control flow with torch.where "
+                    "or unroll it, or run this part eagerly (torch.compiler.disable).")
+    output = next(iter(gm.graph.find_nodes(op="output")), None)
+    if output is None or not any(isinstance(n, torch.fx.Node) for n in _flatten(output.args)):
+        raise NEFFCompilationError(
+            "Neuron backend NEFF execution setup failed: No outputs found in the module, expected at least one "
+            "output, modify your code to have at least one output.")
+
+
+def _flatten(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _explicitly_dynamic(gm: torch.fx.GraphModule) -> bool:
+    """`dynamic=True` (Dynamo assumes dynamic sizes while compiling that frame) or `mark_dynamic` on an
+    input, as opposed to dimensions Dynamo made dynamic on its own after a second shape."""
+    if not torch._dynamo.config.assume_static_by_default:
+        return True
+    for node in gm.graph.find_nodes(op="placeholder"):
+        arg = node.meta.get("grapharg")
+        if getattr(getattr(arg, "example", None), "_dynamo_dynamic_indices", None):
+            return True
+    return False
+
+
+def _dynamic_dims(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    for node, example in zip(gm.graph.find_nodes(op="placeholder"), example_inputs):
+        value = node.meta.get("example_value", example)
+        if isinstance(value, torch.SymInt) and not is_concrete_int(value):
+            return True
+        if isinstance(value, torch.Tensor) and not all(is_concrete_int(d) for d in value.shape):
+            return True
+    return False
 
 
 def _reject_dynamic_shapes(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
-    """Symbolic sizes (`dynamic=True`, `mark_dynamic`) cannot be compiled into a NEFF (§3)."""
+    """Symbolic sizes (`dynamic=True`, `mark_dynamic`, or a second shape under Dynamo's automatic
+    dynamic shapes) cannot be compiled into a NEFF (§3; S: examples/compile/QUICKSTART.md)."""
     dims: list[str] = []
     symbols: list[str] = []
     for node, example in zip(gm.graph.find_nodes(op="placeholder"), example_inputs):
@@ -180,56 +266,62 @@ class _GraphCompiler:
         self.settings = settings
 
     def forward(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-        return self._compile(gm, "forward")
+        return self._compile(gm, example_inputs, "forward")
 
     def backward(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-        return self._compile(gm, "backward")
+        return self._compile(gm, example_inputs, "backward")
 
-    def _compile(self, gm: torch.fx.GraphModule, kind: str) -> Callable:
+    def _compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], kind: str) -> Callable:
         try:
-            return make_boxed_func(_run_as_one_neff(self._neff(gm, kind)))
+            start = time.perf_counter_ns()
+            policy = load_policy()
+            for node in gm.graph.nodes:
+                if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+                    _check_op(node.target, policy)
+            passes_us = (time.perf_counter_ns() - start) // 1000
+            if _dynamic_dims(gm, example_inputs):  # `recompile` mode: one NEFF per concrete shape
+                return make_boxed_func(_PerShape(self, gm, kind, passes_us))
+            self._record(gm, kind, _graph_signature(gm, kind), passes_us, start)
+            return make_boxed_func(_run_as_one_neff(gm))
         except Exception as exc:
             if not self.settings.fallback_execution:
                 raise
             _log_fallback(exc)
             return make_boxed_func(gm.forward)
 
-    def _neff(self, gm: torch.fx.GraphModule, kind: str) -> torch.fx.GraphModule:
-        """Check the graph, count it as one NEFF and record its metrics."""
-        start = time.perf_counter_ns()
-        policy = load_policy()
-        ops = [n.target for n in gm.graph.nodes
-               if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
-        for op in ops:
-            _check_op(op, policy)
-        fallbacks = sorted({op._schema.name for op in ops if _runs_on_host(op, policy)})
-        key, hit = kernel.STATE.cache.lookup(_graph_signature(gm, kind))
+    def _record(self, gm: torch.fx.GraphModule, kind: str, signature: tuple, passes_us: int, start: int) -> None:
+        """Count the graph as one NEFF and record its metrics."""
+        lower_start = time.perf_counter_ns()
+        key, hit = kernel.STATE.cache.lookup(signature)
         graph_id = next(_graph_ids)
-        name = f"{self.settings.model_name}_{kind}_{graph_id}"
-        if fallbacks:
-            log.warning("graph %s: %d op(s) have no native Neuron lowering and run on the host: %s",
-                        name, len(fallbacks), ", ".join(fallbacks))
-        compiled_graphs.METRICS.append({
-            "graph_id": graph_id,
-            "graph_name": name,
-            "model_name": self.settings.model_name,
-            "kind": kind,
-            "has_collectives": any(op.namespace in ("_c10d_functional", "c10d") for op in ops),
-            "graph_node_count": len(gm.graph.nodes),
-            "fallback_ops": fallbacks,
-            "neff_key": key,
-            "neff_cache_hit": hit,
-            "timestamp": time.time(),
-            "compile_time_us": (time.perf_counter_ns() - start) / 1e3,
-        })
-        return gm
+        compiled_graphs.METRICS.append(NeuronCompilationMetrics(
+            graph_id=str(key), graph_name=f"{self.settings.model_name}_{kind}_{graph_id}",
+            model_name=self.settings.model_name,
+            has_collectives=any(n.op == "call_function" and getattr(n.target, "namespace", "") in
+                                ("_c10d_functional", "c10d") for n in gm.graph.nodes),
+            graph_node_count=len(gm.graph.nodes), timestamp=f"{time.time():.6f}",
+            torch_neuronx_fx_passes_us=max(passes_us, 1),
+            torch_neuronx_lower_us=max((time.perf_counter_ns() - lower_start) // 1000, 1),
+            torch_neuronx_compile_us=0 if hit else max((time.perf_counter_ns() - start) // 1000, 1),
+            kind=kind, neff_key=str(key), neff_cache_hit=hit))
 
 
-def _runs_on_host(op: torch._ops.OpOverload, policy: Policy) -> bool:
-    """An op the device computes itself (it has a device kernel) but has no native lowering for."""
-    qualified = f"{op._schema.name}.{op._overloadname}" if op._overloadname != "default" else op._schema.name
-    return (op.namespace == "aten" and not policy.runs_natively(op._schema.name)
-            and torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "PrivateUse1"))
+class _PerShape:
+    """A graph Dynamo made dynamic on its own, run as the Oct docs describe: each new concrete input
+    shape compiles (and is recorded as) one NEFF."""
+
+    def __init__(self, compiler: _GraphCompiler, gm: torch.fx.GraphModule, kind: str, passes_us: int) -> None:
+        self.compiler, self.gm, self.kind, self.passes_us = compiler, gm, kind, passes_us
+        self.run = _run_as_one_neff(gm)
+        self.seen: set[tuple] = set()
+
+    def __call__(self, *args: Any) -> Any:
+        shapes = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+        if shapes not in self.seen:
+            self.seen.add(shapes)
+            self.compiler._record(self.gm, self.kind, ("graph", self.kind, self.gm.code, shapes), self.passes_us,
+                                  time.perf_counter_ns())
+        return self.run(*args)
 
 
 def _graph_signature(gm: torch.fx.GraphModule, kind: str) -> tuple:

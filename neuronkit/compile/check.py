@@ -306,8 +306,8 @@ def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
         return "fail", f"{', '.join(bad)} off the CPU reference ({_worst(rows)})"
     notes = _top1_note(top1, s.tol)
     if untied:
-        notes.append(f".to('neuron') untied {len(untied)} shared parameter group(s) (re-tied for the check; "
-                     "call model.tie_weights() after moving, or load with device_map='neuron')")
+        notes.append(f".to('neuron') untied {len(untied)} shared parameter group(s) (re-tied for the check): the "
+                     "device keeps tied weights tied, so the model replaces them itself; call model.tie_weights()")
     if fallbacks:
         notes.append(f"{len(fallbacks)} op(s) fall back to CPU: {', '.join(fallbacks)}")
     summary = f"matches CPU ({_worst(rows)}" + (f", top-1 {top1:.0%})" if top1 is not None else ")")

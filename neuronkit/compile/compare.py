@@ -60,9 +60,9 @@ def call(model: Any, inputs: Any, **extra: Any) -> Any:
 def to_device(model: torch.nn.Module, device: str | torch.device) -> tuple[torch.nn.Module, list[list[str]]]:
     """`model.to(device)`, with parameters that were shared (tied) before the move shared again after.
 
-    Returns the model and the groups of parameter names the move had untied: moving to `neuron` replaces
-    each Parameter object (the PrivateUse1 tensor is not shallow-copy compatible with the CPU one), so
-    every module that held a tied weight gets its own copy unless it is re-tied."""
+    Returns the model and the groups of parameter names the move had untied. Moving to `neuron` keeps
+    Parameter objects (CPU and neuron tensors are shallow-copy compatible, as on the real device), so
+    this is empty unless the model's own `_apply` replaces parameters; those groups are re-tied."""
     groups: dict[int, list[tuple[torch.nn.Module, str, str]]] = {}
     for module_name, module in model.named_modules(remove_duplicate=False):
         for name, param in module._parameters.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -28,6 +29,7 @@ class Probe:
     """What detection looks at; tests replace these with stand-ins for the real backend."""
 
     find_spec: Callable[[str], Any] = importlib.util.find_spec
+    find_on_path: Callable[[str], Any] = importlib.machinery.PathFinder.find_spec  # installed, not imported
     device_nodes: Callable[[], list[str]] = lambda: sorted(glob.glob("/dev/neuron[0-9]*"))
     import_module: Callable[[str], Any] = importlib.import_module
 
@@ -36,6 +38,30 @@ class Probe:
 class Decision:
     kind: str  # "real" | "simulated" | "none"
     reason: str
+
+
+# PyPI holds placeholders under the Neuron package names: their import raises ("WRONG PACKAGE"). The real
+# packages come from Neuron's own index.
+NEURON_INDEX = "https://pip.repos.neuron.amazonaws.com"
+PLACEHOLDER_MODULES = {"torch_neuronx": "torch-neuronx", "neuronxcc": "neuronx-cc", "nki": "nki"}
+_PLACEHOLDER_MARK = "WRONG PACKAGE"
+_PLACEHOLDER_MAX_BYTES = 64 * 1024  # a placeholder is a few lines; the real packages are far larger
+
+
+def placeholder(module: str, probe: "Probe | None" = None) -> str | None:
+    """One line saying that `module` is PyPI's placeholder and where the real package comes from, or
+    None. Read from the module's source without importing it (its import raises)."""
+    spec = (probe or Probe()).find_on_path(module)
+    origin = getattr(spec, "origin", None)
+    if not origin or not origin.endswith(".py") or not os.path.isfile(origin) or \
+            os.path.getsize(origin) > _PLACEHOLDER_MAX_BYTES:
+        return None
+    with open(origin, encoding="utf-8", errors="replace") as fh:
+        if _PLACEHOLDER_MARK not in fh.read().upper():
+            return None
+    package = PLACEHOLDER_MODULES.get(module, module)
+    return (f"{module} here is PyPI's placeholder for {package} (its import raises WRONG PACKAGE): the real "
+            f"package comes from the Neuron index, pip install --extra-index-url={NEURON_INDEX} {package}")
 
 
 @dataclass
@@ -51,6 +77,7 @@ class DeviceReport:
     versions: dict[str, str | None] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     device_nodes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +88,7 @@ class DeviceReport:
             lines.append(f"  {self.device_count} logical NeuronCore(s), instance family {self.instance_family}, "
                          f"{(self.hbm_bytes_per_core or 0) / 2**30:.1f} GiB HBM per core, LNC={self.logical_nc_config}")
         lines.append("  versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items() if v))
+        lines.extend(f"  note: {note}" for note in self.notes)
         if self.env:
             lines.append("  environment: " + ", ".join(f"{k}={v}" for k, v in sorted(self.env.items())))
         return "\n".join(lines)
@@ -77,6 +105,9 @@ def decide(probe: Probe | None = None) -> Decision:
     if os.environ.get("NEURONKIT_SIMULATOR", "1") == "0":
         return Decision("none", "the simulator is switched off (NEURONKIT_SIMULATOR=0) and no real backend is loaded")
     spec = probe.find_spec("torch_neuronx")
+    if spec is not None and not _is_shim(spec) and placeholder("torch_neuronx", probe):
+        return Decision("simulated", "the installed torch_neuronx is PyPI's placeholder, not TorchNeuron: neuronkit "
+                                     "simulates a Trainium device on the CPU")
     if spec is not None and not _is_shim(spec):
         if probe.device_nodes():
             return Decision("real", "torch_neuronx is installed and a Neuron device node is present")
@@ -95,11 +126,12 @@ def detect(probe: Probe | None = None) -> DeviceReport:
 
     versions: dict[str, str | None] = {"python": platform.python_version(), "torch": torch.__version__,
                                        "neuronkit": neuronkit.__version__}
+    notes = [note for module in PLACEHOLDER_MODULES if (note := placeholder(module, probe))]
     for package in ("transformers", "accelerate", "torch_neuronx"):
-        versions[package] = _version(package, probe)
+        versions[package] = None if placeholder(package, probe) else _version(package, probe)
     report = DeviceReport(decision.kind, decision.reason, versions=versions,
                           env={k: v for k, v in os.environ.items() if k in ENV_VARS},
-                          device_nodes=probe.device_nodes())
+                          device_nodes=probe.device_nodes(), notes=notes)
     device_module = _device_module(probe, decision)
     if decision.kind == "simulated" and device_module is None:
         report.kind, report.reason = "none", ("the simulator is not loaded in this process (PyTorch's backend "

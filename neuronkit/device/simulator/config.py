@@ -30,6 +30,7 @@ class SimConfig:
     hbm_bytes_per_core: int
     strict: bool  # NEURONKIT_STRICT=1: CPU fallbacks raise instead of running on the host
     host_cc: bool  # NEURON_RT_ENABLE_HOST_CC=1: new streams get their own queue ids
+    init_error: str = ""  # the runtime's initialization fails with this RuntimeError at first use
 
     @property
     def env(self) -> dict[str, str]:
@@ -42,6 +43,8 @@ ENV_VARS = (
     "NEURONKIT_SIMULATOR", "NEURONKIT_INSTANCE_FAMILY", "NEURONKIT_HBM_PER_CORE", "NEURONKIT_STRICT",
     "TORCH_DEVICE_BACKEND_AUTOLOAD", "TORCH_NEURONX_NEFF_CACHE_DIR", "TORCH_NEURONX_NEFF_DISABLE_CACHE",
     "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS", "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION",
+    "TORCH_NEURONX_DISABLE_NEFF_CACHE", "NEURON_COMPILATION_CACHE_MAX_ENTRIES", "NEURON_COMPILATION_CACHE_MAX_SIZE_MB",
+    "NEURONKIT_COMPILE_SHAPES",
 )
 
 
@@ -80,10 +83,12 @@ def load_config() -> SimConfig:
         raise RuntimeError(f"NEURON_LOGICAL_NC_CONFIG must be 1 or 2, got {lnc}")
     available = physical // lnc
     count = available
+    init_error = ""
     if visible := os.environ.get("NEURON_RT_VISIBLE_CORES"):
         cores = parse_core_list(visible)
-        if any(c >= available for c in cores):
-            raise RuntimeError(f"NEURON_RT_VISIBLE_CORES={visible} names cores beyond the {available} available")
+        if any(c >= available for c in cores):  # the device registers; its runtime fails to initialize
+            init_error = (f"Neuron runtime initialization failed: NEURON_RT_VISIBLE_CORES={visible} names cores "
+                          f"beyond the {available} available on this {family} instance")
         count = len(cores)
     if (num := int(os.environ.get("NEURON_RT_NUM_CORES", "0") or 0)) > 0:
         count = min(count, num)
@@ -100,4 +105,5 @@ def load_config() -> SimConfig:
         hbm_bytes_per_core=hbm,
         strict=os.environ.get("NEURONKIT_STRICT", "0") == "1",
         host_cc=os.environ.get("NEURON_RT_ENABLE_HOST_CC", "0") == "1",
+        init_error=init_error,
     )

@@ -14,7 +14,8 @@ import time
 import torch
 from torch._C import DispatchKey, DispatchKeySet
 
-from neuronkit.device.simulator import compiled_graphs, native, rng, tracking
+from neuronkit import call_rules
+from neuronkit.device.simulator import compiled_graphs, device_ops, native, rng, tracking
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.device.simulator.neff_cache import NeffCache
 from neuronkit.policy import Policy, Rule
@@ -51,9 +52,15 @@ STATE: Device | None = None  # set by registration.install()
 
 
 # wrap(cpu, index): a neuron:index tensor over the memory of a fresh CPU tensor (no copy), its bytes counted
-# against that core's HBM; to_cpu(t): a CPU tensor aliasing a neuron tensor's memory. Both native (csrc/).
+# against that core's HBM (native runtime, csrc/allocator.cpp).
 wrap = native.wrap
-to_cpu = native.to_cpu
+
+
+def to_cpu(t: _Tensor) -> _Tensor:
+    """A CPU tensor aliasing a neuron tensor's memory, with its lazy negation bit (neg views are metadata
+    on the device: NeuronBindings.cpp VIEW_OPS_WHITELIST)."""
+    alias = native.to_cpu(t)
+    return torch._neg_view(alias) if t.is_neg() else alias
 
 
 def rebind(t: _Tensor, cpu: _Tensor) -> None:
@@ -77,14 +84,28 @@ class OpKernel:
     """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
-                 "random")
+                 "blocked", "checks", "arg_names", "qualified", "scalars", "random")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
-        self.op = op
         schema = op._schema
         self.name = schema.name
         self.overload = op._overloadname
+        # How the real backend's boxed fallback names the op: c10::toString(operator_name), overload included.
+        self.qualified = self.name if self.overload == "default" else f"{self.name}.{self.overload}"
+        # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
+        self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
+        self.arg_names = tuple(a.name for a in schema.arguments)
+        # Where a Python number is a Scalar (or a wrapped number in a Tensor argument), by position and
+        # name: a 0-d input of the NEFF, not part of its key.
+        self.scalars = frozenset(x for i, a in enumerate(schema.arguments)
+                                 if str(a.type).rstrip("?") in ("Scalar", "Tensor") for x in (i, a.name))
         self.rule: Rule = policy.rule(schema.name)
+        strict = STATE.strict
+        # Raises before running: the device raises for it, or strict mode refuses every documented gap.
+        self.blocked = self.rule.blocked or (strict and bool(self.rule.documented))
+        # Input-aware rules (data/op_support.toml `call_rule`) that stop this call, each with its Rule.
+        self.checks = tuple((call_rules.RULES[fn], rule) for fn, rule in policy.call_rules(schema.name)
+                            if rule.blocked or strict)
         self.native = policy.runs_natively(schema.name)
         self.compiles = self.native and not self.rule.is_view
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
@@ -103,9 +124,13 @@ class OpKernel:
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
 
     def __call__(self, *args, **kwargs):
-        rule = self.rule
-        if rule.blocked:
-            raise_blocked(self.name, rule)
+        if self.blocked:
+            raise_blocked(self.name, self.rule, STATE.strict)
+        if self.checks:
+            call = call_rules.bind(self.arg_names, args, kwargs)
+            for applies, rule in self.checks:
+                if applies(call):
+                    raise_blocked(self.name, rule, STATE.strict)
         profiling = _profiler_enabled()
         if profiling:
             _enable_record_function(False)
@@ -122,14 +147,14 @@ class OpKernel:
         index = -1  # the device index of the neuron arguments
         target = -1  # where fresh results go: a device index, or None when `device=` names the host
         generator = None  # a neuron generator passed to a random op
-        narrow = None  # 64-bit dtypes present → computed in 32 bit
+        wide = False  # a 64-bit device tensor among the arguments: computed in 32 bit
         for a in args:
             if isinstance(a, _Tensor):
                 if a.device.type == "neuron":
                     index = _device_index(a, index, self)
                     dt = a.dtype
                     if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
-                        narrow = self._check_dtype(dt, narrow)
+                        wide = self._check_dtype(dt) or wide
                     a = to_cpu(a)
                 elif a.dim() > 0 and a.device.type == "cpu":
                     host = a
@@ -139,8 +164,9 @@ class OpKernel:
                     if isinstance(x, _Tensor):
                         if x.device.type == "neuron":
                             index = _device_index(x, index, self)
-                            if x.dtype.is_complex:
-                                self._check_dtype(x.dtype, narrow)
+                            dt = x.dtype
+                            if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
+                                wide = self._check_dtype(dt) or wide
                             x = to_cpu(x)
                         elif x.dim() > 0:
                             host = x
@@ -159,6 +185,9 @@ class OpKernel:
                 if isinstance(v, _Tensor):
                     if v.device.type == "neuron":
                         index = _device_index(v, index, self)
+                        dt = v.dtype
+                        if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
+                            wide = self._check_dtype(dt) or wide
                         v = to_cpu(v)
                     elif v.dim() > 0:
                         host = v
@@ -180,18 +209,20 @@ class OpKernel:
                 f"and {host.device}! (when checking argument for {self.name})")
         if target == -1:
             target = index if index >= 0 else native.current_device()
-        if not self.native:
-            tracking.fallback_ops.add(self.name)
+        if self.native:
+            tracking.executed_ops.add(self.name)
+        elif not compiled_graphs.in_compiled_graph:  # a compiled graph is lowered whole: no host fallback
             if state.strict:
                 raise RuntimeError(
                     f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
                     f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
-        else:
-            tracking.executed_ops.add(self.name)
+            tracking.fallback_ops.add(self.qualified)
         key = None
         hit = False
         if self.compiles and not compiled_graphs.in_compiled_graph:
-            key, hit = state.cache.lookup(_signature(self.name, self.overload, cargs, ckwargs))
+            signature = _signature(self.name, self.overload, self.scalars, cargs, ckwargs)
+            if signature is not None:
+                key, hit = state.cache.lookup(signature)
         observers = tracking.observers
         if profiling and tracking.profiler_observers:
             observers = observers + tracking.profiler_observers
@@ -199,9 +230,9 @@ class OpKernel:
         if observed:
             start = _perf_ns()
         if self.random:
-            result = rng.draw(self._compute, cargs, ckwargs, narrow, generator, target if target is not None else index)
+            result = rng.draw(self._compute, cargs, ckwargs, wide, generator, target if target is not None else index)
         else:
-            result = self._compute(cargs, ckwargs, narrow)
+            result = self._compute(cargs, ckwargs, wide)
         if observed:
             duration = _perf_ns() - start
         result = self._results(result, args, kwargs, target)
@@ -209,27 +240,45 @@ class OpKernel:
             _notify(observers, self, start, duration, key, hit, cargs, ckwargs, result)
         return result
 
-    def _compute(self, cargs: list, kwargs: dict, narrow):
-        if narrow is not None and self.compiles:
-            return self._run_narrow(cargs, kwargs, narrow)
+    def _compute(self, cargs: list, kwargs: dict, wide: bool):
+        if wide and self.compiles:
+            return self._run_narrow(cargs, kwargs)
         return self.op(*cargs, **kwargs)
 
-    def _check_dtype(self, dtype: torch.dtype, narrow):
+    def _check_dtype(self, dtype: torch.dtype) -> bool:
+        """True for a 64-bit dtype; complex raises unless the op only moves or views memory."""
         if dtype.is_complex:
-            if not STATE.policy.rule(self.name).is_view:
+            if not self.rule.is_view:
                 raise_complex(self.name, dtype)
-            return narrow
-        return (narrow or ()) + (dtype,)
+            return False
+        return True
 
-    def _run_narrow(self, cargs: list, kwargs: dict, narrow: tuple):
-        """Compute a 64-bit op in 32 bit, as the device does: float64 inputs are downcast and the outputs
-        upcast back; int64 results wrap to the int32 range (modular arithmetic commutes with the cast)."""
-        if torch.float64 in narrow:
-            cargs = [a.float() if isinstance(a, _Tensor) and a.dtype is torch.float64 else a for a in cargs]
-            result = self.op(*cargs, **kwargs)
-            return _map_tensors(result, lambda t: t.double() if t.dtype is torch.float32 else t)
-        result = self.op(*cargs, **kwargs)
-        return _map_tensors(result, _wrap_int32)
+    def _run_narrow(self, cargs: list, kwargs: dict):
+        """Run an op with 64-bit inputs as the device does (`python_ops/dtype_autocast.py`,
+        `_process_value`): every non-0-d float64/int64 tensor argument (and every one inside a list,
+        0-d included; keyword arguments too, `out` excepted) is narrowed to 32 bit before the op, and
+        the outputs are restored to the 64-bit type. float64 is computed in float32. int64 values are
+        wrapped to the int32 range before and after the op but kept as int64 tensors, because CPU's
+        kernels insist on int64 for indices and targets (the device's kernels take int32); modular
+        arithmetic makes that equal to computing in int32. An in-place op writes its result back into
+        its 64-bit argument."""
+        had: set = set()
+        nargs = [_narrow(a, had) for a in cargs]
+        nkwargs = {k: v if k == "out" else _narrow(v, had) for k, v in kwargs.items()}
+        result = self.op(*nargs, **nkwargs)
+        for spec in self.returns:
+            if spec is not None and spec[2]:
+                pos, name, _ = spec
+                original, narrowed = (cargs[pos], nargs[pos]) if pos < len(cargs) else (
+                    kwargs.get(name), nkwargs.get(name))
+                if narrowed is not original:
+                    original.copy_(_wrap_int32(narrowed) if torch.int64 in had else narrowed)
+                    result = _replace(result, narrowed, original)
+        if torch.float64 in had:
+            result = _map_tensors(result, _widen_float)
+        if torch.int64 in had:
+            result = _map_tensors(result, _wrap_int32)
+        return result
 
     def _results(self, result, args, kwargs, target: int | None):
         returns = self.returns
@@ -269,34 +318,41 @@ def _device_index(t: _Tensor, index: int, kernel: OpKernel) -> int:
                        f"neuron:{index} and neuron:{found}! (when checking argument for {kernel.name})")
 
 
-def raise_blocked(name: str, rule: Rule) -> None:
-    """The first release's unsupported features fail loudly, naming the feature and the way around it."""
+def raise_blocked(name: str, rule: Rule, strict: bool = False) -> None:
+    """A gap the device raises for (or any documented gap under NEURONKIT_STRICT=1) fails loudly, naming
+    the feature and the way around it."""
+    why = "" if rule.blocked or not strict else f" (documented gap, refused by NEURONKIT_STRICT=1; the device would {rule.runtime.replace('_', ' ')})"
     raise NotImplementedError(
-        f"{name} is not supported on the Neuron device in this release (unsupported feature: {rule.feature}) "
-        f"[{rule.category}]. {rule.remedy}")
+        f"{name} is not supported on the Neuron device in this release (unsupported feature: {rule.feature})"
+        f"{why} [{rule.category}]. {rule.remedy}")
 
 
 def raise_complex(name: str, dtype: torch.dtype) -> None:
-    """Complex tensors cannot live on the device (compiler error NCC_EVRF004, behaviour doc §4)."""
-    raise NotImplementedError(f"{name}: complex data types ({dtype}) are not supported on the Neuron device "
-                              f"(NCC_EVRF004) [complex_dtype]. {STATE.policy.complex_remedy}")
+    """Complex tensors can be created and moved, but ops on them fail with the device's message
+    (`tests/pytorch_tests/specs/aten_spec.json`: "Complex data types are not supported on Neuron")."""
+    raise RuntimeError(f"{name}: Complex data types are not supported on Neuron ({dtype}) [complex_dtype]. "
+                       f"{STATE.policy.complex_remedy}")
 
 
-def _signature(name: str, overload: str, cargs: list, kwargs: dict) -> tuple:
-    """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args.
-    Scalars become 0-d inputs in the real lowering, so their values do not force recompilation."""
+def _signature(name: str, overload: str, scalars: frozenset, cargs: list, kwargs: dict) -> tuple | None:
+    """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args; None
+    when an input is empty (nothing to compile). Python numbers passed as Scalars (or wrapped numbers in
+    Tensor arguments) become 0-d inputs in the real lowering, so their values are not part of the key;
+    other ints (dims, sizes) are static."""
     parts = [name, overload]
-    parts.extend(_static(a) for a in cargs)
+    for i, a in enumerate(cargs):
+        if isinstance(a, _Tensor) and not a.numel():
+            return None
+        parts.append(type(a) if i in scalars and isinstance(a, (int, float)) else _static(a))
     if kwargs:
-        parts.extend((k, _static(v)) for k, v in sorted(kwargs.items()))
+        parts.extend((k, type(v) if k in scalars and isinstance(v, (int, float)) else _static(v))
+                     for k, v in sorted(kwargs.items()))
     return tuple(parts)
 
 
 def _static(a):
     if isinstance(a, _Tensor):
         return tuple(a.shape), a.dtype
-    if isinstance(a, float):
-        return float
     if isinstance(a, (list, tuple)):
         return tuple(_static(x) for x in a)
     return a
@@ -310,10 +366,46 @@ def _map_tensors(result, fn):
     return result
 
 
+def _narrow_tensor(t: _Tensor) -> _Tensor:
+    """float64 → float32; int64 → its value wrapped to the int32 range, still int64 (see _run_narrow)."""
+    if t.dtype is torch.float64:
+        return t.float()
+    return t.to(torch.int32).to(torch.int64)
+
+
+def _narrow(value, had: set):
+    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists)."""
+    if isinstance(value, _Tensor):
+        dt = value.dtype
+        if value.dim() and (dt is torch.float64 or dt is torch.int64):
+            had.add(dt)
+            return _narrow_tensor(value)
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, _Tensor) for v in value):
+        out = []
+        for v in value:
+            if isinstance(v, _Tensor) and (v.dtype is torch.float64 or v.dtype is torch.int64):
+                had.add(v.dtype)
+                v = _narrow_tensor(v)
+            out.append(v)
+        return type(value)(out)
+    return value
+
+
+def _replace(result, old: _Tensor, new: _Tensor):
+    if result is old:
+        return new
+    if isinstance(result, (list, tuple)):
+        return type(result)(_replace(r, old, new) for r in result)
+    return result
+
+
+def _widen_float(t: _Tensor) -> _Tensor:
+    return t.double() if t.dtype is torch.float32 else t
+
+
 def _wrap_int32(t: _Tensor) -> _Tensor:
-    if t.dtype is torch.int64 and t.numel():
-        return t.to(torch.int32).to(torch.int64)
-    return t
+    return t.to(torch.int32).to(torch.int64) if t.dtype is torch.int64 and t.numel() else t
 
 
 def _nbytes(values) -> int:
@@ -388,10 +480,21 @@ class Allocate:
         index = device.index if device is not None and device.index is not None else native.current_device()
         kwargs["device"] = _CPU
         kwargs.pop("pin_memory", None)
-        out = self.op(*args, **kwargs)
-        if out.dtype.is_complex:
-            raise_complex(self.op._schema.name, out.dtype)
-        return wrap(out, index)
+        return wrap(self.op(*args, **kwargs), index)
+
+
+class FailedInit:
+    """Allocation when the runtime cannot initialize (a core past the count in NEURON_RT_VISIBLE_CORES):
+    the first tensor on the device raises the runtime's RuntimeError, as the real backend's lazy init
+    does, while `torch.neuron` stays importable."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(self.message)
 
 
 class Fallback:

@@ -1,9 +1,12 @@
 """HBM accounting for the simulated device: bytes held by live neuron storages, per logical core.
 
-The real allocator reports `memory_stats()` keyed like CUDA's (`allocated_bytes.all.current`, ...) and
-raises out-of-memory when a core's HBM is exhausted (behaviour doc §1, torch_neuronx/memory.py). The
-native allocator (csrc/allocator.cpp) counts a storage's bytes when it is created and gives them back
-when it dies; an `HbmAccount` reads and resets one core's counters and words the out-of-memory error.
+The real backend reports `memory_stats()` as nested dicts (`{"allocated_bytes": {"current", "peak",
+"allocated", "freed"}, ..., "num_ooms", ...}`; S: csrc/core/NeuronBindings.cpp:1239-1262), documents
+reserved bytes as always 0 (S: torch_neuronx/memory.py:38), and raises `RuntimeError("NRT allocation
+failed for size N (OOM)")` when a core's HBM is exhausted (S: csrc/core/allocator/
+NeuronCachingAllocator.cpp:82-88). The native allocator (csrc/allocator.cpp) counts a storage's bytes when
+it is created and gives them back when it dies; an `HbmAccount` reads and resets one core's counters and
+words the out-of-memory error, which the allocator raises as a `torch.OutOfMemoryError` (a RuntimeError).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class HbmAccount:
         return native.counters(self.index)[5]
 
     def reserve(self, nbytes: int) -> None:
-        """Count `nbytes` or raise torch.OutOfMemoryError as a full device would."""
+        """Count `nbytes` or raise the device's OOM (a torch.OutOfMemoryError, which is a RuntimeError)."""
         native.reserve(self.index, nbytes)
 
     def release(self, nbytes: int) -> None:
@@ -49,7 +52,7 @@ class HbmAccount:
     def oom_message(self, nbytes: int) -> str:
         """The out-of-memory error's text, when `nbytes` more do not fit (the native allocator raises it)."""
         current = self.current
-        return (f"Neuron out of memory. Tried to allocate {_fmt(nbytes)} on neuron:{self.index} "
+        return (f"NRT allocation failed for size {nbytes} (OOM): {_fmt(nbytes)} on neuron:{self.index} "
                 f"({_fmt(self.capacity)} HBM per logical NeuronCore; {_fmt(current)} already allocated; "
                 f"{_fmt(self.capacity - current)} free). Reduce the batch size or sequence length, use "
                 f"bf16, or shard the model across cores.")
@@ -60,15 +63,10 @@ class HbmAccount:
     def reset_accumulated(self) -> None:
         native.reset_accumulated(self.index)
 
-    def stats(self) -> dict[str, int]:
-        """The CUDA-style flat `memory_stats()` dict."""
-        _, current, peak, allocations, frees, num_ooms = native.counters(self.index)
-        stats: dict[str, int] = {}
-        for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
-            stats[f"{kind}.all.current"] = current
-            stats[f"{kind}.all.peak"] = peak
-            stats[f"{kind}.all.allocated"] = current  # bytes live now; the simulator has no pool
-        stats["allocation.all.allocated"] = allocations
-        stats["allocation.all.freed"] = frees
-        stats["num_ooms"] = num_ooms
-        return stats
+    def stats(self) -> dict[str, object]:
+        """`memory_stats()` in the source's nested shape (reserved: always 0, as documented)."""
+        _, current, peak, allocations, frees, num_ooms, allocated, freed = native.counters(self.index)
+        used = {"current": current, "peak": peak, "allocated": allocated, "freed": freed}
+        return {"allocated_bytes": used, "reserved_bytes": dict.fromkeys(used, 0), "active_bytes": dict(used),
+                "num_alloc_retries": 0, "num_ooms": num_ooms, "num_tensor_frees": frees,
+                "allocation_requests": allocations}

@@ -51,8 +51,11 @@ def is_initialized() -> bool:
 
 
 def init() -> None:
-    """Initialize the runtime (lazy in the real backend; instant here)."""
+    """Initialize the runtime (lazy in the real backend; instant here). Raises the runtime's
+    RuntimeError when the configuration cannot start (a visible core past the count)."""
     global _initialized
+    if CONFIG is not None and CONFIG.init_error:
+        raise RuntimeError(CONFIG.init_error)
     _initialized = True
 
 
@@ -188,7 +191,7 @@ def _account(device: int | str | torch.device | None):
     return kernel.STATE.hbm[_check_index(device)]
 
 
-def memory_stats(device: int | str | torch.device | None = None) -> dict[str, int]:
+def memory_stats(device: int | str | torch.device | None = None) -> dict[str, Any]:
     return _account(device).stats()
 
 
@@ -200,8 +203,13 @@ def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
     return _account(device).peak
 
 
-memory_reserved = memory_allocated  # no caching pool in the simulator: reserved == allocated
-max_memory_reserved = max_memory_allocated
+def memory_reserved(device: int | str | torch.device | None = None) -> int:
+    """Always 0, as the source documents (S: torch_neuronx/memory.py:38,88-101)."""
+    _check_index(device)
+    return 0
+
+
+max_memory_reserved = memory_reserved
 
 
 def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
@@ -226,10 +234,31 @@ def memory_summary(device: int | str | torch.device | None = None, abbreviated: 
     stats = memory_stats(device)
     free, total = mem_get_info(device)
     return (f"neuron:{_check_index(device)} simulated {CONFIG.instance_family} logical NeuronCore\n"
-            f"  allocated: {stats['allocated_bytes.all.current']:,} bytes (peak "
-            f"{stats['allocated_bytes.all.peak']:,})\n  free: {free:,} of {total:,} bytes\n"
-            f"  allocations: {stats['allocation.all.allocated']:,}, frees: {stats['allocation.all.freed']:,}, "
+            f"  allocated: {stats['allocated_bytes']['current']:,} bytes (peak "
+            f"{stats['allocated_bytes']['peak']:,})\n  free: {free:,} of {total:,} bytes\n"
+            f"  allocations: {stats['allocation_requests']:,}, frees: {stats['num_tensor_frees']:,}, "
             f"OOMs: {stats['num_ooms']}")
+
+
+# Stream operations on the current stream (S: torch_neuronx/neuron.py:256-274).
+def wait_stream(stream: Stream) -> None:  # noqa: F811 - the source names the argument `stream`
+    """Make the current stream wait for another stream."""
+    current_stream().wait_stream(stream)
+
+
+def wait_event(event: Event) -> None:
+    """Make the current stream wait for an event."""
+    current_stream().wait_event(event)
+
+
+def record_event(event: Event | None = None) -> Event:
+    """Record an event on the current stream."""
+    return current_stream().record_event(event)
+
+
+def query() -> bool:
+    """Whether all work on the current stream has completed."""
+    return current_stream().query()
 
 
 def neff_cache_stats() -> dict[str, object]:

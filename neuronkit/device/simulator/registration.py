@@ -3,7 +3,7 @@
 What this reproduces, from behaviour doc §1: the PrivateUse1 backend renamed `neuron`, `torch.neuron`
 as its device module, `tensor.neuron()` / `module.neuron()`, `torch.accelerator` integration, a
 `torch_neuronx` module with op tracking; from §2: a per-op kernel for every ATen op plus a boxed
-fallback; from §5: AutocastPrivateUse1 with CUDA-style casting. The mechanics follow
+fallback; from §5: AutocastPrivateUse1 with upstream's lists (autocast.py). The mechanics follow
 shared/design/simulated-device.md (approach A2): real PrivateUse1 tensors over CPU memory. The device
 guard, hooks, generators and allocators are native (csrc/, built by setup.py), as in PyTorch's OpenReg
 and the real backend, so tensors live on `neuron:<index>`.
@@ -16,7 +16,7 @@ import sys
 import torch
 from torch.library import Library
 
-from neuronkit.device.simulator import features, kernel, module, native, shim, streams
+from neuronkit.device.simulator import autocast, features, kernel, module, native, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.policy import load_policy
@@ -31,14 +31,6 @@ _REDISPATCH = (
     "set_.source_Storage", "set_.source_Tensor", "set_.default",
 )
 _ALLOCATE = ("empty.memory_format", "empty_strided.default")
-# AutocastPrivateUse1 casts, following PyTorch's CUDA lists (behaviour doc §5).
-_AUTOCAST_LOWER = ("mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot",
-                   "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-                   "_convolution", "prelu", "scaled_dot_product_attention")
-_AUTOCAST_FP32 = ("softmax", "log_softmax", "layer_norm", "group_norm", "rms_norm", "cumsum", "nll_loss",
-                  "cross_entropy_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
-                  "exp", "log", "pow", "sum", "prod", "norm", "rsqrt", "reciprocal")
-
 
 def install(config: SimConfig | None = None) -> None:
     """Register the simulated device. Called once, by the autoload entry point or `neuronkit.device`."""
@@ -54,8 +46,8 @@ def install(config: SimConfig | None = None) -> None:
     torch.utils.rename_privateuse1_backend("neuron")
     torch.utils.generate_methods_for_privateuse1_backend()
     torch._register_device_module("neuron", module)
-    _register_kernels(policy)
-    _register_autocast()
+    _register_kernels(policy, config)
+    autocast.install(policy.autocast)
     features.install(policy)
     shim.install()
     when_imported("torch._dynamo.trace_rules", _skip_simulator_frames)
@@ -68,18 +60,22 @@ def _skip_simulator_frames(trace_rules) -> None:
     trace_rules.add("neuronkit.device.simulator")
 
 
-def _overloads(policy) -> list[tuple[str, torch._ops.OpOverload]]:
+def _overloads(policy, strict: bool) -> list[tuple[str, torch._ops.OpOverload]]:
     """Every ATen overload that reaches the PrivateUse1 key: those without a composite kernel, plus two
     kinds upstream implements as CompositeExplicitAutograd: natively lowered ops (the real backend
     registers them itself, e.g. native_layer_norm, which would otherwise decompose into batch norm) and
-    first-release gaps (e.g. hann_window, _make_dual), which must stop at the device."""
+    gaps the device raises for (e.g. _make_dual), which must stop at the device. Under
+    NEURONKIT_STRICT=1 every documented gap stops there too (e.g. hann_window, which otherwise
+    decomposes)."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     found = []
     for qualified in torch._C._dispatch_get_all_op_names():
         if not qualified.startswith("aten::") or has(qualified, "CompositeImplicitAutograd"):
             continue
-        if has(qualified, "CompositeExplicitAutograd") and not policy.rule(qualified).blocked and (
-                not policy.runs_natively(qualified) or policy.rule(qualified).is_view):
+        rule = policy.rule(qualified)
+        stops = rule.blocked or (strict and bool(rule.documented))
+        if has(qualified, "CompositeExplicitAutograd") and not stops and (
+                not policy.runs_natively(qualified) or rule.is_view or rule.runtime == "decompose"):
             continue
         found.append(qualified)
     return [(q, _resolve(q)) for q in found]
@@ -94,11 +90,11 @@ def _impl_name(short: str) -> str:
     return short.removesuffix(".default")
 
 
-def _register_kernels(policy) -> None:
+def _register_kernels(policy, config: SimConfig) -> None:
     lib = Library("aten", "IMPL")
     _LIBS.append(lib)
     special = set(_REDISPATCH) | set(_ALLOCATE) | {"_copy_from.default", "_copy_from_and_resize.default"}
-    for qualified, op in _overloads(policy):
+    for qualified, op in _overloads(policy, config.strict):
         short = qualified[len("aten::"):]
         key = short if "." in short else f"{short}.default"
         if key in special:
@@ -107,56 +103,14 @@ def _register_kernels(policy) -> None:
     for short in _REDISPATCH:
         lib.impl(_impl_name(short), kernel.RedispatchToCpu(_resolve("aten::" + short)), "PrivateUse1")
     for short in _ALLOCATE:
-        lib.impl(_impl_name(short), kernel.Allocate(_resolve("aten::" + short)), "PrivateUse1")
+        allocate = kernel.FailedInit(config.init_error) if config.init_error else kernel.Allocate(
+            _resolve("aten::" + short))
+        lib.impl(_impl_name(short), allocate, "PrivateUse1")
     lib.impl("_copy_from", kernel.CopyFrom(resize=False), "PrivateUse1")
     lib.impl("_copy_from_and_resize", kernel.CopyFrom(resize=True), "PrivateUse1")
     generic = Library("_", "IMPL")
     _LIBS.append(generic)
     generic.fallback(kernel.Fallback(policy), "PrivateUse1")
-
-
-class _AutocastCast:
-    """An AutocastPrivateUse1 kernel: cast floating device tensors, then run below autocast."""
-
-    __slots__ = ("op", "lower")
-
-    def __init__(self, op: torch._ops.OpOverload, lower: bool) -> None:
-        self.op = op
-        self.lower = lower
-
-    def __call__(self, *args, **kwargs):
-        dtype = torch.get_autocast_dtype("neuron") if self.lower else torch.float32
-        args = tuple(_cast(a, dtype) for a in args)
-        kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
-        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)):
-            return self.op(*args, **kwargs)
-
-
-def _cast(value, dtype: torch.dtype):
-    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.device.type == "neuron" \
-            and value.dtype is not torch.float64:
-        return value.to(dtype)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, dtype) for v in value)
-    return value
-
-
-def _register_autocast() -> None:
-    generic = Library("_", "IMPL")
-    _LIBS.append(generic)
-    generic.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    lib = Library("aten", "IMPL")
-    _LIBS.append(lib)
-    for names, lower in ((_AUTOCAST_LOWER, True), (_AUTOCAST_FP32, False)):
-        for name in names:
-            packet = getattr(torch.ops.aten, name, None)
-            if packet is None:
-                continue
-            for overload in packet.overloads():
-                if overload == "out" or overload.endswith("_out"):
-                    continue
-                lib.impl(f"{name}.{overload}" if overload != "default" else name,
-                         _AutocastCast(getattr(packet, overload), lower), "AutocastPrivateUse1")
 
 
 def installed() -> bool:

@@ -41,13 +41,15 @@ def install() -> None:
     shim.__path__ = []
     shim.__version__ = f"0.0.0+neuronkit{neuronkit.__version__}.simulated"
     shim.__neuronkit_simulated__ = True
-    shim.get_fallback_ops = lambda: set(tracking.fallback_ops)
-    shim.get_executed_ops = lambda: set(tracking.executed_ops)
+    shim.get_fallback_ops = tracking.get_fallback_ops
+    shim.get_executed_ops = tracking.get_executed_ops
     shim.clear_op_tracking = tracking.clear_op_tracking
     shim.is_neuron_runtime_initialized = module.is_initialized
     for name in ("device_count", "set_device", "synchronize", "Stream", "Event", "memory_stats",
                  "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-                 "reset_peak_memory_stats", "empty_cache", "current_device"):
+                 "reset_peak_memory_stats", "empty_cache", "current_device", "get_device_properties",
+                 "current_stream", "default_stream", "set_stream", "stream", "device", "memory_summary",
+                 "reset_accumulated_memory_stats", "get_dynamo_metrics", "reset_dynamo_metrics"):
         setattr(shim, name, getattr(module, name))
     sys.modules["torch_neuronx"] = shim
     for name, target in (("profiling", "neuronkit.profiling"),):

@@ -32,6 +32,18 @@ observers: list[Callable[[OpEvent], None]] = []
 profiler_observers: list[Callable[[OpEvent], None]] = []
 
 
+def get_fallback_ops() -> list[str]:
+    """Ops that fell back to CPU, as a list (S: NeuronBindings.cpp:981-986), named as the boxed fallback
+    names them: `aten::<name>` plus the overload when it is not the default (`aten::add.Tensor`)."""
+    return sorted(fallback_ops)
+
+
+def get_executed_ops() -> list[str]:
+    """Ops that executed on the device, as a list (S: NeuronBindings.cpp:988-994; python_ops/base.py:826
+    logs the registered op name, `aten::<name>`)."""
+    return sorted(executed_ops)
+
+
 def clear_op_tracking() -> None:
     """Forget the ops seen so far."""
     executed_ops.clear()

@@ -102,6 +102,7 @@ void reserve(c10::DeviceIndex index, uint64_t nbytes) {
     auto& counters = account(index);
     if (counters.current + nbytes <= counters.capacity) {
       counters.current += nbytes;
+      counters.bytes_allocated += nbytes;
       counters.allocations += 1;
       counters.peak = std::max(counters.peak, counters.current);
       return;
@@ -117,6 +118,7 @@ void release(c10::DeviceIndex index, uint64_t nbytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (index >= 0 && static_cast<size_t>(index) < g_accounts.size()) {
     g_accounts[index].current -= nbytes;
+    g_accounts[index].bytes_freed += nbytes;
     g_accounts[index].frees += 1;
   }
 }
@@ -136,6 +138,7 @@ void reset_accumulated(c10::DeviceIndex index) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& counters = account(index);
   counters.allocations = counters.frees = counters.num_ooms = 0;
+  counters.bytes_allocated = counters.bytes_freed = 0;
 }
 
 c10::Allocator* device_allocator() { return &g_allocator; }

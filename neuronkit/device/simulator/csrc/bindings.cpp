@@ -24,7 +24,8 @@ void init(int count, uint64_t hbm_bytes_per_core, py::function oom_message) {
 
 py::tuple counters_tuple(c10::DeviceIndex index) {
   auto c = counters(index);
-  return py::make_tuple(c.capacity, c.current, c.peak, c.allocations, c.frees, c.num_ooms);
+  return py::make_tuple(c.capacity, c.current, c.peak, c.allocations, c.frees, c.num_ooms, c.bytes_allocated,
+                        c.bytes_freed);
 }
 
 py::object python_default_generator(c10::DeviceIndex index) {
@@ -48,7 +49,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("to_cpu", &to_cpu, "A CPU tensor over a device tensor's memory", py::arg("device"));
   m.def("reserve", &reserve, py::arg("index"), py::arg("nbytes"));
   m.def("release", &release, py::arg("index"), py::arg("nbytes"));
-  m.def("counters", &counters_tuple, "(capacity, current, peak, allocations, frees, num_ooms) of a core",
+  m.def("counters", &counters_tuple,
+        "(capacity, current, peak, allocations, frees, num_ooms, bytes_allocated, bytes_freed) of a core",
         py::arg("index"));
   m.def("reset_peak", &reset_peak, py::arg("index"));
   m.def("reset_accumulated", &reset_accumulated, py::arg("index"));

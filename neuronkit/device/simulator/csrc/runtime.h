@@ -33,6 +33,7 @@ void check_index(c10::DeviceIndex index);
 struct Counters {
   uint64_t capacity = 0, current = 0, peak = 0;
   int64_t allocations = 0, frees = 0, num_ooms = 0;
+  uint64_t bytes_allocated = 0, bytes_freed = 0;  // cumulative: the real stats' allocated and freed
 };
 void configure_accounts(int count, uint64_t capacity);
 void set_oom_message(std::function<std::string(c10::DeviceIndex, uint64_t)> build);

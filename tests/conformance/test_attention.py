@@ -1,0 +1,119 @@
+"""Attention as the device does it (fidelity audit row 1). Source: S = parmoham-aws/test-repo-parmoham @ 98154b8."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from neuronkit.audit import audit
+
+N = "neuron"
+
+
+def _qkv():
+    torch.manual_seed(0)
+    return [torch.randn(2, 4, 6, 8) for _ in range(3)]
+
+
+@pytest.mark.parametrize("kind", ["additive random bias", "boolean mask", "broadcast bias"])
+def test_sdpa_lowers_any_mask_forward_and_backward(kind):
+    """S: torch_neuronx/csrc/aten/SdpBackendSelection.cpp:35-47 picks the overrideable fused kernel for
+    every 4-D call; python_ops/torch_mlir/ops/scaled_dot_product_attention.py:63,229 adds the bias forward
+    and backward; tests/python_ops/test_scaled_dot_product_attention.py:296-349 trains a random bias."""
+    q, k, v = _qkv()
+    mask = {"additive random bias": torch.randn(2, 4, 6, 6), "broadcast bias": torch.randn(1, 1, 6, 6),
+            "boolean mask": torch.rand(6, 6) > 0.3}[kind]
+    mask[..., 0] = True if mask.dtype is torch.bool else mask[..., 0]
+    grad_mask = mask.is_floating_point()
+    cpu = [t.clone().requires_grad_() for t in (q, k, v)] + [mask.clone().requires_grad_(grad_mask)]
+    dev = [t.to(N).requires_grad_() for t in (q, k, v)] + [mask.to(N).requires_grad_(grad_mask)]
+    expected = F.scaled_dot_product_attention(*cpu[:3], attn_mask=cpu[3])
+    got = F.scaled_dot_product_attention(*dev[:3], attn_mask=dev[3])
+    expected.square().sum().backward()
+    got.square().sum().backward()
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+    for d, c in zip(dev, cpu):
+        if c.requires_grad:
+            torch.testing.assert_close(d.grad.cpu(), c.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_sdpa_runs_the_devices_fused_kernel():
+    """S: SdpBackendSelection.cpp:35-47 (4-D → `_scaled_dot_product_fused_attention_overrideable`)."""
+    import torch_neuronx
+    torch_neuronx.clear_op_tracking()
+    q, k, v = (t.to(N) for t in _qkv())
+    F.scaled_dot_product_attention(q, k, v, attn_mask=torch.zeros(6, 6, device=N))
+    assert "aten::_scaled_dot_product_fused_attention_overrideable" in torch_neuronx.get_executed_ops()
+    assert not torch_neuronx.get_fallback_ops()
+
+
+def _fast_path_mha():
+    return nn.MultiheadAttention(8, 2, batch_first=True).eval().to(N)
+
+
+@pytest.mark.parametrize("call, category", [
+    ({"attn_mask": torch.zeros(5, 5, dtype=torch.bool), "need_weights": False}, "mha_mask"),
+    ({}, "mha_need_weights"),
+])
+def test_mha_fast_path_raises_for_a_mask_and_for_weights(call, category):
+    """S: torch_neuronx/python_ops/native_multi_head_attention.py:77-88,128-134 raises for any mask tensor
+    and for need_weights=True (nn.MultiheadAttention's default)."""
+    mha, x = _fast_path_mha(), torch.randn(1, 5, 8, device=N)
+    call = {k: v.to(N) if isinstance(v, torch.Tensor) else v for k, v in call.items()}
+    with torch.no_grad(), pytest.raises(NotImplementedError, match=rf"_native_multi_head_attention.*\[{category}\]"):
+        mha(x, x, x, **call)
+
+
+def test_mha_fast_path_runs_without_mask_or_weights():
+    """S: native_multi_head_attention.py:90-126 (prefix, mid, suffix ops) for mask=None, need_weights=False."""
+    mha, x = _fast_path_mha(), torch.randn(1, 5, 8)
+    with torch.no_grad():
+        expected = mha.to("cpu")(x, x, x, need_weights=False)[0]
+        got = mha.to(N)(*[x.to(N)] * 3, need_weights=False)[0]
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+
+
+def _tiny(name: str):
+    import transformers
+    common = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=64, head_dim=8)
+    configs = {
+        "llama (padded batch)": lambda: transformers.LlamaConfig(**common),
+        "mistral (sliding window)": lambda: transformers.MistralConfig(**common, sliding_window=4),
+        "gemma3 (sliding window)": lambda: transformers.Gemma3TextConfig(
+            **common, sliding_window=4, layer_types=["sliding_attention", "full_attention"]),
+        "mixtral (MoE router)": lambda: transformers.MixtralConfig(**common, num_local_experts=4,
+                                                                   num_experts_per_tok=2),
+        "qwen3-moe (MoE router)": lambda: transformers.Qwen3MoeConfig(
+            **common, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, mlp_only_layers=[]),
+    }
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(configs[name](), attn_implementation="sdpa").eval()
+
+
+HF_CASES = ["llama (padded batch)", "mistral (sliding window)", "gemma3 (sliding window)", "mixtral (MoE router)",
+            "qwen3-moe (MoE router)"]
+
+
+@pytest.mark.parametrize("name", HF_CASES)
+def test_hf_padded_and_sliding_window_batches_run_and_match_cpu(name):
+    """S: SdpBackendSelection.cpp:35-47 (masked SDPA lowers) and python_ops/torch_mlir/ops/misc.py:86-130
+    (histc lowers for any dtype: transformers' MoE routers call it on int32 off CPU)."""
+    model = _tiny(name)
+    ids = torch.tensor([[0, 0, 5, 6, 7, 8, 9, 10], [1, 2, 3, 4, 5, 6, 7, 8]])
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1], [1] * 8])
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask).logits
+        got = model.to(N)(input_ids=ids.to(N), attention_mask=mask.to(N)).logits
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["llama (padded batch)", "mistral (sliding window)"])
+def test_audit_finds_no_blocker_in_masked_attention(name):
+    """S: SdpBackendSelection.cpp:35-47: a masked 4-D SDPA is the native fused kernel, not a blocker."""
+    report = audit(_tiny(name), {"input_ids": torch.tensor([[0, 5, 6, 7]]),
+                                 "attention_mask": torch.tensor([[0, 1, 1, 1]])})
+    assert report.summary["blockers"] == []
+    assert report.op("aten::_scaled_dot_product_fused_attention_overrideable")["classification"] == "native"

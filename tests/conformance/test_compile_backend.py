@@ -1,0 +1,55 @@
+"""torch.compile as the real backend does it (fidelity audit row 2). Source: S = parmoham-aws/test-repo-parmoham."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from torch._dynamo.exc import BackendCompilerFailed
+
+import neuronkit.compile  # noqa: F401 - registers backend="neuron"
+from conftest import TwoLayerMLP as MyModel
+
+BACKEND_LOG = "neuronkit.compile.backend"
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+def new_metrics(before: int) -> list:
+    return torch.neuron.get_dynamo_metrics()[before:]
+
+
+@pytest.mark.parametrize("fn, hop", [
+    (lambda x: torch.cond(x.sum() > 0, lambda y: y + 1, lambda y: y - 1, (x,)), "cond"),
+    (lambda x: torch._higher_order_ops.map(lambda y: y * 2, x), "map_impl"),
+])
+def test_higher_order_ops_fail_as_lowering_errors_naming_the_op(fn, hop):
+    """S: tests/pytorch_tests/specs/dynamo_spec.json ("Higher-order operation 'cond' not implemented in the
+    FxImporter")."""
+    with pytest.raises(BackendCompilerFailed, match=rf"Higher-order operation '{hop}' not implemented"):
+        torch.compile(fn, backend="neuron")(torch.randn(3, 4, device="neuron"))
+
+
+def test_a_graph_is_lowered_whole_without_host_fallbacks(caplog):
+    """S: examples/torch_compile/README.md:40 (graphs lowered through torch-mlir, no per-op host fallback)."""
+    import torch_neuronx
+    before = len(torch.neuron.get_dynamo_metrics())
+    torch_neuronx.clear_op_tracking()
+    with caplog.at_level(logging.WARNING, logger=BACKEND_LOG):
+        out = torch.compile(lambda x: torch.cumprod(x, 0) + 1, backend="neuron")(torch.rand(5, device="neuron"))
+    (record,) = new_metrics(before)
+    assert record.fallback_ops == [] and "run on the host" not in caplog.text
+    assert "aten::cumprod" not in torch_neuronx.get_fallback_ops() and out.device.type == "neuron"
+    assert type(record).__name__ == "NeuronCompilationMetrics"
+    assert record.torch_neuronx_fx_passes_us > 0 and record.torch_neuronx_lower_us > 0
+
+
+def test_a_second_shape_turns_dynamic_and_is_rejected_as_in_the_source(monkeypatch):
+    """S: examples/compile/QUICKSTART.md "Dynamic shapes": Dynamo's automatic dynamic shapes stay on, so a
+    second shape without dynamic=False reaches the backend symbolic and fails (NEURONKIT_COMPILE_SHAPES=source)."""
+    monkeypatch.setenv("NEURONKIT_COMPILE_SHAPES", "source")
+    compiled = torch.compile(lambda x: x * 2 + 1, backend="neuron")  # a code object no other test compiled
+    compiled(torch.randn(2, 8, device="neuron"))
+    with pytest.raises(BackendCompilerFailed, match="dynamic=False"):
+        compiled(torch.randn(3, 8, device="neuron"))
+    assert torch._dynamo.config.automatic_dynamic_shapes  # nothing process-wide changed

@@ -1,0 +1,67 @@
+"""The eager NEFF cache as the source keeps it (fidelity audit row 8). Source: S = parmoham-aws/test-repo-parmoham."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+N = "neuron"
+
+
+def _new_entries(action) -> int:
+    before = torch.neuron.neff_cache_stats()["entries"]
+    action()
+    return torch.neuron.neff_cache_stats()["entries"] - before
+
+
+def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
+    """Fidelity audit row 8 (S lowers Python scalars as 0-d inputs): x+1, x+2, x+3 share one NEFF."""
+    x = torch.randn(7, 3, device=N)
+    assert _new_entries(lambda: [x + 1, x + 2, x + 3]) == 1
+    assert _new_entries(lambda: [x * 1.5, x * 2.5]) == 1
+
+
+def test_static_int_arguments_stay_in_the_key():
+    """S: dims are static arguments of the lowering (static_argnums/static_argnames in python_ops kernels)."""
+    x = torch.randn(5, 6, device=N)
+    assert _new_entries(lambda: [x.sum(0), x.sum(1)]) == 2
+
+
+def test_empty_tensors_compile_nothing():
+    """Fidelity audit row 8: empty tensors skip compilation."""
+    empty = torch.empty(0, 4, device=N)
+    assert _new_entries(lambda: [empty + 1, empty * 2]) == 0
+
+
+@pytest.mark.parametrize("variable, value, disabled", [
+    ("TORCH_NEURONX_NEFF_DISABLE_CACHE", "1", True),
+    ("TORCH_NEURONX_NEFF_DISABLE_CACHE", "true", False),  # C++: exactly "1" (PersistentCacheBackend.cpp:18)
+    ("TORCH_NEURONX_DISABLE_NEFF_CACHE", "yes", True),  # Python: 1/true/yes (utils.py:191-198)
+    ("TORCH_NEURONX_DISABLE_NEFF_CACHE", "TRUE", True),
+])
+def test_both_disable_variables_and_their_spellings(run_python, variable, value, disabled):
+    """S: csrc/core/cache/PersistentCacheBackend.cpp:18,55-59 and torch_neuronx/utils.py:191-198."""
+    proc = run_python("""
+        import torch
+        print(torch.neuron.neff_cache_stats()["directory"])
+    """, env={variable: value})
+    assert (proc.stdout.strip() == "None") == disabled
+
+
+test_both_disable_variables_and_their_spellings = pytest.mark.subprocess(
+    test_both_disable_variables_and_their_spellings)
+
+
+def test_entry_limit_evicts_least_recently_used(run_python):
+    """S: csrc/core/compilation/CompilationCache.cpp:27-38 (NEURON_COMPILATION_CACHE_MAX_ENTRIES, LRU)."""
+    proc = run_python("""
+        import torch
+        for n in range(1, 6):
+            torch.ones(n, device="neuron") * 2
+        stats = torch.neuron.neff_cache_stats()
+        print(stats["entries"], stats["evictions"] > 0)
+    """, env={"NEURON_COMPILATION_CACHE_MAX_ENTRIES": "3"})
+    assert proc.stdout.split() == ["3", "True"]
+
+
+test_entry_limit_evicts_least_recently_used = pytest.mark.subprocess(test_entry_limit_evicts_least_recently_used)
