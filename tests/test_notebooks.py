@@ -171,7 +171,8 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
                           env=env, capture_output=True, text=True, timeout=CELL_TIMEOUT)
     lines = [line for line in proc.stdout.splitlines() if not line.startswith("installed Jupyter kernel")]
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    _assert_complete_run(out, True, lines)
+    assert lines[-1].startswith("verdict: ready"), lines[-1]  # the CLI ends with the report's verdict
+    _assert_complete_run(out, True, lines[:-1])
     executed = nbformat.read(out / "artifacts" / "notebooks" / NOTEBOOKS[0], as_version=4)
     assert executed.metadata.papermill.input_path.startswith(site), "the notebooks come from the package"
     assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
