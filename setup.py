@@ -32,7 +32,7 @@ def _require_build_tools() -> None:
 
 _require_build_tools()
 
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402 - after the one-line checks above
 
 setup(
     ext_modules=[CppExtension(

@@ -9,7 +9,6 @@ import logging
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch._dynamo.exc import BackendCompilerFailed
 
 import neuronkit.compile  # noqa: F401 - registers backend="neuron" (also reachable via the entry point)

@@ -14,8 +14,8 @@ from neuronkit.nki.hop import nki_kernel_wrapper
 
 SEED_NKI_EXAMPLE = '''
 import torch
-import nki
-import nki.language as nl
+import nki  # noqa: E402 - the simulator (autoloaded by torch, imported above) provides nki
+import nki.language as nl  # noqa: E402
 from torch_neuronx import nki_op
 
 @nki.jit
@@ -95,9 +95,9 @@ def test_seed_nki_example_runs_verbatim_eager_compiled_and_backward(run_python):
 # ---------------------------------------------------------------------------------------------------
 # In-process: kernels and ops defined once per test module (op names are process-wide).
 
-import nki
-import nki.language as nl
-from torch_neuronx import nki_op, wrap_nki
+import nki  # noqa: E402 - the simulator (autoloaded by torch, imported above) provides nki
+import nki.language as nl  # noqa: E402
+from torch_neuronx import nki_op, wrap_nki  # noqa: E402
 
 
 @nki.jit

@@ -9,7 +9,6 @@ import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
 import neuronkit.compile  # noqa: F401 - registers backend="neuron"
-from conftest import TwoLayerMLP as MyModel
 
 BACKEND_LOG = "neuronkit.compile.backend"
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
