@@ -2,7 +2,7 @@
 
 Each checkpoint is what a team would bring: ``config.json`` naming its own architecture, safetensors
 weights (seeded random init), and the tokenizer, image processor or feature extractor its inputs come
-from. Tokenizers are copied from the bundled models in ``data/models``; nothing is downloaded.
+from. Tokenizers are copied from the bundled models in ``neuronkit/data/models``; nothing is downloaded.
 
 Usage: ``python data/build_zoo.py [--out DIR] [NAME ...]`` (default ``build/zoo``, every entry).
 """
@@ -60,7 +60,7 @@ def build(name: str, recipe: dict[str, Any], out: Path) -> Path:
     model_type = settings.pop("model_type")
     tokenizer = None
     if "tokenizer" in recipe:
-        source = DATA / "models" / recipe["tokenizer"]
+        source = DATA.parent / "neuronkit" / "data" / "models" / recipe["tokenizer"]
         for file in TOKENIZER_FILES:
             shutil.copy(source / file, path / file)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
