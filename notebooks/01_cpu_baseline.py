@@ -47,8 +47,10 @@ params
 # %% [markdown]
 # ## What the stage does
 #
-# `cpu_baseline.run` loads the checkpoint with `from_pretrained` (local files, safetensors only), builds
-# `batch_size × seq_len` token ids with the model's tokenizer (the same ids in every notebook), runs one
+# `cpu_baseline.run` loads the checkpoint's own class (`config.architectures[0]`, local files; a `.bin`
+# only with `weights_only=True`), builds the task's example inputs (`batch_size × seq_len` token ids with
+# the model's tokenizer, or `pixel_values` / `input_features` from the processor config; the same inputs
+# in every notebook), runs one
 # warm-up forward pass, then times `timing_steps` more and keeps the median. Greedy decoding has no
 # randomness, so a correct device reproduces it token for token.
 

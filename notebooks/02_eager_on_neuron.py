@@ -111,8 +111,8 @@ display.show(result)
 # - **NEFF cache**: `misses` are compilations, `hits` reuse; `disk_hits` come from an earlier process. On
 #   Trainium the misses are the slow part of a first run.
 # - **Memory**: bytes allocated on the device against one core's HBM.
-# - **Untied parameters**: moving a module with `.to()` gives each tied weight its own copy; the check
-#   re-ties them. In your code call `model.tie_weights()` after moving, or load with `device_map`.
+# - **Tied weights** stay tied on the device (the real backend allows CPU↔neuron shallow copies); the
+#   check reports any group a model's own `.to()` unties.
 #
 # A `fail` here marks the model *blocked* in the report, and notebooks 04 and 05 are skipped: start from
 # the output with the largest error. `NEURONKIT_STRICT=1` in the environment (before Python starts) makes

@@ -20,8 +20,10 @@
 # TorchNeuron lowers each op to StableHLO and compiles it with neuronx-cc into a NEFF; an op without a
 # Neuron lowering **falls back to the CPU** by default (correct, but a host round trip on every call), and
 # a few features are **not supported** by the first release at all: sparse tensors, NestedTensor,
-# dynamic or symbolic shapes, arbitrary attention masks in fused attention (only none and causal),
-# per-channel quantization, forward-mode AD. 64-bit dtypes are computed in 32 bit.
+# dynamic or symbolic shapes, masks in `nn.MultiheadAttention`'s fast path (SDPA takes any mask),
+# per-channel quantization, forward-mode AD. Some documented gaps run all the same: neg/conj views run,
+# `torch.signal` windows decompose, bilinear/bicubic upsampling falls back to CPU. 64-bit dtypes are
+# computed in 32 bit.
 #
 # This notebook lists the ops your model actually issues and classifies each one, so you learn what
 # will fall back or block before you are on a rented instance.
@@ -82,7 +84,7 @@ display.show(result)
 # - **Native support by op and by call**: the share of distinct ops, and of calls, with a Neuron
 #   lowering. A few fallback ops called once are cheap; a fallback inside every layer is a host round trip
 #   per layer per step.
-# - **Findings** carry a severity. *blocker*: the first release does not support it; change the model
+# - **Findings** carry a severity. *blocker*: it fails on the device; change the model
 #   before migrating (the stage fails). *warn*: runs, at a cost (CPU fallback, recompiles); plan for it
 #   (the stage warns). *info*: worth knowing, e.g. int64 indices computed in 32 bit.
 # - Every finding names the module paths that issued the op and a **remedy**.

@@ -78,8 +78,8 @@ display.show(result)
 # ## How to read it
 #
 # - **Graphs and graph breaks**: one graph is the goal. Each break has a reason and the source line that
-#   caused it; an op the first release does not support (say, fused attention with an arbitrary mask)
-#   breaks the graph there and runs eagerly.
+#   caused it. What the backend cannot lower (say, a higher-order op such as `torch.cond`) fails the
+#   compilation as a lowering error naming the op; nothing inside a graph runs on the host.
 # - **Recompiles**: the graphs a second, shorter input compiled. Each one is a full compilation on
 #   Trainium.
 # - **Compile time, eager and compiled step times, speed-up**: on the simulator the times are the host's;

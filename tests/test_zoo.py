@@ -1,8 +1,8 @@
 """The architecture zoo (data/zoo.toml): every family a team may bring gets its own class, inputs fit for
 its task, and an honest verdict and exit code from `audit` and `check`.
 
-Verdicts are the ones the real device gives (mission/fidelity-audit.md). Where the simulator still
-differs, the case is `xfail(strict=True)` naming the device fix, so it flips when that fix lands.
+Verdicts are the ones the real device gives (mission/fidelity-audit.md): padded and sliding-window
+attention (Mistral, T5) lower natively, and MoE routers' integer `histc` (Mixtral, Qwen3-MoE) runs.
 """
 
 from __future__ import annotations
@@ -20,21 +20,9 @@ GENERATES = {"llama", "mistral", "gpt2", "gpt_neox", "phi3", "gemma2", "mixtral"
 # audio features, the sequence of a classifier's tokens); the decoder LMs compile as tiny-qwen3 does in
 # test_check.py.
 COMPILED = {"bert_classifier", "vit", "whisper"}
-SDPA_MASK = ("simulator: SDPA with an explicit attention mask raises; the real device lowers it natively "
-             "(fidelity-audit.md item 1) — flips with the fidelity branch's SDPA fix")
-HISTC_INT = ("simulator: the native aten::histc runs PyTorch's CPU kernel, which refuses the int32 expert ids "
-             "transformers' grouped_mm MoE path passes on a non-CPU device; the real device lowers histc for any "
-             "dtype (torch_neuronx/python_ops/jax/ops/histc.py) — a device fix for the fidelity branch")
 
 
-def _xfail(name: str, audit_or_check: str) -> list:
-    reasons = {("mistral", "audit"): SDPA_MASK, ("mistral", "check"): SDPA_MASK, ("t5", "audit"): SDPA_MASK,
-               ("t5", "check"): SDPA_MASK, ("mixtral", "check"): HISTC_INT, ("qwen3_moe", "check"): HISTC_INT}
-    reason = reasons.get((name, audit_or_check))
-    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail(n, "audit")) for n in RECIPES])
+@pytest.mark.parametrize("name", RECIPES)
 def test_audit_is_ready_with_the_checkpoints_own_class(zoo, name, tmp_path, capsys):
     out = tmp_path / "audit.json"
     rc = main(["audit", str(zoo[name]), "--backward", "--json", str(out)])
@@ -45,7 +33,7 @@ def test_audit_is_ready_with_the_checkpoints_own_class(zoo, name, tmp_path, caps
     assert document["summary"]["blockers"] == [] and rc == 0, document["summary"]["blockers"]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail(n, "check")) for n in RECIPES])
+@pytest.mark.parametrize("name", RECIPES)
 def test_check_passes_every_stage_for_a_reason_of_the_model(zoo, name):
     stages = ("cpu", "eager", "generate", "train") + (("compile",) if name in COMPILED else ())
     report = neuronkit.check(zoo[name], stages=stages, timing_runs=1)
