@@ -2,7 +2,7 @@
 per family of data/zoo.toml its weightless audit and every stage of `neuronkit check`, in one process.
 
 The first family pays the process's one-time costs (imports, Dynamo warm-up): read its compile column
-with that in mind. Verdicts are the simulator's (tests/test_zoo.py names where the real device differs).
+with that in mind. Verdicts are the simulator's; "warn" here is a CPU fallback (e.g. `aten::minimum` in T5) or a caveat, listed by `neuronkit check`.
 
     python bench/bench_zoo.py [--write]
 

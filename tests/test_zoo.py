@@ -17,9 +17,9 @@ from neuronkit.cli import main
 
 GENERATES = {"llama", "mistral", "gpt2", "gpt_neox", "phi3", "gemma2", "mixtral", "qwen3_moe", "t5", "whisper"}
 # The families whose compile stage runs here too (the recompile probe varies the batch of images and
-# audio features, the sequence of a classifier's tokens); the decoder LMs compile as tiny-qwen3 does in
-# test_check.py.
-COMPILED = {"bert_classifier", "vit", "whisper"}
+# audio features, the sequence of a classifier's tokens, and an encoder-decoder's encoder and decoder
+# tokens together); the decoder LMs compile as tiny-qwen3 does in test_check.py.
+COMPILED = {"bert_classifier", "vit", "whisper", "t5"}
 
 
 @pytest.mark.parametrize("name", RECIPES)
@@ -48,7 +48,10 @@ def test_check_passes_every_stage_for_a_reason_of_the_model(zoo, name):
         first, second = compiled["recompile_shapes"]
         if "input_ids" in first:  # text: the sequence varies; a classifier's labels keep their shape
             assert second["input_ids"] == [first["input_ids"][0], first["input_ids"][1] // 2]
-            assert second["labels"] == first["labels"]
+            token_level = {k for k in ("labels", "decoder_input_ids") if first.get(k) == first["input_ids"]}
+            for k in ("labels", "decoder_input_ids"):
+                if k in first:
+                    assert second[k] == (second["input_ids"] if k in token_level else first[k]), (k, first, second)
         else:  # images and audio features have the model's fixed size: the batch varies
             assert all(second[k] == [2 * first[k][0], *first[k][1:]] for k in first)
 

@@ -505,9 +505,14 @@ def _recompiles(s: _Session, compiled: torch.nn.Module, explain: Any) -> dict[st
             "recompile_shapes": [_shapes(s.neuron_inputs), _shapes(other)]}
 
 
+# Token-level targets and decoder inputs: cut with the sequence when they are as long as `input_ids`
+# (an encoder-decoder's labels and decoder_input_ids must keep the same length as each other).
+_TOKEN_TARGETS = ("labels", "decoder_input_ids", "decoder_attention_mask")
+
+
 def _other_shape(inputs: Any, sequence: bool) -> Any:
     """The inputs in a second shape a real workload sees: text cut to half its sequence length (the token
-    inputs and token-level labels), anything else (images, audio features, plain tensors) at twice the
+    inputs, token-level labels and decoder inputs), anything else (images, audio features, plain tensors) at twice the
     batch. Image sizes and audio frame counts are fixed by the model, so they never vary."""
     if sequence:
         ids = inputs["input_ids"]
@@ -515,7 +520,7 @@ def _other_shape(inputs: Any, sequence: bool) -> Any:
             return None
         length = ids.shape[1] // 2
         cut = {k for k, v in inputs.items() if isinstance(v, torch.Tensor) and
-               (k in example.SEQUENCE_INPUTS or (k == "labels" and v.shape == ids.shape))}
+               (k in example.SEQUENCE_INPUTS or (k in _TOKEN_TARGETS and v.shape == ids.shape))}
         return {k: v.narrow(1, 0, length) if k in cut else v for k, v in inputs.items()}
 
     def double(value: Any) -> Any:
