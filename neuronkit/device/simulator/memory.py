@@ -30,25 +30,6 @@ class HbmAccount:
     def peak(self) -> int:
         return native.counters(self.index)[2]
 
-    @property
-    def allocations(self) -> int:
-        return native.counters(self.index)[3]
-
-    @property
-    def frees(self) -> int:
-        return native.counters(self.index)[4]
-
-    @property
-    def num_ooms(self) -> int:
-        return native.counters(self.index)[5]
-
-    def reserve(self, nbytes: int) -> None:
-        """Count `nbytes` or raise the device's OOM (a torch.OutOfMemoryError, which is a RuntimeError)."""
-        native.reserve(self.index, nbytes)
-
-    def release(self, nbytes: int) -> None:
-        native.release(self.index, nbytes)
-
     def oom_message(self, nbytes: int) -> str:
         """The out-of-memory error's text, when `nbytes` more do not fit (the native allocator raises it)."""
         current = self.current

@@ -15,8 +15,6 @@ try:
         device_count,
         exchange_device,
         init,
-        release,
-        reserve,
         reset_accumulated,
         reset_peak,
         set_device,

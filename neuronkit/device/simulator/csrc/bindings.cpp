@@ -47,8 +47,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("wrap", &wrap, "A device tensor over a CPU tensor's memory, counted against the core's HBM",
         py::arg("cpu"), py::arg("index"));
   m.def("to_cpu", &to_cpu, "A CPU tensor over a device tensor's memory", py::arg("device"));
-  m.def("reserve", &reserve, py::arg("index"), py::arg("nbytes"));
-  m.def("release", &release, py::arg("index"), py::arg("nbytes"));
   m.def("counters", &counters_tuple,
         "(capacity, current, peak, allocations, frees, num_ooms, bytes_allocated, bytes_freed) of a core",
         py::arg("index"));
