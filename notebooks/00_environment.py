@@ -20,9 +20,9 @@
 # PyTorch backend, one notebook per step of the migration order: CPU baseline → eager on `neuron` → op
 # audit → `torch.compile` → profiling → report.
 #
-# This first notebook teaches where the `neuron` device comes from, and starts a run: it checks which
-# device this Python process has, describes the model you are migrating, and records both in the run
-# directory that every later notebook writes to.
+# This first notebook asks PyTorch which `neuron` device this Python process has, checks whether the
+# model you are migrating fits one NeuronCore, and starts a run: it records both in the run directory
+# that every later notebook writes to.
 #
 # **You set** the parameters in the next cell. `model` is a bundled model (`tiny-qwen3`, a causal LM;
 # `tiny-bert`, an encoder) or the path of your own Hugging Face checkpoint directory (`config.json`,
@@ -47,78 +47,111 @@ batch_size: int = 1                  # example inputs per batch
 # the wrong type or an unknown dtype stops here, with one message listing every problem.
 
 # %%
-from neuronkit.workbook import display, parameters, environment
+from neuronkit.units import format_bytes
+from neuronkit.workbook import display, environment, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
 
 # %% [markdown]
-# ## How TorchNeuron becomes a PyTorch device
+# ## Where `neuron` comes from
 #
 # TorchNeuron registers Trainium through PyTorch's **PrivateUse1** extension point, the slot PyTorch
 # reserves for out-of-tree hardware, under the name `neuron`, and PyTorch **autoloads** it during
 # `import torch` (a `torch.backends` entry point; `TORCH_DEVICE_BACKEND_AUTOLOAD=0` switches autoloading
 # off). There is no `import torch_neuronx` to write: `torch.device("neuron")`, `tensor.to("neuron")`,
 # `torch.neuron.*` and `torch.accelerator` just work, and Transformers, accelerate or TorchTitan need no
-# Neuron-specific branch.
-#
-# On a machine without Trainium, neuronkit **simulates** the device on the CPU with the same
-# registration, the same op-support policy (native, CPU fallback, unsupported) and the same NEFF cache,
-# so every step of the workbook can be rehearsed before you rent a trn2 instance.
+# Neuron-specific branch. Ask PyTorch what it sees:
 
 # %%
 import torch
 
-x = torch.ones(2, 2, device="neuron")  # an ordinary tensor on the PrivateUse1 device
-print("tensor device:    ", x.device)
-print("torch.accelerator:", torch.accelerator.current_accelerator())
-print("neuron devices:   ", torch.neuron.device_count(), "logical NeuronCores")
+import neuronkit
+
+print("torch.neuron.is_available():", torch.neuron.is_available())
+print("torch.neuron.device_count(): ", torch.neuron.device_count(), "logical NeuronCores")
+print("torch.accelerator:           ", torch.accelerator.current_accelerator())
+print("a tensor on:                 ", torch.ones(2, 2, device="neuron").device)
+device = neuronkit.detect()  # real Trainium, neuronkit's simulation, or none, and why
+print("neuronkit.detect():          ", device.kind, "-", device.reason)
 
 # %% [markdown]
-# ## Record the environment
+# On a machine without Trainium, neuronkit **simulates** the device on the CPU with the same
+# registration, the same op-support policy (native, CPU fallback, unsupported) and the same NEFF cache,
+# so every step of the workbook can be rehearsed before you rent a trn2 instance. `kind` says which one
+# you have: `real`, `simulated` or `none`.
+#
+# ## Does the model fit one NeuronCore?
+#
+# PyTorch sees *logical* NeuronCores, each with its own slice of HBM (on trn2 the default LNC=2 pairs two
+# physical cores: 24 GiB each). The weights are the floor; training with AdamW needs about four times
+# their size (weights, gradients and two optimizer moments) before activations. The model's size comes
+# from its `config.json`: no weights are loaded.
+
+# %%
+import matplotlib.pyplot as plt
+
+from neuronkit import models
+
+config = models.load_config(params.model)
+sizes = {"weights\nfloat32": models.estimate_bytes(config, "float32"),
+         "weights\nbfloat16": models.estimate_bytes(config, "bfloat16"),
+         "AdamW training\nfloat32 (~4x)": 4 * models.estimate_bytes(config, "float32")}
+hbm = device.hbm_bytes_per_core or 0
+fig, ax = plt.subplots(figsize=(6, 2.8))
+ax.bar(list(sizes), [b / 2**30 for b in sizes.values()], color="#0969da")
+if hbm:
+    ax.axhline(hbm / 2**30, color="#cf222e", linestyle="--", label=f"one core's HBM ({hbm / 2**30:.0f} GiB)")
+    ax.legend(loc="center right")
+ax.set_yscale("log")
+ax.set_ylabel("GiB (log scale)")
+ax.set_title(f"{params.model}: {models.num_parameters(config):,} parameters against one NeuronCore")
+plt.show()
+
+# %% [markdown]
+# ## Verify and record
 #
 # `environment.run` starts the run: it writes `params.json` into `run_dir`, removes stage records an
-# earlier run left there, and records in `stages/00_environment.json` the device report
-# (`neuronkit.detect()`), the model's architecture and size read from its `config.json` (no weights are
-# loaded yet) and the parameters.
+# earlier run left there, and records in `stages/00_environment.json` the device report, the model's
+# architecture and size, and the parameters. The key numbers, then the full record (folded):
 
 # %%
 result = environment.run(params)
-display.show(result)
-
-# %% [markdown]
-# ## How to read it
-#
-# - **kind**: `real` (torch-neuronx and a Neuron device node), `simulated` (neuronkit on the CPU) or
-#   `none`, with the *reason*. With `none` the stage fails and the later stages are skipped; on a
-#   Trn2/Trn3 instance check `pip show torch-neuronx` and `neuron-ls`.
-# - **device count, instance family, HBM per core**: PyTorch sees *logical* NeuronCores. On trn2 the
-#   default LNC=2 pairs two physical cores, so a trn2.48xlarge shows 64 devices of 24 GiB. Limit them with
-#   `NEURON_RT_VISIBLE_CORES` or `NEURON_RT_NUM_CORES`, set before Python starts.
-# - **estimated bytes**: the weights alone in `dtype`. When they exceed one core's HBM the stage warns:
-#   the model needs tensor parallelism across cores, or a smaller dtype (`bfloat16` halves it).
-#   Activations, gradients and optimizer state come on top.
-# - **versions**: keep them with your results; the report repeats them.
-
-# %% [markdown]
-# ## Another model or dtype
-#
-# To migrate your own checkpoint, set `model` (and `run_dir`) in the parameters cell and run the
-# notebooks again, or run the whole workbook from a terminal. The cell prints the command for the
-# current parameters; in JupyterLab, its widgets rebuild the command for another model or dtype.
+ev = result.evidence
+lesson.key_numbers({
+    "device": ev["device"]["kind"],
+    "logical NeuronCores": ev["device"]["device_count"],
+    "HBM per core": format_bytes(ev["device"]["hbm_bytes_per_core"] or 0),
+    "parameters": f"{ev['model']['num_parameters']:,}",
+    f"weights in {params.dtype}": format_bytes(ev["model"]["estimated_bytes"]),
+})
 
 # %%
-display.command_picker(params)
+lesson.folded(display.show(result), f"Full record: environment {result.status} — {result.summary}")
+
+# %% [markdown]
+# - **device**: with `none` the later stages are skipped; on a Trn2/Trn3 instance check
+#   `pip show torch-neuronx` and `neuron-ls`. `NEURON_RT_VISIBLE_CORES` or `NEURON_RT_NUM_CORES`, set
+#   before Python starts, limit the cores this process sees.
+# - **weights**: when they exceed one core's HBM the stage warns: the model needs tensor parallelism
+#   across cores (notebook 07 plans it), or a smaller dtype (`bfloat16` halves it).
+# - **versions** (in the record): keep them with your results; the report repeats them.
+#
+# ## Another model or dtype
+#
+# Set `model` (and `run_dir`) in the parameters cell and run the notebooks again, or run the whole
+# workbook from a terminal with the command below (in JupyterLab, the picker rebuilds it).
+
+# %%
+lesson.interactive(display.command_picker(params),
+                   "(a model and dtype picker that rebuilds this command: run the notebook in JupyterLab)")
 
 # %% [markdown]
 # ## Next
-#
-# Open **01_cpu_baseline** with the same parameters: it records what the model does on the CPU, the
-# reference every later step is held to.
-#
-# The last cell prints the facts CI checks with nbval (`# NBVAL_CHECK_OUTPUT`): the stage's status and the
-# evidence that depends only on the model and the parameters, never on timings or paths.
 
 # %%
-# NBVAL_CHECK_OUTPUT
+lesson.next_step(result)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): facts that depend only on the model and the parameters
 print(display.summary(result))

@@ -1,0 +1,195 @@
+"""What a notebook shows a learner around a stage record: a few key numbers, the full record folded
+away, a "Next" paragraph computed from what the step found, and widgets with a readable text twin.
+
+Every object has an HTML (or Markdown) form and a plain-text twin, like `display`'s cards, so papermill
+runs, text viewers and HTML exports show the same content; `<details>` folds without JavaScript.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from neuronkit.stages import RunDir, StageResult
+
+_TILE = ("display:inline-block;min-width:9em;margin:0 .5em .5em 0;padding:.4em .7em;border:1px solid #d0d7de;"
+         "border-radius:6px")
+
+
+class KeyNumbers:
+    """A row of labelled numbers (tiles in HTML, `label: value` lines in text)."""
+
+    def __init__(self, numbers: dict[str, Any]) -> None:
+        self.numbers = {label: str(value) for label, value in numbers.items()}
+
+    def _repr_html_(self) -> str:
+        return "<div>" + "".join(
+            f'<div style="{_TILE}"><div style="font-size:.8em;color:#57606a">{html.escape(label)}</div>'
+            f'<div style="font-size:1.25em;font-weight:600">{html.escape(value)}</div></div>'
+            for label, value in self.numbers.items()) + "</div>"
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{label}: {value}" for label, value in self.numbers.items())
+
+
+def key_numbers(numbers: dict[str, Any]) -> KeyNumbers:
+    """The 3-5 numbers a step is about, shown as tiles (the last expression of a cell displays them)."""
+    return KeyNumbers(numbers)
+
+
+class Folded:
+    """Content behind a `<details>` summary line; in plain text, only that line."""
+
+    def __init__(self, content: Any, title: str) -> None:
+        self.content, self.title = content, title
+
+    def _repr_html_(self) -> str:
+        inner = self.content._repr_html_() if hasattr(self.content, "_repr_html_") else \
+            f"<pre>{html.escape(repr(self.content))}</pre>"
+        return f"<details><summary>{html.escape(self.title)}</summary>{inner}</details>"
+
+    def __repr__(self) -> str:
+        return f"{self.title} (folded: expand it in JupyterLab or an HTML export)"
+
+
+def folded(content: Any, title: str) -> Folded:
+    """`content` (a stage card, a table, ...) folded under `title`: the full evidence, out of the way."""
+    return Folded(content, title)
+
+
+class Markdown:
+    """Markdown that reads as itself in plain text too (IPython's own shows `<... Markdown object>`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class Interactive:
+    """A widget whose plain-text form says what it is instead of `VBox(children=...)`.
+
+    The widget's own view (and the state papermill saves) is kept, so JupyterLab and widget-aware HTML
+    exports render it; everything else shows the note. Callers display a static rendering first."""
+
+    def __init__(self, widget: Any, note: str) -> None:
+        self.widget, self.note = widget, note
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/plain"] = self.note
+        return bundle
+
+
+def interactive(widget: Any, note: str) -> Interactive:
+    """`widget` displayed with `note` as its text form (e.g. "interactive filter: run in JupyterLab")."""
+    return Interactive(widget, note)
+
+
+def next_step(result: StageResult, run: RunDir | None = None) -> Markdown:
+    """What to do after this stage, decided by what it found (status, fallbacks, blockers, breaks).
+
+    `run` lets a stage refer to an earlier stage's record (the audit to the eager run's fallbacks)."""
+    if result.status in ("error", "skipped"):
+        why = "errored" if result.status == "error" else "was skipped"
+        return Markdown(f"**This step {why}**: {result.summary} Fix that first (the traceback is in the "
+                        "folded record above), then run this notebook again; later notebooks skip this stage's work.")
+    return Markdown(_NEXT[result.stage](result, run))
+
+
+def _environment(result: StageResult, run: RunDir | None) -> str:
+    device, model = result.evidence.get("device", {}), result.evidence.get("model", {})
+    if device.get("kind") == "none":
+        return ("**No `neuron` device in this process**: the later stages will be skipped. On a Trn2/Trn3 "
+                "instance check `pip show torch-neuronx` and `neuron-ls`.")
+    hbm, size = device.get("hbm_bytes_per_core"), model.get("estimated_bytes")
+    if hbm and size and size > hbm:
+        return (f"**The weights alone ({size / 2**30:.1f} GiB) exceed one core's HBM ({hbm / 2**30:.0f} GiB)**: "
+                "plan tensor parallelism (notebook 07) or a smaller `dtype` before the later notebooks.")
+    return ("The model fits one core. Open **01_cpu_baseline**: it records what the model does on the CPU, "
+            "the reference every later step is held to.")
+
+
+def _cpu_baseline(result: StageResult, run: RunDir | None) -> str:
+    if result.status == "fail":
+        return "**The CPU reference is broken** (NaN or infinite values): fix the model on the CPU first."
+    caveat = f" Note first: {result.summary.split('. ')[0]}." if result.status == "warn" else ""
+    return (f"The reference is recorded.{caveat} Open **02_eager_on_neuron**: the one-line move, "
+            "`model.to(\"neuron\")`, held to this reference.")
+
+
+def _eager(result: StageResult, run: RunDir | None) -> str:
+    if result.status == "fail":
+        return ("**The device disagrees with the CPU**: the report will say *blocked*, and notebooks 04 and 05 "
+                "skip. Start from the output with the largest error in the folded record; **03_op_audit** "
+                "lists the ops each module issues.")
+    phases = {phase: ops for phase, ops in (result.evidence.get("fallback_ops_by_phase") or {}).items() if ops}
+    if not phases:
+        return ("Every op ran on the device and the answers match. Open **03_op_audit** to see the whole op "
+                "inventory, including the backward pass and the optimizer step.")
+    where = "; ".join(f"{phase}: {_ops(ops)}" for phase, ops in phases.items())
+    only_generate = set(phases) == {"generate"}
+    then = ("They all come from `generate()`, the decoding loop, not from the forward or training step; "
+            "notebook 03 audits forward, backward and the optimizer by default, and traces `generate()` "
+            "too with `generate=True`." if only_generate else
+            "Open **03_op_audit**: it names the module that issues each one, with a remedy.")
+    return f"The answers match, with CPU fallbacks ({where}). {then}"
+
+
+def _audit(result: StageResult, run: RunDir | None) -> str:
+    summary = result.evidence.get("summary", {})
+    blockers, fallbacks = summary.get("blockers") or [], summary.get("fallbacks") or []
+    if blockers:
+        return (f"**{len(blockers)} blocker(s)**: {_ops(blockers)}. Change the model as "
+                "each remedy says before migrating; the report will say *blocked*.")
+    text = (f"{len(fallbacks)} op(s) fall back to the CPU here: {_ops(fallbacks)}; "
+            "each remedy says how to avoid the host round trip." if fallbacks else
+            "Every audited op has a Neuron lowering.")
+    earlier = run.read("eager") if run is not None else None
+    seen = set((earlier.evidence.get("fallback_ops") if earlier is not None else None) or []) - set(fallbacks)
+    phases = (result.evidence.get("model") or {}).get("phases") or []
+    if seen and "generate" not in phases:
+        text += (f" Notebook 02 also saw {_ops(sorted(seen))} fall back: they come "
+                 "from `generate()`, which this audit traces only with `generate=True`.")
+    return text + " Open **04_compile**: the same model as whole graphs instead of op by op."
+
+
+def _compile(result: StageResult, run: RunDir | None) -> str:
+    ev = result.evidence
+    breaks = ev.get("graph_breaks") or []
+    if result.status == "fail":
+        return ("**The compiled model fails or disagrees with eager**: the folded record has the stage that "
+                "failed and why. Eager mode (notebook 02) still works for debugging.")
+    steps = []
+    if breaks:
+        steps.append(f"remove the {len(breaks)} graph break(s) (each names its reason and source line)")
+    plan = ev.get("buckets")
+    if plan and plan.get("distinct_shapes", 0) > plan.get("compilations", 0):
+        steps.append(f"pad inputs to the buckets {plan['buckets']}: {plan['compilations']} compilations instead of "
+                     f"{plan['distinct_shapes']}, for {plan['padding_overhead']:.0f}% extra tokens")
+    todo = ("Before serving: " + "; ".join(steps) + ". " if steps else "One graph, no breaks. ")
+    return todo + "Open **05_profiling** to see where the time goes, op by op."
+
+
+def _profile(result: StageResult, run: RunDir | None) -> str:
+    ev = result.evidence
+    fallbacks = ev.get("fallbacks") or []
+    top = (ev.get("top_ops") or [{}])[0].get("name")
+    names = [f.get("name", "?") if isinstance(f, dict) else str(f) for f in fallbacks]
+    text = (f"Remove the CPU fallbacks first ({_ops(names)}): each copies its tensors to the host and back "
+            "on every call. " if fallbacks else "")
+    if top:
+        text += f"The hottest op is `{top}`; on Trainium, confirm it with a real profile before optimising. "
+    return text + "Open **06_report** for the verdict across all stages."
+
+
+def _ops(names: list[str]) -> str:
+    return ", ".join(f"`{name}`" for name in names)
+
+
+_NEXT = {"environment": _environment, "cpu_baseline": _cpu_baseline, "eager": _eager, "audit": _audit,
+         "compile": _compile, "profile": _profile}
