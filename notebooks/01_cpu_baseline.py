@@ -16,10 +16,9 @@
 # %% [markdown]
 # # 01 · CPU baseline: the reference every later step is held to
 #
-# Before anything moves to Trainium, record what the model does where it already works. This notebook
-# loads the model on the CPU in `dtype`, times its forward pass, records its loss on deterministic example
-# inputs and samples it: a greedy continuation of `prompt` for a causal LM, the top guesses for a
-# `[MASK]` for an encoder. Notebook 02 runs the same inputs on `neuron` and compares against these.
+# Before anything moves to Trainium, record what the model does where it already works: its outputs on
+# fixed inputs, its loss, what it predicts, how long a forward pass takes. Notebook 02 runs the same
+# inputs on `neuron` and holds the device to these numbers.
 
 # %% tags=["parameters"]
 # Parameters. `neuronkit run` (papermill) injects its values in a cell right after this one;
@@ -39,44 +38,85 @@ max_new_tokens: int = 16                 # tokens of greedy generation
 timing_steps: int = 5                    # timed forward passes (after one warm-up)
 
 # %%
-from neuronkit.workbook import display, parameters, cpu_baseline
+from neuronkit.workbook import cpu_baseline, display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
 
 # %% [markdown]
-# ## What the stage does
+# ## Run the model on the CPU
 #
-# `cpu_baseline.run` loads the checkpoint's own class (`config.architectures[0]`, local files; a `.bin`
-# only with `weights_only=True`), builds the task's example inputs (`batch_size × seq_len` token ids with
-# the model's tokenizer, or `pixel_values` / `input_features` from the processor config; the same inputs
-# in every notebook), runs one
-# warm-up forward pass, then times `timing_steps` more and keeps the median. Greedy decoding has no
-# randomness, so a correct device reproduces it token for token.
+# `load` gives the model every notebook of the run uses: the checkpoint's own class
+# (`config.architectures[0]`, from local files; a `.bin` only with `weights_only=True`) in `dtype`, its
+# tokenizer, and the task's deterministic example inputs (`batch_size × seq_len` token ids, or
+# `pixel_values` / `input_features` from the processor config) with labels, so the model returns a loss.
+
+# %%
+import torch
+
+from neuronkit.workbook.loading import load
+
+subject = load(params)
+with torch.inference_mode():
+    out = subject.model(**subject.inputs)
+print(type(subject.model).__name__, {name: tuple(t.shape) for name, t in subject.inputs.items()})
+print("loss:", None if getattr(out, "loss", None) is None else round(float(out.loss), 4))
+
+# %% [markdown]
+# What does it predict? The five most likely tokens (or classes) at the last position: the kind of
+# answer a correct device must reproduce exactly.
+
+# %%
+import matplotlib.pyplot as plt
+
+logits = out.logits if getattr(out, "logits", None) is not None else out[0]
+top = (logits[0, -1] if logits.dim() == 3 else logits[0]).float().softmax(-1).topk(5)
+ids = top.indices.tolist()
+labels = ([repr(subject.tokenizer.decode([i])) for i in ids] if subject.tokenizer is not None
+          else [subject.config.id2label.get(i, str(i)) for i in ids])
+fig, ax = plt.subplots(figsize=(6, 2.4))
+ax.barh(labels[::-1], top.values.tolist()[::-1], color="#0969da")
+ax.set_xlabel("probability")
+ax.set_title("CPU reference: top-5 predictions at the last position")
+plt.show()
+
+# %% [markdown]
+# ## Verify and record
+#
+# `cpu_baseline.run` loads the same model and inputs, runs one warm-up forward pass, times
+# `timing_steps` more and keeps the median, and samples the model on `prompt`: greedy decoding for a
+# causal LM (no randomness, so a correct device reproduces it token for token), the top guesses for a
+# `[MASK]` for an encoder. It records all of it in `stages/01_cpu_baseline.json`.
 
 # %%
 result = cpu_baseline.run(params, prompt=prompt, max_new_tokens=max_new_tokens, timing_steps=timing_steps)
-display.show(result)
+ev = result.evidence
+sample = (ev.get("generate") or {}).get("text") or \
+    ", ".join(p["token"] for p in (ev.get("fill_mask") or {}).get("predictions", [])[:3]) or "—"
+lesson.key_numbers({
+    "forward (host CPU, median)": f"{ev['forward_ms']:.1f} ms",
+    "loss": "—" if ev.get("loss") is None else f"{ev['loss']:.3f}",
+    "output shape": " × ".join(map(str, ev["logits_shape"])),
+    "sample": sample.strip()[:60],
+})
+
+# %%
+lesson.folded(display.show(result), f"Full record: cpu_baseline {result.status} — {result.summary}")
 
 # %% [markdown]
-# ## How to read it
-#
-# - **Forward time** is this CPU's speed with the thread count shown: a sanity number, not a Trainium
-#   prediction. Notebook 04 compares eager and compiled step times on the device.
+# - **Forward time** is this CPU's speed: a sanity number, not a Trainium prediction. Notebook 04 compares
+#   eager and compiled step times on the device.
 # - **Loss** should be plausible for the model (a trained causal LM: a few nats). NaN or infinity fails
-#   the stage: fix the model on the CPU first, since nothing can be judged against a broken reference.
-# - **Generation / fill-mask** is the behaviour you expect to keep. Read it now; notebook 02 checks that
-#   `neuron` produces the same tokens.
+#   the stage: nothing can be judged against a broken reference.
+# - **Sample** is the behaviour you expect to keep: greedy text for a causal LM, `[MASK]` guesses for an
+#   encoder.
 
 # %% [markdown]
 # ## Next
-#
-# Open **02_eager_on_neuron**: the one-line change, `model.to("neuron")`, and a parity check against
-# this baseline.
-#
-# The last cell prints the facts CI checks with nbval (`# NBVAL_CHECK_OUTPUT`): the stage's status and the
-# evidence that depends only on the model and the parameters, never on timings or paths.
 
 # %%
-# NBVAL_CHECK_OUTPUT
+lesson.next_step(result)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): facts that depend only on the model and the parameters
 print(display.summary(result))
