@@ -24,9 +24,9 @@
 # the host and back, and only `torch_neuronx.get_fallback_ops()` tells you. Eager mode runs op by op with
 # every value inspectable: it is the debugging mode, and the first thing to get right.
 #
-# This notebook moves the model, runs the CPU baseline's inputs, and holds the device to the CPU: outputs
-# within tolerance, the same top-1 tokens, the same greedy generation, and a few training steps with the
-# same losses and gradient norms.
+# This notebook runs the seed article's training loop on the CPU and on `neuron` and compares the loss
+# curves, then holds the device to notebook 01's reference: outputs within tolerance, the same top-1
+# tokens, the same greedy generation, the same losses and gradient norms.
 
 # %% tags=["parameters"]
 # Parameters. `neuronkit run` (papermill) injects its values in a cell right after this one;
@@ -46,7 +46,7 @@ train_steps: int = 2      # SGD steps compared between CPU and neuron
 generate_tokens: int = 8  # greedy tokens compared (causal LMs)
 
 # %%
-from neuronkit.workbook import display, parameters, eager
+from neuronkit.workbook import display, eager, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
@@ -66,70 +66,101 @@ params
 #     optimizer.step()
 # ```
 #
-# Hugging Face models can also load straight onto the device with `from_pretrained(path,
-# device_map="neuron")`. On a toy layer, with the op tracking the backend keeps:
+# Run it on your model, once on the CPU and once on `neuron`, from the same weights, on the run's example
+# batch (the model stays in eval mode: dropout off, so both runs do the same arithmetic). `torch_neuronx`
+# keeps track of which ops ran on the device and which fell back to the CPU.
 
 # %%
+import copy
+
 import torch
 import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tracking API
 
+from neuronkit.workbook.loading import load
+
+subject = load(params)  # the model and example inputs of notebook 01
+
+
+def train(where: str, steps: int = 8) -> list[float]:
+    model = copy.deepcopy(subject.model).to(where)  # on "neuron", the only change
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    batch = {name: t.to(where) for name, t in subject.inputs.items()}
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+cpu_losses = train("cpu")
 torch_neuronx.clear_op_tracking()
-layer = torch.nn.Linear(4, 2).to("neuron")
-y = layer(torch.randn(3, 4, device="neuron"))
-print("output on:         ", y.device)
-print("ran on the device: ", sorted(torch_neuronx.get_executed_ops()))
-print("fell back to CPU:  ", sorted(torch_neuronx.get_fallback_ops()))
+neuron_losses = train(device)
+print("ops that ran on the device:", len(torch_neuronx.get_executed_ops()))
+print("ops that fell back to CPU: ", torch_neuronx.get_fallback_ops() or "none")
+print("largest loss difference:   ", f"{max(abs(a - b) for a, b in zip(cpu_losses, neuron_losses)):.1e}")
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(6, 2.8))
+ax.plot(cpu_losses, "o-", label="cpu", color="#6e7781", linewidth=3)
+ax.plot(neuron_losses, "x--", label=device, color="#0969da")
+ax.set_xlabel("AdamW step (one batch, repeated)")
+ax.set_ylabel("loss")
+ax.set_title("The same training loop on CPU and on neuron")
+ax.legend()
+plt.show()
 
 # %% [markdown]
-# The layer's matmul ran on the device. Random-number ops (`torch.randn` lowers to `aten::normal_`) draw
-# their numbers on the host in the pre-release backend, so expect them among the fallbacks: harmless
-# here, worth knowing inside a training step.
-
-# %% [markdown]
-# ## The parity check
+# The curves should lie on top of each other: same weights, same batch, same arithmetic up to rounding.
+# The loss falls fast because the loop sees one batch over and over; that is enough to show the device
+# trains like the CPU. Hugging Face models can also load straight onto the device with
+# `from_pretrained(path, device_map="neuron")`.
 #
-# `eager.run` calls `neuronkit.compile.check` with its eager, generate and train stages: it copies the
-# model to the device, runs the same inputs as notebook 01 and compares every output with the CPU's.
-# Tolerances follow `dtype`: float32 must match within 1e-4; bfloat16 and float16 run under
-# `torch.autocast("neuron")` against the float32 CPU reference, with looser bounds. Training uses SGD
-# rather than Adam, which would turn rounding-level gradient differences into full-size updates.
+# ## Verify and record
+#
+# `eager.run` makes the same comparison thoroughly and records it in `stages/02_eager.json`: it runs
+# notebook 01's inputs on `device`, compares every output with the CPU's, decodes greedily on both, and
+# takes `train_steps` SGD steps on both (SGD, because Adam turns rounding-level gradient differences
+# into full-size updates). Tolerances follow `dtype`: float32 must match within 1e-4; bfloat16 and
+# float16 run under `torch.autocast("neuron")` against the float32 CPU reference, with looser bounds.
 
 # %%
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)
-display.show(result)
-
-# %% [markdown]
-# ## How to read it
-#
-# - **Parity**: per output, the largest absolute error and the error relative to the output's largest
-#   magnitude, against `atol`/`rtol`; **top-1 agreement** is the share of positions whose most likely
-#   token is the same; **generate identical** says whether greedy decoding produced the same tokens.
-# - **Training**: CPU and neuron losses and gradient norms step by step; `ok` when they agree within the
-#   dtype's tolerance.
-# - **CPU fallback ops** ran on the host. Each is a round trip per call: fine for a rare op, costly inside
-#   every layer. Notebook 03 says where each one comes from.
-# - **NEFF cache**: `misses` are compilations, `hits` reuse; `disk_hits` come from an earlier process. On
-#   Trainium the misses are the slow part of a first run.
-# - **Memory**: bytes allocated on the device against one core's HBM.
-# - **Tied weights** stay tied on the device (the real backend allows CPU↔neuron shallow copies); the
-#   check reports any group a model's own `.to()` unties.
-#
-# A `fail` here marks the model *blocked* in the report, and notebooks 04 and 05 are skipped: start from
-# the output with the largest error. `NEURONKIT_STRICT=1` in the environment (before Python starts) makes
-# every CPU fallback raise where it happens.
+ev = result.evidence
+errors = [o["max_abs_err"] for o in (ev.get("parity") or {}).get("outputs", []) if o.get("max_abs_err") is not None]
+lesson.key_numbers({
+    "largest error vs CPU": f"{max(errors):.1e}" if errors else "—",
+    "top-1 agreement": f"{(ev.get('parity') or {}).get('top1_agreement', 0):.0%}",
+    "greedy generation": {True: "identical", False: "differs", None: "—"}[(ev.get("parity") or {}).get(
+        "generate_identical")],
+    "training": "matches" if (ev.get("training") or {}).get("ok") else "differs",
+    "CPU-fallback ops": len(ev.get("fallback_ops") or []),
+})
 
 # %%
-display.table(result.evidence.get("parity", {}).get("outputs", []),
-              ["name", "shape", "max_abs_err", "max_rel_err", "atol", "rtol", "ok"])
+lesson.folded(display.show(result), f"Full record: eager {result.status} — {result.summary}")
 
 # %% [markdown]
+# - **Largest error** is per output, against `atol`/`rtol` (the folded record lists each output);
+#   **top-1 agreement** is the share of positions whose most likely token is the same.
+# - **CPU-fallback ops** ran on the host, a round trip per call: fine for a rare op, costly inside every
+#   layer. The record says in which phase (forward, generate, train) each one appeared.
+# - **NEFF cache** (in the record): `misses` are compilations, `hits` reuse, `disk_hits` come from an
+#   earlier process. On Trainium the misses are the slow part of a first run.
+#
+# A `fail` here marks the model *blocked* in the report, and notebooks 04 and 05 are skipped.
+# `NEURONKIT_STRICT=1` in the environment (before Python starts) makes every CPU fallback raise where it
+# happens.
+#
 # ## Next
-#
-# Open **03_op_audit**: every op the model runs, classified, with the module that issued it.
-#
-# The last cell prints the facts CI checks with nbval (`# NBVAL_CHECK_OUTPUT`): the stage's status and the
-# evidence that depends only on the model and the parameters, never on timings or paths.
 
 # %%
-# NBVAL_CHECK_OUTPUT
+lesson.next_step(result)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): facts that depend only on the model and the parameters
 print(display.summary(result))

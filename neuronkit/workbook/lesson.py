@@ -134,8 +134,8 @@ def _eager(result: StageResult, run: RunDir | None) -> str:
     where = "; ".join(f"{phase}: {_ops(ops)}" for phase, ops in phases.items())
     only_generate = set(phases) == {"generate"}
     then = ("They all come from `generate()`, the decoding loop, not from the forward or training step; "
-            "notebook 03 audits forward, backward and the optimizer by default, and traces `generate()` "
-            "too with `generate=True`." if only_generate else
+            "open **03_op_audit**: it audits forward, backward and the optimizer by default, and "
+            "`generate()` too with `generate=True`." if only_generate else
             "Open **03_op_audit**: it names the module that issues each one, with a remedy.")
     return f"The answers match, with CPU fallbacks ({where}). {then}"
 
