@@ -25,8 +25,9 @@
 # `torch.signal` windows decompose, bilinear/bicubic upsampling falls back to CPU. 64-bit dtypes are
 # computed in 32 bit.
 #
-# This notebook lists the ops your model actually issues and classifies each one, so you learn what
-# will fall back or block before you are on a rented instance.
+# This notebook first asks the device itself which ops ran natively and which fell back, phase by phase,
+# then audits every op the model issues, classified against Neuron's op support, so you learn what will
+# fall back or block before you are on a rented instance.
 
 # %% tags=["parameters"]
 # Parameters. `neuronkit run` (papermill) injects its values in a cell right after this one;
@@ -45,12 +46,47 @@ training: bool = True   # also audit backward and one optimizer step (AdamW)
 generate: bool = False  # also audit greedy generate() (causal LMs; runs on random weights, needs the memory)
 
 # %%
-from neuronkit.workbook import display, parameters, audit
+from neuronkit.workbook import audit, display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
 
 # %% [markdown]
+# ## Ask the device: `torch_neuronx.get_fallback_ops()`
+#
+# The backend records the name of every op it ran and of every op that fell back to the CPU.
+# `clear_op_tracking()` starts afresh, so you can ask phase by phase: a forward and backward pass, then
+# (for a causal LM) a few greedily decoded tokens.
+
+# %%
+import torch
+import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tracking API
+
+from neuronkit.workbook.loading import load
+
+subject = load(params)
+net = subject.model.to("neuron")
+batch = {name: t.to("neuron") for name, t in subject.inputs.items()}
+tracked = {}
+
+torch_neuronx.clear_op_tracking()
+net(**batch).loss.backward()
+tracked["forward + backward"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
+
+if subject.kind == "causal_lm" and subject.tokenizer is not None:
+    torch_neuronx.clear_op_tracking()
+    with torch.no_grad():
+        net.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=4,
+                     do_sample=False, pad_token_id=subject.tokenizer.pad_token_id or subject.tokenizer.eos_token_id)
+    tracked["generate()"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
+
+for phase, (ran, fell_back) in tracked.items():
+    print(f"{phase:19} {len(ran):3} ops on the device; fell back to CPU: {', '.join(fell_back) or 'none'}")
+
+# %% [markdown]
+# Tracking tells you *that* an op fell back, not *who* issued it or whether the ops you did not run
+# today (another input, the optimizer step) would block. That is the audit's job.
+#
 # ## How the audit works
 #
 # PyTorch's own dispatcher hook, `TorchDispatchMode`, sees every op a model issues without touching the
@@ -68,56 +104,78 @@ params
 #         return func(*args, **(kwargs or {}))
 # ```
 #
-# `neuronkit.audit` does the same and adds what a migration needs: the module each op came from, the
-# dtypes and shapes it saw, and a classification against the Neuron op-support policy that the
-# simulated device and the compile backend share. It runs **weightless** (the model is built inside a
-# `FakeTensorMode`: shapes and dtypes without storage), so a multi-billion-parameter checkpoint audits in
-# seconds; `generate=True` needs real values and uses random weights.
+# `audit.run` does the same and adds what a migration needs: the module each op came from, the dtypes and
+# shapes it saw, and a classification against the Neuron op-support policy that the simulated device and
+# the compile backend share. It runs **weightless** (the model is built inside a `FakeTensorMode`: shapes
+# and dtypes without storage), so a multi-billion-parameter checkpoint audits in seconds; with
+# `training=True` it covers backward and an AdamW step, and `generate=True` adds greedy decoding (real
+# values: random weights). It records `stages/03_audit.json` and `artifacts/audit/audit.json`.
 
 # %%
 result = audit.run(params, training=training, generate=generate)
-display.show(result)
+summary = result.evidence.get("summary", {})
+findings = summary.get("findings", {})
+lesson.key_numbers({
+    "distinct ops": summary.get("distinct_ops", "—"),
+    "calls": summary.get("total_calls", "—"),
+    "native, by call": f"{summary.get('support_pct_calls', 0):.1f} %",
+    "blockers": len(summary.get("blockers") or []),
+    "CPU fallbacks": len(summary.get("fallbacks") or []),
+})
 
 # %% [markdown]
-# ## How to read it
-#
-# - **Native support by op and by call**: the share of distinct ops, and of calls, with a Neuron
-#   lowering. A few fallback ops called once are cheap; a fallback inside every layer is a host round trip
-#   per layer per step.
-# - **Findings** carry a severity. *blocker*: it fails on the device; change the model
-#   before migrating (the stage fails). *warn*: runs, at a cost (CPU fallback, recompiles); plan for it
-#   (the stage warns). *info*: worth knowing, e.g. int64 indices computed in 32 bit.
-# - Every finding names the module paths that issued the op and a **remedy**.
-#
-# The full op table and the findings follow. The audit JSON is also in `artifacts/audit/audit.json`.
+# Where the calls go: the most-called ops, coloured by what Neuron does with each.
 
 # %%
-ops = display.table(result.evidence.get("ops", []),
-                    ["op", "calls", "classification", "category", "dtypes", "module_paths"])
-ops
+import matplotlib.pyplot as plt
 
-# %%
-display.table(result.evidence.get("findings", []),
-              ["severity", "category", "op", "calls", "module_paths", "remedy"])
+ops = display.table(result.evidence.get("ops", []), ["op", "calls", "classification", "category", "module_paths"])
+colours = {"native": "#1a7f37", "cpu_fallback": "#9a6700", "blocked": "#cf222e"}
+if not ops.empty:
+    shown = ops.sort_values("calls", ascending=False).head(15)[::-1]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.barh(shown["op"], shown["calls"], color=[colours.get(c, "#6e7781") for c in shown["classification"]])
+    for name, colour in colours.items():
+        ax.barh([shown["op"].iloc[-1]], [0], color=colour, label=name)
+    ax.set_xlabel("calls")
+    ax.set_title(f"Top {len(shown)} of {len(ops)} ops by calls")
+    ax.legend(loc="lower right")
+    plt.show()
 
 # %% [markdown]
-# ### Filter the op table
-#
-# In JupyterLab, pick a category or classification, or type part of a module path (say `mlp` or
-# `layers.0`), to see only those ops. The table above is the same data, unfiltered.
+# - **Native by call**: the share of calls with a Neuron lowering. A fallback op called once is cheap; a
+#   fallback inside every layer is a host round trip per layer per step.
+# - **Findings** carry a severity. *blocker*: it fails on the device; change the model before migrating
+#   (the stage fails). *warn*: runs, at a cost (CPU fallback, recompiles). *info*: worth knowing, e.g.
+#   int64 indices computed in 32 bit. Every finding names the module paths that issued the op and a
+#   **remedy**.
 
 # %%
-display.filter_widget(ops, by=["category", "classification"], text_column="module_paths")
+lesson.folded(display.table(result.evidence.get("findings", []),
+                            ["severity", "category", "op", "calls", "module_paths", "remedy"]),
+              f"Findings: {findings.get('blocker', 0)} blocker, {findings.get('warn', 0)} warn, "
+              f"{findings.get('info', 0)} info")
+
+# %%
+lesson.folded(ops, f"Every op ({len(ops)}), with the modules that issued it")
+
+# %%
+lesson.folded(display.show(result), f"Full record: audit {result.status} — {result.summary}")
+
+# %% [markdown]
+# In JupyterLab, filter the op table by category or classification, or by part of a module path (say
+# `mlp` or `layers.0`):
+
+# %%
+lesson.interactive(display.filter_widget(ops, by=["category", "classification"], text_column="module_paths"),
+                   "(an op-table filter: run the notebook in JupyterLab; the full table is folded above)")
 
 # %% [markdown]
 # ## Next
-#
-# Blockers first: each remedy says what to change in the model. Then open **04_compile**: the ops that
-# run natively in eager mode are the ones `torch.compile` can fuse into one graph.
-#
-# The last cell prints the facts CI checks with nbval (`# NBVAL_CHECK_OUTPUT`): the stage's status and the
-# evidence that depends only on the model and the parameters, never on timings or paths.
 
 # %%
-# NBVAL_CHECK_OUTPUT
+lesson.next_step(result, params.run)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): facts that depend only on the model and the parameters
 print(display.summary(result))

@@ -142,19 +142,24 @@ def _eager(result: StageResult, run: RunDir | None) -> str:
 
 def _audit(result: StageResult, run: RunDir | None) -> str:
     summary = result.evidence.get("summary", {})
-    blockers, fallbacks = summary.get("blockers") or [], summary.get("fallbacks") or []
+    blockers = _names(summary.get("blockers"), "op")
+    fallbacks = _names(summary.get("fallbacks"), "op")
     if blockers:
-        return (f"**{len(blockers)} blocker(s)**: {_ops(blockers)}. Change the model as "
-                "each remedy says before migrating; the report will say *blocked*.")
-    text = (f"{len(fallbacks)} op(s) fall back to the CPU here: {_ops(fallbacks)}; "
-            "each remedy says how to avoid the host round trip." if fallbacks else
-            "Every audited op has a Neuron lowering.")
+        return (f"**{len(blockers)} blocker(s)**: {_ops(blockers)}. Change the model as each remedy says before "
+                "migrating; the report will say *blocked*.")
+    text = (f"{len(fallbacks)} op(s) fall back to the CPU: {_ops(fallbacks)}; each remedy says how to avoid "
+            "the host round trip." if fallbacks else "Every audited op has a Neuron lowering.")
     earlier = run.read("eager") if run is not None else None
-    seen = set((earlier.evidence.get("fallback_ops") if earlier is not None else None) or []) - set(fallbacks)
-    phases = (result.evidence.get("model") or {}).get("phases") or []
-    if seen and "generate" not in phases:
-        text += (f" Notebook 02 also saw {_ops(sorted(seen))} fall back: they come "
-                 "from `generate()`, which this audit traces only with `generate=True`.")
+    by_phase = (earlier.evidence.get("fallback_ops_by_phase") if earlier is not None else None) or {}
+    missed = {phase: sorted(set(ops) - set(fallbacks)) for phase, ops in by_phase.items()}
+    audited = (result.evidence.get("model") or {}).get("phases") or []
+    if missed.get("generate") and "generate" not in audited:
+        text += (f" Notebook 02 also saw {_ops(missed['generate'])} fall back inside `generate()`, which this "
+                 "audit traces only with `generate=True`.")
+    other = sorted({op for phase, ops in missed.items() if phase != "generate" for op in ops})
+    if other:
+        text += (f" Notebook 02 saw {_ops(other)} fall back outside `generate()` where the audit did not: "
+                 "the audit runs on other values (weightless), so check those ops' inputs.")
     return text + " Open **04_compile**: the same model as whole graphs instead of op by op."
 
 
@@ -179,12 +184,17 @@ def _profile(result: StageResult, run: RunDir | None) -> str:
     ev = result.evidence
     fallbacks = ev.get("fallbacks") or []
     top = (ev.get("top_ops") or [{}])[0].get("name")
-    names = [f.get("name", "?") if isinstance(f, dict) else str(f) for f in fallbacks]
+    names = _names(fallbacks, "name")
     text = (f"Remove the CPU fallbacks first ({_ops(names)}): each copies its tensors to the host and back "
             "on every call. " if fallbacks else "")
     if top:
         text += f"The hottest op is `{top}`; on Trainium, confirm it with a real profile before optimising. "
     return text + "Open **06_report** for the verdict across all stages."
+
+
+def _names(entries: Any, key: str) -> list[str]:
+    """Op names from a list of names or of records naming the op under `key`."""
+    return [e.get(key, "?") if isinstance(e, dict) else str(e) for e in entries or []]
 
 
 def _ops(names: list[str]) -> str:
