@@ -47,64 +47,125 @@ prompts_file = None     # your prompts, one per line, for bucket advice (None: d
 max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
 
 # %%
-from neuronkit.workbook import display, parameters, compile
+from neuronkit.workbook import compile, display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
 
 # %% [markdown]
-# ## Compiling for Trainium
+# ## Compile, then call it with new shapes
 #
-# From the seed article: set the default backend once, before the first compilation, or name it in each
-# call.
+# From the seed article: set the default backend once, before the first compilation
+# (`torch.compiler.set_default_backend("neuron")`, then `model.compile()`), or name it in each call, as
+# here. A small block is enough to see the two costs that matter: the first call pays the compilation,
+# and every new input shape compiles again. `torch_neuronx.get_dynamo_metrics()` lists each graph the
+# backend compiled.
+
+# %%
+import time
+
+import torch
+import torch_neuronx
+
+torch.manual_seed(0)
+block = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)).to("neuron")
+compiled = torch.compile(block, backend="neuron", fullgraph=True)
+
+torch_neuronx.reset_dynamo_metrics()
+calls = []  # (sequence length, milliseconds, graphs compiled by this call)
+with torch.no_grad():
+    for length in (16, 16, 16, 8, 8, 32):
+        x = torch.randn(1, length, 64).to("neuron")
+        before, start = len(torch_neuronx.get_dynamo_metrics()), time.perf_counter()
+        compiled(x)
+        torch.neuron.synchronize()
+        calls.append((length, (time.perf_counter() - start) * 1e3, len(torch_neuronx.get_dynamo_metrics()) - before))
+for length, ms, new in calls:
+    print(f"length {length:3}: {ms:8.1f} ms  {'compiled a new graph' if new else 'reused a compiled graph'}")
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(6, 2.8))
+ax.bar(range(len(calls)), [ms for _, ms, _ in calls],
+       color=["#cf222e" if new else "#1a7f37" for _, _, new in calls])
+ax.set_xticks(range(len(calls)), [f"len {length}" for length, _, _ in calls])
+ax.set_yscale("log")
+ax.set_ylabel("ms per call (host timing)")
+ax.set_title("Red: the call compiled a graph. Green: it reused one")
+plt.show()
+
+# %% [markdown]
+# On Trainium each red bar is a neuronx-cc compilation, seconds to minutes; on the simulator they are the
+# host's tracing and lowering time. Read the pattern, not the numbers: the first call and every new
+# length compile; a length seen before is served from the compiled graph (and from the NEFF cache on
+# disk in a later process).
 #
-# ```python
-# torch.compiler.set_default_backend("neuron")  # call once, before any compile
-# model = MyModel().to("neuron")
-# model.compile()  # no backend argument
-# ```
+# ## Verify and record
 #
-# `compile.run` runs `neuronkit.compile.check`'s compile and timing stages: it compiles the model on the
-# device, runs a forward and backward pass against eager, feeds a shorter input to count recompiles, and
-# times eager against compiled. It then measures the token lengths of `prompts_file` and asks
-# `suggest_buckets` how to bound the compilations they would cause.
+# `compile.run` does this on your model: it compiles it on `device`, runs a forward and backward pass
+# against eager, feeds a shorter input to count recompiles, and times eager against compiled. It then
+# measures the token lengths of `prompts_file` and asks `suggest_buckets` how to bound the compilations
+# they would cause. The record is `stages/04_compile.json`.
 
 # %%
 result = compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
                      max_buckets=max_buckets)
-display.show(result)
+ev = result.evidence
+lesson.key_numbers({
+    "graphs": ev.get("graphs", "—"),
+    "graph breaks": len(ev.get("graph_breaks") or []),
+    "recompiles (shorter input)": ev.get("recompiles", "—"),
+    "first call (host)": f"{ev['compile_time_s']:.1f} s" if ev.get("compile_time_s") is not None else "—",
+    "speed-up vs eager (host)": f"{ev['speedup']:.2f}×" if ev.get("speedup") else "—",
+})
+
+# %%
+if ev.get("graph_breaks"):
+    display.table(ev["graph_breaks"], ["reason", "where"])
 
 # %% [markdown]
-# ## How to read it
+# - **Graphs and graph breaks**: one graph is the goal. Each break names its reason and the source line;
+#   what the backend cannot lower (say, a higher-order op such as `torch.cond`) fails the compilation as
+#   a lowering error naming the op.
+# - **Recompiles**: the graphs a second, shorter input compiled, each a full compilation on Trainium.
+# - **Times** are the host's on the simulator: read the ratio, and measure on Trainium before you trust
+#   an absolute number. Parity (in the record) compares the compiled model with eager on the device.
 #
-# - **Graphs and graph breaks**: one graph is the goal. Each break has a reason and the source line that
-#   caused it. What the backend cannot lower (say, a higher-order op such as `torch.cond`) fails the
-#   compilation as a lowering error naming the op; nothing inside a graph runs on the host.
-# - **Recompiles**: the graphs a second, shorter input compiled. Each one is a full compilation on
-#   Trainium.
-# - **Compile time, eager and compiled step times, speed-up**: on the simulator the times are the host's;
-#   read the ratio, and measure on Trainium before you trust an absolute number.
-# - **Parity** compares the compiled model with eager on the device, output by output.
-# - **Buckets**: how many compilations the prompt lengths cause unbucketed (one per distinct length), the
-#   recommended bucket lengths, the compilations left and the padding they cost.
+# ## Buckets: fewer compilations for some padding
+#
+# Real prompts come in many lengths, and each length would compile. Padding every input up to the next
+# of a few bucket lengths bounds the compilations at the cost of padding tokens. The trade-off for the
+# sample prompts' lengths, with 1 to 8 buckets (`suggest_buckets`):
 
 # %%
-display.table(result.evidence.get("graph_breaks", []), ["reason", "where"])
+from neuronkit.compile.buckets import suggest_buckets
+
+plan = ev.get("buckets")
+if plan:
+    options = [suggest_buckets(plan["lengths"], k) for k in range(1, 9)]
+    fig, ax = plt.subplots(figsize=(6, 2.8))
+    ax.plot([o.compilations for o in options], [o.padding_overhead for o in options], "o-", color="#0969da")
+    ax.plot([plan["distinct_shapes"]], [0], "s", color="#6e7781", label="no buckets")
+    ax.plot([plan["compilations"]], [plan["padding_overhead"]], "*", markersize=14, color="#cf222e",
+            label=f"recommended: {plan['buckets']}")
+    ax.set_xlabel("compilations")
+    ax.set_ylabel("padding (% extra tokens)")
+    ax.set_title(f"{len(plan['lengths'])} prompts, {plan['distinct_shapes']} distinct lengths")
+    ax.legend()
+    plt.show()
+else:
+    print("no tokenizer: this model's inputs have a fixed shape, so there is nothing to bucket")
 
 # %%
-display.buckets(result.evidence.get("buckets"))
+lesson.folded(display.show(result), f"Full record: compile {result.status} — {result.summary}")
 
 # %% [markdown]
 # ## Next
-#
-# Remove graph breaks first: each reason names the op or the Python construct that split the graph, and
-# notebook 03's remedies apply to unsupported ops. Then pad real inputs up to the recommended bucket
-# lengths, so that serving compiles only that many graphs. Open **05_profiling** to see where the time
-# goes, op by op, on the device.
-#
-# The last cell prints the facts CI checks with nbval (`# NBVAL_CHECK_OUTPUT`): the stage's status and the
-# evidence that depends only on the model and the parameters, never on timings or paths.
 
 # %%
-# NBVAL_CHECK_OUTPUT
+lesson.next_step(result)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): facts that depend only on the model and the parameters
 print(display.summary(result))

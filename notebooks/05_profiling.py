@@ -20,8 +20,8 @@
 # where its time goes. TorchNeuron plugs into the standard `torch.profiler`: `NeuronConfig` extends it
 # with device and runtime capture, device activity is reported as `ProfilerActivity.PrivateUse1`, and
 # `NeuronProfiler(...).export_trace` writes a trace for Neuron Explorer plus Parquet tables (per-op and
-# per-engine metrics meant for scripts, or an agent, to analyse). This notebook profiles the forward pass
-# on `neuron` and lists the hottest ops.
+# per-engine metrics meant for scripts, or an agent, to analyse). This notebook runs the seed article's
+# profiler recipe on your model's forward pass on `neuron` and plots the hottest ops.
 
 # %% tags=["parameters"]
 # Parameters. `neuronkit run` (papermill) injects its values in a cell right after this one;
@@ -42,7 +42,7 @@ warmup: int = 3         # unprofiled passes first: the docs ask for at least 3
 top: int = 15           # ops kept in the stage record, by device time
 
 # %%
-from neuronkit.workbook import display, parameters, profile
+from neuronkit.workbook import display, lesson, parameters, profile
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
@@ -50,61 +50,102 @@ params
 # %% [markdown]
 # ## The profiler recipe
 #
-# This is the documented recipe, and what `profile.run` runs for you after `warmup` iterations (so that
-# first-call NEFF compilation never shows up as a hot spot):
+# The seed article's recipe, on the run's model and inputs. Run `warmup` unprofiled passes first, so that
+# first-call NEFF compilation never shows up as a hot spot; then profile a few.
+
+# %%
+import os
+
+import torch
+from torch.profiler import ProfilerActivity
+from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+
+from neuronkit.workbook.loading import load
+
+# kineto (torch.profiler's engine) prints "USDT ... profiler_start/stop" trace markers on stderr at its
+# top log level; 6 is above all of them. Set before the first profile in this process.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+OUTPUT_DIR = str(params.run.artifact_dir("profile"))
+
+subject = load(params)
+net = subject.model.to(device)
+batch = {name: t.to(device) for name, t in subject.inputs.items()}
+with torch.no_grad():
+    for _ in range(warmup):
+        net(**batch)
+    nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
+                      capture_enabled_for_nc="0", correlate_device_time=True)
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+                                experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
+        for _ in range(2):
+            net(**batch)
+print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=4))
+
+# %% [markdown]
+# Each op appears twice: `aten::…` is the op as PyTorch dispatched it, `nc_exec[aten::…]` its NEFF
+# executing on the NeuronCore. The device time, op by op:
+
+# %%
+import matplotlib.pyplot as plt
+
+hot = sorted((e for e in prof.key_averages() if not e.key.startswith("nc_exec[") and e.self_device_time_total > 0),
+             key=lambda e: e.self_device_time_total, reverse=True)[:10][::-1]
+fig, ax = plt.subplots(figsize=(6, 3.2))
+ax.barh([e.key.removeprefix("aten::")[:40] for e in hot], [e.self_device_time_total / 1e3 for e in hot],
+        color="#0969da")
+ax.set_xlabel("self device time, ms (simulated: host execution)")
+ax.set_title("Top ops by device time, 2 forward passes")
+plt.show()
+
+# %% [markdown]
+# On the simulator the "device" time is the host executing each op: read the ranking, not the numbers.
+# On Trainium the same recipe captures the NeuronCore itself, and the profile directory opens in Neuron
+# Explorer, which links each event to its source line.
 #
-# ```python
-# from torch.profiler import ProfilerActivity
-# from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+# ## Verify and record
 #
-# nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
-#                   capture_enabled_for_nc="0", correlate_device_time=True)
-# with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
-#                             experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
-#     ...
-# print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=4))
-# ```
-#
-# The trace and the Parquet tables go to `run_dir/artifacts/profile/`.
+# `profile.run` runs the same recipe with more steps, adds a roofline estimate per op from Trainium2's
+# published peak FLOP/s and HBM bandwidth (`est_trn2_us`, and `bound`: compute or memory), measures the
+# profiler's own overhead against plain steps, and records `stages/05_profile.json`; the trace and the
+# Parquet tables go to `run_dir/artifacts/profile/`.
 
 # %%
 result = profile.run(params, device=device, steps=steps, warmup=warmup, top=top)
-display.show(result)
-
-# %% [markdown]
-# ## How to read it
-#
-# - **Top ops** are sorted by device time. `est_trn2_us` is a roofline estimate from Trainium2's published
-#   peak FLOP/s and HBM bandwidth, and `bound` says which of the two limits the op. On the simulator the
-#   device time is the host executing the op: read the ranking and the bound, not the absolute numbers.
-# - **CPU fallbacks** ran on the host and copied `bytes_copied` across on every call: the first thing to
-#   remove when a fallback op ranks high.
-# - **Overhead** compares profiled and plain step times: a ratio far above 1 means the profile distorts
-#   short ops.
-# - Open `trace.json` in Perfetto (ui.perfetto.dev) or `chrome://tracing`; on Trainium, the profile
-#   directory opens in Neuron Explorer, which links each event to its source line.
-
-# %%
-display.table(result.evidence.get("top_ops", []))
+ev = result.evidence
+lesson.key_numbers({
+    "distinct ops": ev.get("distinct_ops", "—"),
+    "hottest op": ((ev.get("top_ops") or [{}])[0].get("name") or "—").removeprefix("aten::"),
+    "CPU fallbacks": len(ev.get("fallbacks") or []),
+    "profiler overhead": f"{ev['overhead']['ratio']:.2f}×" if (ev.get("overhead") or {}).get("ratio") else "—",
+})
 
 # %% [markdown]
 # The Parquet tables are the raw material: one row per op execution, ready for pandas (or for an agent
-# hunting for bottlenecks).
+# hunting for bottlenecks). The five ops with the most device time in the stage's profile:
 
 # %%
 import pandas as pd
 
-events = pd.read_parquet(result.evidence["parquet_path"]) if "parquet_path" in result.evidence else None
-events.head() if events is not None else "no profile: the stage did not run"
-
-# %% [markdown]
-# ## Next
-#
-# Open **06_report** for the verdict across all stages, rendered as a single `report.html`.
-#
-# The last cell prints the facts CI checks with nbval (`# NBVAL_CHECK_OUTPUT`): the stage's status and the
-# evidence that depends only on the model and the parameters, never on timings or paths.
+if ev.get("parquet_path"):
+    events = pd.read_parquet(ev["parquet_path"])
+    per_op = events.groupby("name")["duration_ns"].agg(["count", "sum"]).nlargest(5, "sum")
+    print((per_op.assign(total_us=(per_op["sum"] / 1e3).round(1)).drop(columns="sum")).to_string())
 
 # %%
-# NBVAL_CHECK_OUTPUT
+lesson.folded(display.show(result), f"Full record: profile {result.status} — {result.summary}")
+
+# %% [markdown]
+# - **CPU fallbacks** ran on the host and copied `bytes_copied` across on every call: the first thing to
+#   remove when a fallback op ranks high.
+# - **Profiler overhead** compares profiled and plain step times: far above 1, the profile distorts
+#   short ops.
+# - Open `trace.json` (its path is in the record) in Perfetto (ui.perfetto.dev) or `chrome://tracing`.
+#
+# ## Next
+
+# %%
+lesson.next_step(result)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): facts that depend only on the model and the parameters
 print(display.summary(result))

@@ -34,7 +34,7 @@ run_dir: str = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote
 import json
 
 from neuronkit.report import report
-from neuronkit.workbook import display
+from neuronkit.workbook import display, lesson
 
 paths = report(run_dir)
 verdict = json.loads(paths.json.read_text())
@@ -52,42 +52,69 @@ verdict = json.loads(paths.json.read_text())
 #   first failing stage (its traceback is in the report) and run again.
 
 # %%
-print("verdict:", verdict["verdict_label"])
+cards = verdict["stages"]
+statuses = [card["status"] for card in cards.values()]
+lesson.key_numbers({
+    "verdict": verdict["verdict_label"],
+    "stages passed": f"{statuses.count('pass')} of {len(cards)}",
+    "warnings": statuses.count("warn"),
+    "failed, errored or skipped": len(statuses) - statuses.count("pass") - statuses.count("warn"),
+})
+
+# %%
+print("Reasons:" if verdict["reasons"] else "No reasons: every stage passed.")
 for reason in verdict["reasons"]:
     print(" -", reason)
 display.report_link(paths.html)
 
 # %% [markdown]
-# ## Compare the stages
+# ## Where the run's time went
 #
-# One row per stage: its status, its one-sentence summary and how long it took. The second table lines
-# up the numbers the stages share so you can see where time and accuracy go as the model moves from CPU
-# to eager to compiled: step times (CPU forward; eager and compiled forward on the device, both measured
-# by notebook 04), the largest parity error against each stage's reference (eager against the CPU,
-# compiled against eager) and how many CPU-fallback ops each stage saw. In JupyterLab, the widget shows
-# two stages' full evidence side by side.
+# Each stage's duration as its record states it (host timing; on the simulator, compilation is the
+# host's lowering, not neuronx-cc):
 
 # %%
-display.table([{"stage": stage, **card} for stage, card in verdict["stages"].items()],
-              ["stage", "status", "summary", "duration_s"])
+import matplotlib.pyplot as plt
+
+colours = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "error": "#cf222e", "skipped": "#6e7781"}
+names = list(cards)[::-1]
+fig, ax = plt.subplots(figsize=(6, 2.8))
+ax.barh(names, [cards[n].get("duration_s") or 0 for n in names], color=[colours.get(cards[n]["status"]) for n in names])
+ax.set_xlabel("seconds (host timing)")
+ax.set_title(f"{verdict['verdict_label']}: stage durations, coloured by status")
+plt.show()
+
+# %% [markdown]
+# ## Compare the stages
+#
+# The numbers the stages share, side by side: step times (CPU forward; eager and compiled forward on the
+# device, both measured by notebook 04), the largest parity error against each stage's reference (eager
+# against the CPU, compiled against eager) and how many CPU-fallback ops each stage saw.
 
 # %%
 display.comparison(run_dir)
 
 # %%
-display.compare_widget(run_dir)
+lesson.folded(display.table([{"stage": stage, **card} for stage, card in cards.items()],
+                            ["stage", "status", "summary", "duration_s"]), "Every stage's one-line summary")
+
+# %% [markdown]
+# In JupyterLab, pick two stages to see their full records side by side:
+
+# %%
+lesson.interactive(display.compare_widget(run_dir),
+                   "(two stage pickers with the records side by side: run the notebook in JupyterLab)")
 
 # %% [markdown]
 # ## Next
 #
 # Share `report.html`. To repeat the run (on Trainium, or after changing the model), use the command in
 # the report's *Reproduce* section. For a run whose notebooks were executed by `neuronkit run`, the
-# executed notebooks with their outputs are in `artifacts/notebooks/`.
-#
-# The last cell prints the verdict and each stage's status, which CI checks with nbval.
+# executed notebooks with their outputs are in `artifacts/notebooks/`. Scaling past one core is notebook
+# 07's subject; writing your own kernel for a hot op, notebook 08's.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
+# CI's nbval check (folded away): the verdict and each stage's status
 print("verdict:", verdict["verdict_label"])
 for stage, card in verdict["stages"].items():
     print(f"{stage}: {card['status']}")
