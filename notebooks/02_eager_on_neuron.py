@@ -130,15 +130,15 @@ plt.show()
 
 # %%
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)
-ev = result.evidence
-errors = [o["max_abs_err"] for o in (ev.get("parity") or {}).get("outputs", []) if o.get("max_abs_err") is not None]
+parity = result.evidence.get("parity") or {}
+errors = [o["max_abs_err"] for o in parity.get("outputs", []) if o.get("max_abs_err") is not None]
+generated, training = parity.get("generate_identical"), result.evidence.get("training")
 lesson.key_numbers({
     "largest error vs CPU": f"{max(errors):.1e}" if errors else "—",
-    "top-1 agreement": f"{(ev.get('parity') or {}).get('top1_agreement', 0):.0%}",
-    "greedy generation": {True: "identical", False: "differs", None: "—"}[(ev.get("parity") or {}).get(
-        "generate_identical")],
-    "training": "matches" if (ev.get("training") or {}).get("ok") else "differs",
-    "CPU-fallback ops": len(ev.get("fallback_ops") or []),
+    "top-1 agreement": f"{parity.get('top1_agreement') or 0:.0%}",
+    "greedy generation": "—" if generated is None else ("identical" if generated else "differs"),
+    "training": "—" if not training else ("matches" if training.get("ok") else "differs"),
+    "CPU-fallback ops": len(result.evidence.get("fallback_ops") or []),
 })
 
 # %%

@@ -33,7 +33,8 @@ def ensure_kernel(name: str = KERNEL_NAME) -> str | None:
 # What every notebook imports first. A warm kernel has imported it before its notebook starts, which is
 # most of a notebook's start-up (import torch alone is seconds); importing creates no model or device
 # state, so each notebook still starts from a fresh process exactly as it would in JupyterLab.
-PRELOAD = "import torch, transformers, pandas, neuronkit.models, neuronkit.workbook.display"
+PRELOAD = ("import torch, transformers, pandas, matplotlib.pyplot, neuronkit.models, neuronkit.workbook.display, "
+           "neuronkit.workbook.lesson")
 
 
 class WarmKernels:

@@ -2,8 +2,9 @@
 
 nbval compares a cell's fresh output with the output stored in the notebook, and only for cells that
 have an execution count. The committed notebooks are clean (no outputs), so this script writes prepared
-copies: `papermill --prepare-only` injects the CI parameters (a run directory inside OUT), then each
-`# NBVAL_CHECK_OUTPUT` cell gets the output recorded in `expected_outputs.json`. Every other cell has no
+copies: `papermill --prepare-only` injects the CI parameters (a run directory inside OUT), then each cell
+tagged `nbval-check-output` (nbval's own tag for `# NBVAL_CHECK_OUTPUT`; the cell is folded away in the
+learner's view) gets the output recorded in `expected_outputs.json`. Every other cell has no
 stored output and is only required to run without error.
 
     python tests/nbval/prepare.py build/nbval            # prepare, then:
@@ -28,7 +29,7 @@ from neuronkit.resources import notebooks_dir
 from neuronkit.workbook.runner import KERNEL_ARGUMENTS, NOTEBOOKS
 
 EXPECTED = Path(__file__).resolve().parent / "expected_outputs.json"
-MARKER = "# NBVAL_CHECK_OUTPUT"
+TAG = "nbval-check-output"  # nbval checks the output of a cell with this tag (in --nbval-lax too)
 
 
 def prepare(out: Path) -> list[Path]:
@@ -44,7 +45,7 @@ def prepare(out: Path) -> list[Path]:
 
 
 def checked_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    return [c for c in nb.cells if c.cell_type == "code" and c.source.lstrip().startswith(MARKER)]
+    return [c for c in nb.cells if c.cell_type == "code" and TAG in c.metadata.get("tags", [])]
 
 
 def store_expected(paths: list[Path]) -> None:
