@@ -58,28 +58,27 @@ params
 # From the seed article: set the default backend once, before the first compilation
 # (`torch.compiler.set_default_backend("neuron")`, then `model.compile()`), or name it in each call, as
 # here. A small block is enough to see the two costs that matter: the first call pays the compilation,
-# and every new input shape compiles again. `torch_neuronx.get_dynamo_metrics()` lists each graph the
+# and every new input shape compiles again. `torch.neuron.get_dynamo_metrics()` lists each graph the
 # backend compiled.
 
 # %%
 import time
 
 import torch
-import torch_neuronx
 
 torch.manual_seed(0)
 block = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)).to("neuron")
 compiled = torch.compile(block, backend="neuron", fullgraph=True)
 
-torch_neuronx.reset_dynamo_metrics()
+torch.neuron.reset_dynamo_metrics()
 calls = []  # (sequence length, milliseconds, graphs compiled by this call)
 with torch.no_grad():
     for length in (16, 16, 16, 8, 8, 32):
         x = torch.randn(1, length, 64).to("neuron")
-        before, start = len(torch_neuronx.get_dynamo_metrics()), time.perf_counter()
+        before, start = len(torch.neuron.get_dynamo_metrics()), time.perf_counter()
         compiled(x)
         torch.neuron.synchronize()
-        calls.append((length, (time.perf_counter() - start) * 1e3, len(torch_neuronx.get_dynamo_metrics()) - before))
+        calls.append((length, (time.perf_counter() - start) * 1e3, len(torch.neuron.get_dynamo_metrics()) - before))
 for length, ms, new in calls:
     print(f"length {length:3}: {ms:8.1f} ms  {'compiled a new graph' if new else 'reused a compiled graph'}")
 
