@@ -4,8 +4,11 @@ Two arms, interleaved run by run (`neuronkit.timing.interleaved_medians`): `warm
 notebook's kernel starts and imports torch/transformers while the previous notebook runs) and `cold`
 (`--cold-kernels`: papermill starts each kernel when its notebook begins, as before). Each run is a
 fresh `neuronkit run` process into a fresh run directory; the figure is the median over `--rounds`.
+With `--baseline DIR` the arms are instead this tree and another checkout of neuronkit (its notebooks and
+library, through PYTHONPATH), both with warm kernels: how much a change to the notebooks costs.
 
     python bench/bench_workbook.py --rounds 3
+    python bench/bench_workbook.py --rounds 3 --baseline /tmp/neuronkit-main
 """
 
 from __future__ import annotations
@@ -20,14 +23,16 @@ from pathlib import Path
 from neuronkit.timing import interleaved_medians
 
 
-def workbook(out_root: Path, *flags: str):
-    """A function running `neuronkit run tiny-qwen3` into a new directory under out_root each call."""
+def workbook(out_root: Path, *flags: str, tree: Path | None = None):
+    """A function running `neuronkit run tiny-qwen3` into a new directory under out_root each call (with
+    `tree`, the neuronkit found there)."""
     counter = iter(range(1_000_000))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **({"PYTHONPATH": str(tree)} if tree else {})}
 
     def run() -> None:
         out = out_root / f"run{next(counter)}"
         proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "run", "tiny-qwen3", "--out", str(out),
-                               *flags], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                               *flags], capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise SystemExit(f"neuronkit run {' '.join(flags)} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
 
@@ -37,14 +42,18 @@ def workbook(out_root: Path, *flags: str):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per arm (default 3)")
+    parser.add_argument("--baseline", type=Path, help="another neuronkit checkout to compare this tree with")
     args = parser.parse_args()
+    here = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
-        medians = interleaved_medians({"warm": workbook(Path(tmp) / "warm"),
-                                       "cold": workbook(Path(tmp) / "cold", "--cold-kernels")},
-                                      runs=args.rounds, warmup=0)
+        arms = ({"this": workbook(Path(tmp) / "this", tree=here),
+                 "baseline": workbook(Path(tmp) / "baseline", tree=args.baseline.resolve())} if args.baseline else
+                {"warm": workbook(Path(tmp) / "warm"), "cold": workbook(Path(tmp) / "cold", "--cold-kernels")})
+        medians = interleaved_medians(arms, runs=args.rounds, warmup=0)
     for arm, ms in medians.items():
-        print(f"{arm:>5}: {ms / 1e3:6.1f} s")
-    print(f"warm / cold: {medians['warm'] / medians['cold']:.2f}x")
+        print(f"{arm:>8}: {ms / 1e3:6.1f} s")
+    first, second = medians
+    print(f"{first} / {second}: {medians[first] / medians[second]:.2f}x")
     return 0
 
 
