@@ -68,12 +68,13 @@ import torch
 
 import neuronkit
 
-print("torch.neuron.is_available():", torch.neuron.is_available())
-print("torch.neuron.device_count(): ", torch.neuron.device_count(), "logical NeuronCores")
-print("torch.accelerator:           ", torch.accelerator.current_accelerator())
-print("a tensor on:                 ", torch.ones(2, 2, device="neuron").device)
 device = neuronkit.detect()  # real Trainium, neuronkit's simulation, or none, and why
 print("neuronkit.detect():          ", device.kind, "-", device.reason)
+with lesson.attempt("Using the neuron device"):
+    print("torch.neuron.is_available():", torch.neuron.is_available())
+    print("torch.neuron.device_count(): ", torch.neuron.device_count(), "logical NeuronCores")
+    print("torch.accelerator:           ", torch.accelerator.current_accelerator())
+    print("a tensor on:                 ", torch.ones(2, 2, device="neuron").device)
 
 # %% [markdown]
 # On a machine without Trainium, neuronkit **simulates** the device on the CPU with the same

@@ -63,21 +63,22 @@ print(type(subject.model).__name__, {name: tuple(t.shape) for name, t in subject
 print("loss:", None if getattr(out, "loss", None) is None else round(float(out.loss), 4))
 
 # %% [markdown]
-# What does it predict? The five most likely tokens (or classes) at the last position: the kind of
-# answer a correct device must reproduce exactly.
+# What does it predict? The most likely tokens (or classes) at the last position: the kind of answer a
+# correct device must reproduce exactly.
 
 # %%
 import matplotlib.pyplot as plt
 
 logits = out.logits if getattr(out, "logits", None) is not None else out[0]
-top = (logits[0, -1] if logits.dim() == 3 else logits[0]).float().softmax(-1).topk(5)
+scores = (logits[0, -1] if logits.dim() == 3 else logits[0]).float().softmax(-1)
+top = scores.topk(min(5, scores.numel()))
 ids = top.indices.tolist()
 labels = ([repr(subject.tokenizer.decode([i])) for i in ids] if subject.tokenizer is not None
           else [subject.config.id2label.get(i, str(i)) for i in ids])
 fig, ax = plt.subplots(figsize=(6, 2.4))
 ax.barh(labels[::-1], top.values.tolist()[::-1], color="#0969da")
 ax.set_xlabel("probability")
-ax.set_title("CPU reference: top-5 predictions at the last position")
+ax.set_title(f"CPU reference: top-{len(ids)} predictions at the last position")
 plt.show()
 
 # %% [markdown]

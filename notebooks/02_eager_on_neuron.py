@@ -95,12 +95,14 @@ def train(where: str, steps: int = 8) -> list[float]:
     return losses
 
 
-cpu_losses = train("cpu")
-torch_neuronx.clear_op_tracking()
-neuron_losses = train(device)
-print("ops that ran on the device:", len(torch_neuronx.get_executed_ops()))
-print("ops that fell back to CPU: ", torch_neuronx.get_fallback_ops() or "none")
-print("largest loss difference:   ", f"{max(abs(a - b) for a, b in zip(cpu_losses, neuron_losses)):.1e}")
+cpu_losses, neuron_losses = [], []
+with lesson.attempt("The training loop"):
+    cpu_losses = train("cpu")
+    torch_neuronx.clear_op_tracking()
+    neuron_losses = train(device)
+    print("ops that ran on the device:", len(torch_neuronx.get_executed_ops()))
+    print("ops that fell back to CPU: ", torch_neuronx.get_fallback_ops() or "none")
+    print("largest loss difference:   ", f"{max(abs(a - b) for a, b in zip(cpu_losses, neuron_losses)):.1e}")
 
 # %%
 import matplotlib.pyplot as plt

@@ -65,20 +65,20 @@ import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tra
 from neuronkit.workbook.loading import load
 
 subject = load(params)
-net = subject.model.to("neuron")
-batch = {name: t.to("neuron") for name, t in subject.inputs.items()}
 tracked = {}
-
-torch_neuronx.clear_op_tracking()
-net(**batch).loss.backward()
-tracked["forward + backward"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
-
-if subject.kind == "causal_lm" and subject.tokenizer is not None:
+with lesson.attempt("Running on neuron"):
+    net = subject.model.to("neuron")
+    batch = {name: t.to("neuron") for name, t in subject.inputs.items()}
     torch_neuronx.clear_op_tracking()
-    with torch.no_grad():
-        net.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=4,
-                     do_sample=False, pad_token_id=subject.tokenizer.pad_token_id or subject.tokenizer.eos_token_id)
-    tracked["generate()"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
+    net(**batch).loss.backward()
+    tracked["forward + backward"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
+    if subject.kind == "causal_lm" and subject.tokenizer is not None:
+        torch_neuronx.clear_op_tracking()
+        with torch.no_grad():
+            net.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=4,
+                         do_sample=False,
+                         pad_token_id=subject.tokenizer.pad_token_id or subject.tokenizer.eos_token_id)
+        tracked["generate()"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
 
 for phase, (ran, fell_back) in tracked.items():
     print(f"{phase:19} {len(ran):3} ops on the device; fell back to CPU: {', '.join(fell_back) or 'none'}")

@@ -68,18 +68,22 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 OUTPUT_DIR = str(params.run.artifact_dir("profile"))
 
 subject = load(params)
-net = subject.model.to(device)
-batch = {name: t.to(device) for name, t in subject.inputs.items()}
-with torch.no_grad():
-    for _ in range(warmup):
-        net(**batch)
-    nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
-                      capture_enabled_for_nc="0", correlate_device_time=True)
-    with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
-                                experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
-        for _ in range(2):
+hot = []  # the ten ops with the most device time
+with lesson.attempt("Profiling on neuron"):
+    net = subject.model.to(device)
+    batch = {name: t.to(device) for name, t in subject.inputs.items()}
+    with torch.no_grad():
+        for _ in range(warmup):
             net(**batch)
-print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=4))
+        nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
+                          capture_enabled_for_nc="0", correlate_device_time=True)
+        with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+                                    experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
+            for _ in range(2):
+                net(**batch)
+    print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=4))
+    hot = sorted((e for e in prof.key_averages() if not e.key.startswith("nc_exec[") and e.self_device_time_total),
+                 key=lambda e: e.self_device_time_total, reverse=True)[:10][::-1]
 
 # %% [markdown]
 # Each op appears twice: `aten::…` is the op as PyTorch dispatched it, `nc_exec[aten::…]` its NEFF
@@ -88,14 +92,13 @@ print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit
 # %%
 import matplotlib.pyplot as plt
 
-hot = sorted((e for e in prof.key_averages() if not e.key.startswith("nc_exec[") and e.self_device_time_total > 0),
-             key=lambda e: e.self_device_time_total, reverse=True)[:10][::-1]
-fig, ax = plt.subplots(figsize=(6, 3.2))
-ax.barh([e.key.removeprefix("aten::")[:40] for e in hot], [e.self_device_time_total / 1e3 for e in hot],
-        color="#0969da")
-ax.set_xlabel("self device time, ms (simulated: host execution)")
-ax.set_title("Top ops by device time, 2 forward passes")
-plt.show()
+if hot:
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.barh([e.key.removeprefix("aten::")[:40] for e in hot], [e.self_device_time_total / 1e3 for e in hot],
+            color="#0969da")
+    ax.set_xlabel("self device time, ms (simulated: host execution)")
+    ax.set_title("Top ops by device time, 2 forward passes")
+    plt.show()
 
 # %% [markdown]
 # On the simulator the "device" time is the host executing each op: read the ranking, not the numbers.

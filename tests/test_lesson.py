@@ -39,6 +39,16 @@ def test_a_widget_keeps_its_view_and_reads_as_its_note() -> None:
     assert "model_id" in bundle["application/vnd.jupyter.widget-view+json"]
 
 
+def test_a_failed_demonstration_prints_one_line_and_the_notebook_goes_on(capsys: pytest.CaptureFixture[str]) -> None:
+    with lesson.attempt("Training on neuron"):
+        raise RuntimeError("aten::_to_sparse is not supported on neuron\n  (long explanation)")
+    assert capsys.readouterr().out.splitlines() == [
+        "Training on neuron failed on this model: RuntimeError: aten::_to_sparse is not supported on neuron",
+        "The stage below runs the same step and records why."]
+    with pytest.raises(KeyboardInterrupt), lesson.attempt("an interrupted cell"):
+        raise KeyboardInterrupt  # stopping a cell by hand still stops it
+
+
 def test_next_after_an_error_or_a_skip_says_to_fix_it_first() -> None:
     text = repr(lesson.next_step(_result("compile", "error", "CellTimeoutError: cell 3.")))
     assert text.startswith("**This step errored**: CellTimeoutError: cell 3.")

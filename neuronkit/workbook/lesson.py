@@ -8,7 +8,8 @@ runs, text viewers and HTML exports show the same content; `<details>` folds wit
 from __future__ import annotations
 
 import html
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from neuronkit.stages import RunDir, StageResult
 
@@ -88,6 +89,20 @@ class Interactive:
 def interactive(widget: Any, note: str) -> Interactive:
     """`widget` displayed with `note` as its text form (e.g. "interactive filter: run in JupyterLab")."""
     return Interactive(widget, note)
+
+
+@contextmanager
+def attempt(what: str) -> Iterator[None]:
+    """Run a notebook's own demonstration; if it raises, print one line and let the notebook go on.
+
+    The stage call after the demonstration is what records the step: a model that fails on the device
+    must reach it and be recorded as failed (or skipped), not end the notebook with a traceback here."""
+    try:
+        yield
+    except Exception as exc:  # whatever the user's model raises: the stage records the details
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        print(f"{what} failed on this model: {type(exc).__name__}: {first}\n"
+              "The stage below runs the same step and records why.")
 
 
 def next_step(result: StageResult, run: RunDir | None = None) -> Markdown:
