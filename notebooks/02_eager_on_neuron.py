@@ -101,7 +101,7 @@ with lesson.attempt("The training loop"):
     torch_neuronx.clear_op_tracking()
     neuron_losses = train(device)
     print("ops that ran on the device:", len(torch_neuronx.get_executed_ops()))
-    print("ops that fell back to CPU: ", torch_neuronx.get_fallback_ops() or "none")
+    print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops()) or "none")
     print("largest loss difference:   ", f"{max(abs(a - b) for a, b in zip(cpu_losses, neuron_losses)):.1e}")
 
 # %%
