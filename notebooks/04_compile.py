@@ -154,7 +154,7 @@ if plan:
     ax.legend()
     plt.show()
 else:
-    print("no tokenizer: this model's inputs have a fixed shape, so there is nothing to bucket")
+    print("no bucket advice in the record (a model without a tokenizer has fixed-shape inputs: nothing to bucket)")
 
 # %%
 lesson.folded(display.show(result), f"Full record: compile {result.status} — {result.summary}")

@@ -52,7 +52,9 @@ def test_a_failed_demonstration_prints_one_line_and_the_notebook_goes_on(capsys:
 def test_next_after_an_error_or_a_skip_says_to_fix_it_first() -> None:
     text = repr(lesson.next_step(_result("compile", "error", "CellTimeoutError: cell 3.")))
     assert text.startswith("**This step errored**: CellTimeoutError: cell 3.")
-    assert "was skipped" in repr(lesson.next_step(_result("audit", "skipped", "eager failed.")))
+    assert repr(lesson.next_step(_result("audit", "skipped", "environment has no record: run notebook 00 first"))) \
+        == "**This step was skipped**: environment has no record: run notebook 00 first. Run what it names first, " \
+           "then this notebook again."
 
 
 def test_next_after_the_environment_follows_the_device_and_the_model_size() -> None:

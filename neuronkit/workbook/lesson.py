@@ -109,10 +109,12 @@ def next_step(result: StageResult, run: RunDir | None = None) -> Markdown:
     """What to do after this stage, decided by what it found (status, fallbacks, blockers, breaks).
 
     `run` lets a stage refer to an earlier stage's record (the audit to the eager run's fallbacks)."""
-    if result.status in ("error", "skipped"):
-        why = "errored" if result.status == "error" else "was skipped"
-        return Markdown(f"**This step {why}**: {result.summary} Fix that first (the traceback is in the "
-                        "folded record above), then run this notebook again; later notebooks skip this stage's work.")
+    reason = result.summary.strip().rstrip(".")
+    if result.status == "error":
+        return Markdown(f"**This step errored**: {reason}. Fix that first (the traceback is in the folded record "
+                        "above), then run this notebook again.")
+    if result.status == "skipped":
+        return Markdown(f"**This step was skipped**: {reason}. Run what it names first, then this notebook again.")
     return Markdown(_NEXT[result.stage](result, run))
 
 
