@@ -29,10 +29,11 @@ def workbook(out_root: Path, *flags: str, tree: Path | None = None):
     counter = iter(range(1_000_000))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **({"PYTHONPATH": str(tree)} if tree else {})}
 
-    def run() -> None:
+    def run() -> None:  # run outside any checkout: `python -m` would import the neuronkit in its cwd first
+        out_root.mkdir(parents=True, exist_ok=True)
         out = out_root / f"run{next(counter)}"
         proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "run", "tiny-qwen3", "--out", str(out),
-                               *flags], capture_output=True, text=True, env=env)
+                               *flags], capture_output=True, text=True, env=env, cwd=out_root)
         if proc.returncode != 0:
             raise SystemExit(f"neuronkit run {' '.join(flags)} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
 
