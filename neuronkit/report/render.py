@@ -11,7 +11,8 @@ from markupsafe import Markup, escape
 
 import neuronkit
 from neuronkit.report.charts import Chart
-from neuronkit.report.evidence import format_value
+from neuronkit.evidence import AuditSummary
+from neuronkit.report.evidence import block_fields
 from neuronkit.report.model import SEVERITY_ORDER, ReportModel
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -24,15 +25,6 @@ VERDICT_MEANING = {
         "The model runs on neuron with parity; some work falls back to CPU or needs planning.",
     "ready_with_caveats": "The model runs on neuron with parity, every op natively; some findings need planning.",
     "ready": "The model runs on neuron with parity against CPU, every audited op natively.",
-}
-AUDIT_LABELS = {
-    "distinct_ops": "Distinct ops",
-    "total_calls": "Op calls",
-    "support_pct_ops": "Native support (by op)",
-    "support_pct_calls": "Native support (by call)",
-    "blockers": "Blocker ops",
-    "by_category": "Distinct ops per category",
-    "nki_ops": "Custom NKI ops",
 }
 # The line above everything else: whether the numbers below come from Trainium at all.
 DEVICE_BANNERS = {
@@ -120,14 +112,6 @@ def _plain(value: Any) -> str:
 
 
 def _audit_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The audit summary as label/value pairs, known keys first."""
-    keys = [k for k in AUDIT_LABELS if k in summary] + [k for k in summary if k not in AUDIT_LABELS]
-    fields = []
-    for key in keys:
-        value = summary[key]
-        if isinstance(value, dict):
-            text = ", ".join(f"{name} {format_value(name, n)}" for name, n in value.items())
-        else:
-            text = format_value(key, value)
-        fields.append((AUDIT_LABELS.get(key, key), text))
-    return fields
+    """The audit summary as label/value pairs, labelled and formatted by `AuditSummary`'s fields."""
+    return [(label, text) for label, text in block_fields(AuditSummary, summary)
+            if text != "—"]
