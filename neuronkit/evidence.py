@@ -205,6 +205,10 @@ class AuditEvidence:
                                                 "`shapes`, `module_paths`", factory=list)
     findings: list[dict[str, Any]] = fact("Findings", doc="`category`, `severity`, `op`, `calls`, "
                                                           "`module_paths`, `message`, `remedy`", factory=list)
+    severities: dict[str, str] = fact("Policy severities", doc="category → severity of the op-support "
+                                                              "policy the audit ran with", factory=dict)
+    remedies: dict[str, str] = fact("Policy remedies", doc="category → remedy, as the audit's policy says",
+                                    factory=dict)
     model: dict[str, Any] = fact("Audited model", factory=dict)
     versions: dict[str, str] = fact("Versions", factory=dict)
     schema_version: int = fact("Audit schema version", default=1)
