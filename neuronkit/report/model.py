@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name
+from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.report.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
 from neuronkit.stages import RunDir, StageResult
@@ -213,7 +213,7 @@ def _unaudited_fallbacks(records: dict[str, StageResult | None], findings: list[
     audited = {base_name(f.op) for f in findings}
     seen = {base_name(op): op for op in _fallback_ops(records, [])}
     severity = _recorded_severities(audit).get(CPU_FALLBACK, "warn")
-    remedy = str((audit.get("remedies") or {}).get(CPU_FALLBACK, ""))
+    remedy = str((audit.get("remedies") or {}).get(CPU_FALLBACK) or load_policy().remedies.get(CPU_FALLBACK, ""))
     return [Finding(CPU_FALLBACK, severity, op, None,
                     "fell back to CPU in the eager run, a compiled graph or the profiler; the op audit did not "
                     "record it", remedy, [])
@@ -341,7 +341,7 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
             if not (stage == "audit" and blockers):  # the blocker findings already say why
                 blocked.append(f"{title}: {record.status} — {record.summary or _error_line(record.error)}")
         elif record.status == "error":
-            incomplete.append(f"{title}: error — the stage crashed, so it has no verdict: "
+            incomplete.append(f"{title}: error (the stage crashed, so it has no verdict) — "
                               f"{_error_line(record.error) or record.summary}")
         elif record.status == "skipped" or (record.status == "fail" and stage in _FOUNDATION):
             incomplete.append(f"{title}: {record.status} — {_error_line(record.error) or record.summary}")
