@@ -98,8 +98,9 @@ def test_a_saved_reference_replaces_the_cpu_run(qwen3_report, tmp_path):
 
     model, _ = load_checkpoint("tiny-qwen3")
     inputs = example_inputs(model.config, load_tokenizer("tiny-qwen3"), 1, 16)
-    saved = cpu_reference(model, inputs, **forward_extras(model)).save(tmp_path / "reference.safetensors")
-    reference = Reference.load(saved)
+    computed = cpu_reference(model, inputs, **forward_extras(model))
+    reference = Reference.load(computed.save(tmp_path / "reference.safetensors"))
+    assert list(reference.outputs) == list(computed.outputs) and list(reference.inputs) == list(inputs)
     assert reference.loss == pytest.approx(qwen3_report.stage("cpu").evidence["loss"])
     report = check("tiny-qwen3", stages=["eager"], reference=reference)
     cpu = report.stage("cpu")

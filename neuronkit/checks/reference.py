@@ -38,7 +38,8 @@ class Reference:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}, str(path),
-                  metadata={"loss": json.dumps(self.loss), "grad_norm": json.dumps(self.grad_norm)})
+                  metadata={"loss": json.dumps(self.loss), "grad_norm": json.dumps(self.grad_norm),
+                            "order": json.dumps(list(tensors))})  # the file itself does not keep the order
         return path
 
     @classmethod
@@ -52,7 +53,8 @@ class Reference:
         try:
             with safe_open(str(path), framework="pt") as handle:
                 meta = handle.metadata() or {}
-                tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+                order = json.loads(meta.get("order", "[]")) or sorted(handle.keys())
+                tensors = {key: handle.get_tensor(key) for key in order}
             loss, grad_norm = json.loads(meta.get("loss", "null")), json.loads(meta.get("grad_norm", "null"))
         except (SafetensorError, OSError, ValueError) as exc:
             raise NeuronkitInputError(f"unreadable CPU reference {path}: {exc}") from None
