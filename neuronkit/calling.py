@@ -6,6 +6,7 @@ the same arguments and pick the same pad token.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -13,7 +14,7 @@ import torch
 
 def call(model: Any, inputs: Any, **extra: Any) -> Any:
     """`model(**inputs)`, `model(*inputs)` or `model(inputs)`, whichever the inputs' type means."""
-    if isinstance(inputs, dict):
+    if isinstance(inputs, Mapping):  # a dict, or a tokenizer's BatchEncoding
         return model(**inputs, **extra)
     if isinstance(inputs, (list, tuple)):
         return model(*inputs, **extra)

@@ -50,3 +50,8 @@ def whole(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise RuntimeError(f"Invalid {name} value: {value}") from None
+
+
+def snapshot(names: tuple[str, ...]) -> dict[str, str]:
+    """The variables among `names` that are set, as set (what a report shows as "in effect")."""
+    return {k: v for k, v in os.environ.items() if k in names}

@@ -131,7 +131,7 @@ def detect(probe: Probe | None = None) -> DeviceReport:
     for package in ("transformers", "accelerate", "torch_neuronx"):
         versions[package] = None if placeholder(package, probe) else _version(package, probe)
     report = DeviceReport(decision.kind, decision.reason, versions=versions,
-                          env={k: v for k, v in os.environ.items() if k in ENV_VARS},
+                          env=env.snapshot(ENV_VARS),
                           device_nodes=probe.device_nodes(), notes=notes)
     device_module = _device_module(probe, decision)
     if decision.kind == "simulated" and device_module is None:

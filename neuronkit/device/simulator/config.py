@@ -8,7 +8,6 @@ visible logical cores; default LNC=2 on trn2 → 64; `NEURON_RT_VISIBLE_CORES`, 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ class SimConfig:
     @property
     def env(self) -> dict[str, str]:
         """The environment variables that shaped this configuration, as set."""
-        return {k: v for k, v in os.environ.items() if k in ENV_VARS}
+        return env.snapshot(ENV_VARS)
 
 
 ENV_VARS = (
