@@ -3,7 +3,7 @@
 Every field carries its label and unit as metadata (`fact`), so the report, the notebooks and
 `docs/run-directory.md` (generated from these types: `python -m neuronkit.evidence docs/run-directory.md`)
 read them from one place instead of guessing a unit from a key's suffix. A stage builds its record and
-`neuronkit.stages.recording` stores it as JSON (`to_dict`); readers get plain dicts keyed by field name.
+`neuronkit.stages.recording` stores it as JSON; readers get plain dicts keyed by field name.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuronkit.stages import json_safe
 
 # Units a field may carry, and how the report writes a number in it.
 UNITS: dict[str, str] = {
@@ -342,11 +341,6 @@ EVIDENCE: dict[str, type] = {
     "compile": CompileEvidence,
     "profile": ProfileEvidence,
 }
-
-
-def to_dict(record: Any) -> dict[str, Any]:
-    """A record as the JSON-safe dict a stage file stores."""
-    return json_safe(dataclasses.asdict(record))
 
 
 def rows(cls: type, items: list[dict[str, Any]]) -> list[Any]:
