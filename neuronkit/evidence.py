@@ -71,6 +71,17 @@ class Parity:
     generate_identical: bool | None = fact("Greedy generation identical")
 
 
+@dataclass
+class CheckStage:
+    """One `neuronkit check` stage a workbook stage ran (its evidence is lifted into the stage's record)."""
+
+    stage: str = fact("Check stage", default="")
+    status: str = fact("Status", default="")
+    summary: str = fact("Summary", default="")
+    duration_s: float | None = fact("Duration", "s")
+    error: str | None = fact("Error", doc="the traceback when the check stage raised, the reason when skipped")
+
+
 # ---------------------------------------------------------------------------------------------------
 # One record per stage.
 
@@ -169,12 +180,14 @@ class EagerEvidence:
     fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the forward pass, "
                                                           "`generate()` or training", factory=list)
     fallback_ops_by_phase: dict[str, list[str]] = fact("CPU fallback ops by phase", factory=dict)
+    autocast: str | None = fact("Autocast dtype", doc="the device ran under `torch.autocast('neuron')` in this "
+                                                      "dtype (null: float32, no autocast)")
     untied_parameters: list[list[str]] = fact("Untied parameter groups", factory=list)
     executed_ops: int | None = fact("Ops executed", "count")
     neff_cache: NeffCache = fact("NEFF cache", factory=NeffCache)
     memory: DeviceMemory = fact("Device memory", factory=DeviceMemory)
-    stages: list[dict[str, Any]] = fact("Check stages", doc="the `neuronkit check` stage records it ran "
-                                                           "(eager, generate, train)", factory=list)
+    stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
+                                                       "reference read back; eager, generate, train)", factory=list)
 
 
 @dataclass
@@ -284,8 +297,8 @@ class CompileEvidence:
     buckets: Buckets | None = fact("Shape buckets")
     graph_metrics: list[dict[str, Any]] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
                                                                       "record per graph", factory=list)
-    stages: list[dict[str, Any]] = fact("Check stages", doc="the `neuronkit check` stage records it ran "
-                                                           "(compile, timing)", factory=list)
+    stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
+                                                       "reference read back; compile, timing)", factory=list)
 
 
 @dataclass

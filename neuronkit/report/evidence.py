@@ -35,7 +35,9 @@ class EvidenceItem:
 
 
 def evidence_items(stage: str, evidence: dict[str, Any]) -> list[EvidenceItem]:
-    """The card blocks for a stage's evidence: scalars in one block first, then blocks and tables."""
+    """The card blocks for a stage's evidence: scalars in one block first, then blocks and tables. A
+    field that does not apply (null) is left out of the card, and so is a table column null in every
+    row; the record keeps them."""
     loose = EvidenceItem("", "fields")
     items: list[EvidenceItem] = []
     for spec, value in _declared(EVIDENCE.get(stage), evidence):
@@ -55,8 +57,9 @@ def block_fields(cls: type, data: dict[str, Any]) -> list[tuple[str, str]]:
 def _declared(cls: type | None, data: dict[str, Any]) -> list[tuple[FieldSpec, Any]]:
     """The fields `cls` declares that `data` holds, in order, then `data`'s other keys as plain fields."""
     declared = {spec.name: spec for spec in specs(cls)} if cls is not None else {}
-    pairs = [(spec, data[name]) for name, spec in declared.items() if name in data]
-    return pairs + [(FieldSpec(k, k, "", "", "", None, None), v) for k, v in data.items() if k not in declared]
+    pairs = [(spec, data[name]) for name, spec in declared.items() if data.get(name) is not None]
+    return pairs + [(FieldSpec(k, k, "", "", "", None, None), v) for k, v in data.items()
+                    if k not in declared and v is not None]
 
 
 def _collect(path: str, spec: FieldSpec, value: Any, loose: EvidenceItem, items: list[EvidenceItem],
@@ -79,11 +82,11 @@ def _table(label: str, rows: list[dict[str, Any]], row_type: type | None) -> Evi
     """Columns in the row type's declaration order (reading order: what a row is, its verdict, its
     figures, details), labelled and formatted by their unit; undeclared columns after them."""
     declared = specs(row_type) if row_type is not None else []
-    present = {k for row in rows for k in row}
+    present = {k for row in rows for k, v in row.items() if v is not None}
     columns = [s for s in declared if s.name in present]
     names = {s.name for s in columns}
     for row in rows:
-        columns += [FieldSpec(k, k, "", "", "", None, None) for k in row if k not in names]
+        columns += [FieldSpec(k, k, "", "", "", None, None) for k in row if k in present and k not in names]
         names |= set(row)
     shown = rows[:TABLE_ROWS]
     cells = [[format_value(row.get(col.name), col.unit) for col in columns] for row in shown]

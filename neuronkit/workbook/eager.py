@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from neuronkit.evidence import DeviceMemory, EagerEvidence, EagerGeneration, EagerTraining, NeffCache, Parity, \
+from neuronkit.evidence import CheckStage, DeviceMemory, EagerEvidence, EagerGeneration, EagerTraining, NeffCache, Parity, \
     ParityRow, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
@@ -54,5 +54,6 @@ def evidence(stages: dict[str, Any]) -> EagerEvidence:
         neff_cache=NeffCache(**eager["neff_cache"]) if eager.get("neff_cache") else NeffCache(),
         memory=DeviceMemory(**eager.get("memory", {}), hbm_bytes_per_core=torch.neuron.get_device_properties(
             torch.neuron.current_device()).total_memory),
-        stages=[s.to_dict() for s in stages.values()],
+        autocast=eager.get("autocast"),
+        stages=rows(CheckStage, [s.to_dict() for s in stages.values()]),
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronkit.evidence import BucketRow, Buckets, CompileEvidence, CompileTraining, GraphBreak, Parity, \
+from neuronkit.evidence import BucketRow, Buckets, CheckStage, CompileEvidence, CompileTraining, GraphBreak, Parity, \
     ParityRow, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
@@ -59,7 +59,7 @@ def evidence(stages: dict[str, Any], plan: dict[str, Any] | None) -> CompileEvid
         training=rows(CompileTraining, [compiled["training"]])[0] if compiled.get("training") else None,
         buckets=bucket_record(plan),
         graph_metrics=compiled.get("graph_metrics", []),
-        stages=[s.to_dict() for s in stages.values()],
+        stages=rows(CheckStage, [s.to_dict() for s in stages.values()]),
     )
 
 
