@@ -47,7 +47,7 @@ prompts_file = None     # your prompts, one per line, for bucket advice (None: d
 max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
 
 # %%
-from neuronkit.workbook import compile, display, lesson, parameters
+from neuronkit.workbook import display, lesson, parameters, torch_compile
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
@@ -102,14 +102,14 @@ plt.show()
 #
 # ## Verify and record
 #
-# `compile.run` does this on your model: it compiles it on `device`, runs a forward and backward pass
-# against eager, feeds a shorter input to count recompiles, and times eager against compiled. It then
-# measures the token lengths of `prompts_file` and asks `suggest_buckets` how to bound the compilations
-# they would cause. The record is `stages/04_compile.json`.
+# `torch_compile.run` does this on your model: it compiles it on `device`, runs a forward and backward
+# pass against notebook 01's CPU reference, feeds a shorter input to count recompiles, and times eager
+# against compiled. It then measures the token lengths of `prompts_file` and asks `suggest_buckets` how to
+# bound the compilations they would cause. The record is `stages/04_compile.json`.
 
 # %%
-result = compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
-                     max_buckets=max_buckets)
+result = torch_compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
+                           max_buckets=max_buckets)
 ev = result.evidence
 lesson.key_numbers({
     "graphs": ev.get("graphs", "—"),
@@ -129,7 +129,7 @@ if ev.get("graph_breaks"):
 #   a lowering error naming the op.
 # - **Recompiles**: the graphs a second, shorter input compiled, each a full compilation on Trainium.
 # - **Times** are the host's on the simulator: read the ratio, and measure on Trainium before you trust
-#   an absolute number. Parity (in the record) compares the compiled model with eager on the device.
+#   an absolute number. Parity (in the record) compares the compiled model with notebook 01's CPU reference.
 #
 # ## Buckets: fewer compilations for some padding
 #
