@@ -184,8 +184,8 @@ def _compile(result: StageResult, run: RunDir | None) -> str:
     ev = result.evidence
     breaks = ev.get("graph_breaks") or []
     if result.status == "fail":
-        return ("**The compiled model fails or disagrees with eager**: the folded record has the stage that "
-                "failed and why. Eager mode (notebook 02) still works for debugging.")
+        return ("**The compiled model fails or disagrees with the CPU reference**: the folded record has the "
+                "stage that failed and why. Eager mode (notebook 02) still works for debugging.")
     steps = []
     if breaks:
         steps.append(f"remove the {len(breaks)} graph break(s) (each names its reason and source line)")
