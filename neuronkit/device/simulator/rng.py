@@ -18,14 +18,13 @@ from neuronkit.device.simulator import native
 _host = torch.default_generator
 
 
-def draw(compute: Callable[..., Any], cargs: list, kwargs: dict, narrow: Any, generator: torch.Generator | None,
-         index: int) -> Any:
-    """Run `compute(cargs, kwargs, narrow)` drawing from `generator`, or from device `index`'s default."""
+def draw(compute: Callable[[], Any], generator: torch.Generator | None, index: int) -> Any:
+    """Run `compute()` drawing from `generator`, or from device `index`'s default."""
     source = generator if generator is not None else native.default_generator(index)
     saved = _host.get_state()
     _host.set_state(source.get_state())
     try:
-        return compute(cargs, kwargs, narrow)
+        return compute()
     finally:
         source.set_state(_host.get_state())
         _host.set_state(saved)

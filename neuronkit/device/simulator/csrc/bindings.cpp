@@ -1,4 +1,5 @@
 // The Python face of the native runtime: `neuronkit.device.simulator._native`.
+#include "kernel.h"
 #include "runtime.h"
 
 // torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
@@ -53,4 +54,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", &reset_peak, py::arg("index"));
   m.def("reset_accumulated", &reset_accumulated, py::arg("index"));
   m.def("default_generator", &python_default_generator, py::arg("index"));
+  m.def("install_kernel", &install_kernel, "Register the per-op kernel for PrivateUse1", py::arg("describe"),
+        py::arg("slow"), py::arg("overloads"), py::arg("init_error"));
+  m.def("record_op", &record_op, py::arg("name"), py::arg("fallback"));
+  m.def("tracked_ops", &tracked_ops, "Sorted names of the ops executed (or, fallback=True, fallen back)",
+        py::arg("fallback"));
+  m.def("clear_tracking", &clear_tracking);
+  m.def("neff_hits", &neff_hits, "NEFF-cache hits counted by the native per-op path");
+  m.def("neff_forget", &neff_forget, "Forget the native path's NEFF signatures and hits");
+  m.def("route_to_python", &route_to_python, py::arg("reason"), py::arg("on"));
 }

@@ -1,0 +1,29 @@
+// The per-op kernel (kernel.cpp): installation, and the records Python reads (op tracking, NEFF-cache hits).
+#pragma once
+
+#include <torch/csrc/utils/pybind.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace neuronkit {
+
+// Register the boxed kernel for PrivateUse1: as the fallback of every op, and by name for `overloads`.
+// `describe(qualified)` gives an overload's record fields; `slow(qualified, values)` runs the Python path.
+void install_kernel(py::object describe, py::object slow, const std::vector<std::string>& overloads,
+                    const std::string& init_error);
+
+// Op tracking (torch_neuronx.get_executed_ops / get_fallback_ops): the one record, kept here.
+void record_op(const std::string& name, bool fallback);
+std::vector<std::string> tracked_ops(bool fallback);
+void clear_tracking();
+
+// NEFF-cache hits the fast path counted on signatures Python compiled first.
+uint64_t neff_hits();
+void neff_forget();
+
+// Send every op to the Python path while `reason` (a bit) is on: observers, a compiled graph, a bounded cache.
+void route_to_python(int reason, bool on);
+
+}  // namespace neuronkit
