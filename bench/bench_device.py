@@ -2,8 +2,10 @@
 
 CPU and neuron calls are interleaved (`neuronkit.timing.interleaved_medians`) so machine noise hits both
 alike; each round takes the median of its runs and the figure is the median over rounds (gpt-fast's
-discipline: warm up, then time with the device synchronized). Workloads: forward and training step (fwd + bwd + AdamW) on the bundled
-tiny-qwen3 and on a ~100M-parameter Qwen3 config with random weights.
+discipline: warm up, then time with the device synchronized). Workloads: forward and training step (fwd +
+bwd + AdamW) on the bundled tiny-qwen3 (batch 4 x 64 tokens; forward also at batch 1 x 32) and on a
+~100M-parameter Qwen3 config with random weights; and the fixed cost of one op, an 8-element add (blocks of
+2,000 calls, interleaved, microseconds per call).
 
     python bench/bench_device.py [--rounds 5] [--skip-100m]
 """
@@ -45,11 +47,12 @@ def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int
     return {"forward": forward, "train_step": train_step}
 
 
-def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int) -> list[str]:
+def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int,
+            kinds: tuple[str, ...] = ("forward", "train_step")) -> list[str]:
     cpu, neuron = torch.device("cpu"), torch.device("neuron")
     loads = {d: workloads(model, d, seq, batch) for d in (cpu, neuron)}
     rows = []
-    for kind in ("forward", "train_step"):
+    for kind in kinds:
         for d in (cpu, neuron):  # warm-up: first calls fill caches (and the simulated NEFF cache)
             for _ in range(2):
                 loads[d][kind]()
@@ -62,6 +65,26 @@ def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, 
     return rows
 
 
+def per_op(rounds: int) -> str:
+    """Microseconds per 8-element `a + b` on CPU and on `neuron` (float32), blocks of calls interleaved."""
+    calls = 2000
+    pairs = {name: (torch.ones(8, device=name), torch.ones(8, device=name)) for name in ("cpu", "neuron")}
+
+    def block(a: torch.Tensor, b: torch.Tensor) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(calls):
+                a + b
+        return run
+
+    per_round = [interleaved_medians({name: block(*pair) for name, pair in pairs.items()}, 5, warmup=1)
+                 for _ in range(rounds)]
+    c = statistics.median(r["cpu"] for r in per_round) * 1000 / calls
+    n = statistics.median(r["neuron"] for r in per_round) * 1000 / calls
+    row = f"| 8-element add, per op | {c:.1f} µs | {n:.1f} µs | {n / c:.2f}x |"
+    print(row, flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -71,7 +94,9 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("| workload | CPU | simulated neuron | ratio |\n|---|---|---|---|")
     tiny = AutoModelForCausalLM.from_pretrained(DATA / "tiny-qwen3")
+    per_op(args.rounds)
     compare("tiny-qwen3", tiny, seq=64, batch=4, runs=15, rounds=args.rounds)
+    compare("tiny-qwen3", tiny, seq=32, batch=1, runs=15, rounds=args.rounds, kinds=("forward",))
     if not args.skip_100m:
         config = AutoConfig.from_pretrained(DATA / "qwen3-100m")
         big = AutoModelForCausalLM.from_config(config)

@@ -128,9 +128,10 @@ class OpKernel:
         self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
         self.arg_names = tuple(a.name for a in schema.arguments)
         self.positional = sum(not a.kwarg_only for a in schema.arguments)  # the rest are keyword-only
-        # Where a Python number is a Scalar (or a wrapped number in a Tensor argument): a 0-d input of the
-        # NEFF, not part of its key.
-        self.scalars = frozenset(i for i, a in enumerate(schema.arguments) if str(a.type).rstrip("?") in ("Scalar", "Tensor"))
+        # Where a Python number is a Scalar (the schema's type prints as `number`) or a wrapped number in a
+        # Tensor argument: a 0-d input of the NEFF, not part of its key.
+        self.scalars = frozenset(i for i, a in enumerate(schema.arguments)
+                                 if str(a.type).rstrip("?") in ("number", "Scalar", "Tensor"))
         self.rule: Rule = policy.rule(schema.name)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
