@@ -22,7 +22,7 @@ def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
 
 
 def test_scalar_arguments_are_inputs_not_part_of_the_key():
-    """The same for Scalar-typed arguments (`alpha`, `value`, `add.Scalar`'s `other`): an optimizer's
+    """Fidelity audit row 8 for Scalar-typed arguments (`alpha`, `value`, `add.Scalar`'s `other`): an optimizer's
     `addcdiv_(..., value=-step_size)` reuses one NEFF as the step size changes."""
     x, y = torch.randn(4, 3, device=N), torch.rand(4, 3, device=N) + 1
     assert _new_entries(lambda: [x.addcdiv(x, y, value=0.5), x.addcdiv(x, y, value=-0.25)]) == 1

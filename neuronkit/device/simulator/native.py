@@ -10,6 +10,7 @@ import torch  # noqa: F401 - the extension links against torch's libraries, whic
 try:
     from neuronkit.device.simulator._native import (  # noqa: F401 - re-exported
         clear_tracking,
+        composite_explicit_overloads,
         counters,
         current_device,
         default_generator,

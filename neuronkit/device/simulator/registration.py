@@ -56,14 +56,9 @@ def _named_overloads(policy, strict: bool) -> list[str]:
     lowered ops (the real backend registers them itself, e.g. native_layer_norm, which would otherwise
     decompose into batch norm) and gaps the device raises for (e.g. _make_dual); under
     NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which otherwise decomposes)."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
     found = []
-    for qualified in torch._C._dispatch_get_all_op_names():
-        if not qualified.startswith("aten::") or has(qualified, "CompositeImplicitAutograd"):
-            continue
-        explicit = has(qualified, "CompositeExplicitAutograd")
-        if not (explicit or has(qualified, "CompositeExplicitAutogradNonFunctional")):
-            continue  # the fallback reaches it
+    for tagged in native.composite_explicit_overloads():  # "E" CompositeExplicitAutograd, "N" non-functional
+        explicit, qualified = tagged[0] == "E", tagged[1:]
         rule = policy.rule(qualified)
         stops = rule.blocked or (strict and bool(rule.documented))
         if explicit and not stops and (

@@ -56,6 +56,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("default_generator", &python_default_generator, py::arg("index"));
   m.def("install_kernel", &install_kernel, "Register the per-op kernel for PrivateUse1", py::arg("describe"),
         py::arg("slow"), py::arg("overloads"), py::arg("init_error"));
+  m.def("composite_explicit_overloads", &composite_explicit_overloads);
   m.def("record_op", &record_op, py::arg("name"), py::arg("fallback"));
   m.def("tracked_ops", &tracked_ops, "Sorted names of the ops executed (or, fallback=True, fallen back)",
         py::arg("fallback"));

@@ -522,6 +522,22 @@ void install_kernel(py::object describe, py::object slow, const std::vector<std:
   });
 }
 
+std::vector<std::string> composite_explicit_overloads() {
+  using c10::DispatchKey;
+  std::vector<std::string> found;
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(DispatchKey::CompositeImplicitAutograd)) continue;
+    bool explicit_ = op->hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd);
+    if (explicit_ || op->hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+      found.push_back((explicit_ ? "E" : "N") + (name.overload_name.empty() ? name.name : name.name + "." + name.overload_name));
+    }
+  }
+  return found;
+}
+
 void record_op(const std::string& name, bool fallback) {
   std::lock_guard<std::mutex> lock(g_mutex);
   (fallback ? g_fallback : g_executed).insert(name);

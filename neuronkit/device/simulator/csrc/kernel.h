@@ -14,6 +14,10 @@ namespace neuronkit {
 void install_kernel(py::object describe, py::object slow, const std::vector<std::string>& overloads,
                     const std::string& init_error);
 
+// ATen overloads with a CompositeExplicitAutograd ("E" prefix) or only a non-functional one ("N"), and no
+// CompositeImplicitAutograd kernel: the ones that outrank a backend fallback.
+std::vector<std::string> composite_explicit_overloads();
+
 // Op tracking (torch_neuronx.get_executed_ops / get_fallback_ops): the one record, kept here.
 void record_op(const std::string& name, bool fallback);
 std::vector<std::string> tracked_ops(bool fallback);
