@@ -238,6 +238,7 @@ bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
   } else if (value.isTensor()) {
     const auto& t = value.toTensor();
     if (scalar && t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      if (at::isComplexType(t.scalar_type())) return false;  // Python keys a complex number by value
       key.push_back('w');
       put(key, static_cast<int8_t>(t.scalar_type()));
     } else {
