@@ -153,8 +153,9 @@ class OpKernel:
                              if r.alias_info and r.alias_info.before_set else None for r in schema.returns)
         self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
-        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or self.checks or self.random or (
-            self.op is not op) or (strict and not self.native) else "kernel")
+        host_in_python = self.op is not op and self.name not in device_ops.NATIVE_IMPLS
+        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or self.checks or self.random
+                                                    or host_in_python or (strict and not self.native) else "kernel")
 
     def describe(self) -> tuple:
         """The native kernel's record of this overload (csrc/kernel.cpp `record_for`)."""

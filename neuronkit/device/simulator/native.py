@@ -16,6 +16,8 @@ try:
         default_generator,
         device_count,
         exchange_device,
+        fused_attention,
+        fused_attention_backward,
         init,
         install_kernel,
         neff_forget,

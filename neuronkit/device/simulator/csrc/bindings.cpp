@@ -56,6 +56,25 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("default_generator", &python_default_generator, py::arg("index"));
   m.def("install_kernel", &install_kernel, "Register the per-op kernel for PrivateUse1", py::arg("describe"),
         py::arg("slow"), py::arg("overloads"), py::arg("init_error"));
+  m.def("fused_attention", &fused_attention, "The device's fused SDPA kernel on host tensors", py::arg("query"),
+        py::arg("key"), py::arg("value"), py::arg("attn_bias") = py::none(), py::arg("dropout_p") = 0.0,
+        py::arg("is_causal") = false, py::arg("return_debug_mask") = false, py::kw_only(),
+        py::arg("scale") = py::none());
+  m.def(
+      "fused_attention_backward",
+      [](const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+         const std::optional<at::Tensor>& attn_bias, const py::object& /*grad_input_mask*/, const py::object& /*out*/,
+         const at::Tensor& logsumexp, const py::object& /*cum_seq_q*/, const py::object& /*cum_seq_k*/,
+         const py::object& /*max_q*/, const py::object& /*max_k*/, double /*dropout_p*/, bool is_causal,
+         const py::object& /*philox_seed*/, const py::object& /*philox_offset*/, std::optional<double> scale) {
+        return fused_attention_backward(grad_out, query, key, value, attn_bias.value_or(at::Tensor()), logsumexp,
+                                        is_causal, scale);
+      },
+      "The gradients of fused_attention (schema order)", py::arg("grad_out"), py::arg("query"), py::arg("key"),
+      py::arg("value"), py::arg("attn_bias"), py::arg("grad_input_mask"), py::arg("out"), py::arg("logsumexp"),
+      py::arg("cum_seq_q"), py::arg("cum_seq_k"), py::arg("max_q"), py::arg("max_k"), py::arg("dropout_p"),
+      py::arg("is_causal"), py::arg("philox_seed"), py::arg("philox_offset"), py::kw_only(),
+      py::arg("scale") = py::none());
   m.def("composite_explicit_overloads", &composite_explicit_overloads);
   m.def("record_op", &record_op, py::arg("name"), py::arg("fallback"));
   m.def("tracked_ops", &tracked_ops, "Sorted names of the ops executed (or, fallback=True, fallen back)",

@@ -38,8 +38,6 @@ py::object toPyObject(c10::IValue ivalue);
 namespace neuronkit {
 namespace {
 
-using Stack = std::vector<c10::IValue>;
-
 enum class Kind { Kernel, Python, Redispatch, Allocate, Copy, CopyResize };
 
 struct Record {
@@ -52,6 +50,7 @@ struct Record {
   std::vector<bool> written; // per return: that argument is written (in-place / out=)
   std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
   int pin_memory = -1;       // position of a `pin_memory` argument
+  void (*host)(Stack*) = nullptr;  // the device's own host kernel (attention.cpp), else CPU's kernel
   std::string name, qualified;
   std::atomic<uint64_t> seen_epoch{0};  // tracking epoch this op was last recorded in
 };
@@ -90,6 +89,11 @@ const Record& record_for(const c10::OperatorHandle& op) {
   }
   auto record = std::make_unique<Record>();
   record->qualified = qualified_name(op);
+  if (record->qualified == "aten::_scaled_dot_product_fused_attention_overrideable") {
+    record->host = &boxed_fused_attention;
+  } else if (record->qualified == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
+    record->host = &boxed_fused_attention_backward;
+  }
   const auto& arguments = op.schema().arguments();
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (arguments[i].name() == "pin_memory") record->pin_memory = static_cast<int>(i);
@@ -438,7 +442,11 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
       slot = to_host(slot);
     }
   }
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  if (record.host) {
+    record.host(stack);
+  } else {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
   const size_t nret = record.alias.size();
   for (size_t j = 0; j < nret; ++j) {
     auto& slot = (*stack)[stack->size() - nret + j];
