@@ -154,13 +154,13 @@ class OpKernel:
         self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
         host_in_python = self.op is not op and self.name not in device_ops.NATIVE_IMPLS
-        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or self.checks or self.random
-                                                    or host_in_python or (strict and not self.native) else "kernel")
+        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or self.checks or host_in_python
+                                                    or (strict and not self.native) else "kernel")
 
     def describe(self) -> tuple:
         """The native kernel's record of this overload (csrc/kernel.cpp `record_for`)."""
         return (self.kind, self.native, self.compiles, self.cross_device, self.resizes, list(self.returns),
-                sorted(self.scalars), self.name)
+                sorted(self.scalars), self.name, self.random)
 
     def __call__(self, values: list):
         """Run the op on `values`, its arguments in schema order."""

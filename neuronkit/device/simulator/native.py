@@ -20,6 +20,7 @@ try:
         fused_attention_backward,
         init,
         install_kernel,
+        lend_generator,
         neff_forget,
         neff_hits,
         record_op,

@@ -54,6 +54,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", &reset_peak, py::arg("index"));
   m.def("reset_accumulated", &reset_accumulated, py::arg("index"));
   m.def("default_generator", &python_default_generator, py::arg("index"));
+  m.def(
+      "lend_generator",
+      [](const py::object& source, const py::function& run) {
+        py::object result;
+        lend_generator(reinterpret_cast<THPGenerator*>(source.ptr())->cdata, [&] { result = run(); });
+        return result;
+      },
+      "run() drawing from generator `source` through the host's default generator", py::arg("source"),
+      py::arg("run"));
   m.def("install_kernel", &install_kernel, "Register the per-op kernel for PrivateUse1", py::arg("describe"),
         py::arg("slow"), py::arg("overloads"), py::arg("init_error"));
   m.def("fused_attention", &fused_attention, "The device's fused SDPA kernel on host tensors", py::arg("query"),

@@ -46,6 +46,7 @@ struct Record {
   bool compiles = false;     // native and not a view: one eager NEFF per signature
   bool cross_device = false; // may mix host and device tensors (copies, index tensors)
   bool resizes = false;      // out= or resize_: the device tensor is re-pointed if the host resized it
+  bool random = false;       // draws from the core's default generator
   std::vector<int> alias;    // per return: the argument it aliases, or -1 for a fresh result
   std::vector<bool> written; // per return: that argument is written (in-place / out=)
   std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
@@ -119,6 +120,7 @@ const Record& record_for(const c10::OperatorHandle& op) {
     record->scalar.assign(arguments.size(), false);
     for (auto position : fields[6].cast<py::list>()) record->scalar[position.cast<size_t>()] = true;
     record->name = fields[7].cast<std::string>();
+    record->random = fields[8].cast<bool>();
   }
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& slot = g_records[key];
@@ -442,10 +444,18 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
       slot = to_host(slot);
     }
   }
-  if (record.host) {
-    record.host(stack);
+  auto compute = [&] {
+    if (record.host) {
+      record.host(stack);
+    } else {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    }
+  };
+  if (record.random) {
+    lend_generator(default_generator(target >= 0 ? target : scan.index >= 0 ? scan.index : current_device()),
+                   compute);
   } else {
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    compute();
   }
   const size_t nret = record.alias.size();
   for (size_t j = 0; j < nret; ++j) {
