@@ -330,7 +330,7 @@ class _HostCall:
         if self.index < 0:
             self.index = found
         dt = t.dtype
-        if dt is torch.float64 or dt is torch.int64:
+        if dt is torch.float64 or (dt is torch.int64 and t.numel()):  # an empty int64 has nothing to narrow
             self.wide = True
         elif dt.is_complex and not kernel.rule.is_view:
             raise_complex(kernel.name, dt)

@@ -181,8 +181,11 @@ void python_path(const c10::OperatorHandle& op, Stack* stack, const Record& reco
 
 bool is_device(const at::Tensor& t) { return t.defined() && t.device().type() == kNeuron; }
 
-bool wide(c10::ScalarType dtype) {
-  return dtype == at::kDouble || dtype == at::kLong || at::isComplexType(dtype);
+// A device tensor the Python path must handle: float64 and non-empty int64 are narrowed, complex raises.
+// An empty int64 tensor (SDPA's philox seed and offset) has no values to narrow.
+bool wide(const at::Tensor& t) {
+  auto dtype = t.scalar_type();
+  return dtype == at::kDouble || (dtype == at::kLong && t.numel() > 0) || at::isComplexType(dtype);
 }
 
 // What the call's tensors say: the device index of its neuron tensors, and whether the Python path must
@@ -196,7 +199,7 @@ struct Scan {
     if (!t.defined()) return;
     if (t.device().type() == kNeuron) {
       int found = t.device().index();
-      if (wide(t.scalar_type()) || (index >= 0 && found != index)) python = true;
+      if (wide(t) || (index >= 0 && found != index)) python = true;
       index = found;
     } else if (t.dim() > 0) {
       host = true;
