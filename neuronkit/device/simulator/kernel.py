@@ -31,7 +31,6 @@ _profiler_enabled = torch._C._autograd._profiler_enabled
 _enable_record_function = torch._C._autograd._enable_record_function
 _perf_ns = time.perf_counter_ns
 _Tensor = torch.Tensor
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 # Ops that may take host tensors beside device ones, as on CUDA (copies, index tensors).
 _CROSS_DEVICE_OK = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
                               "_index_put_impl_", "set_"})
