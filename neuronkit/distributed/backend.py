@@ -12,8 +12,7 @@ to completion when issued (the simulated device is synchronous) and show in the 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
@@ -33,6 +32,7 @@ from torch._C._distributed_c10d import (
 
 from neuronkit.device.simulator import native
 from neuronkit.distributed import rules, runtime_setup
+from neuronkit.distributed.trace import collective_range
 
 BACKEND = "neuron"
 
@@ -120,12 +120,9 @@ class ProcessGroupNeuron(ProcessGroup):
     def _get_backend(self, device: torch.device) -> ProcessGroupNeuron:
         return self
 
-    @contextmanager
-    def _traced(self, kind: str, tensors: Sequence[torch.Tensor]) -> Iterator[None]:
-        nbytes = _nbytes(tensors)
-        args = f"bytes={nbytes}, group_size={self.size()}, group={self._group_name}"
-        with torch.profiler.record_function(f"neuron::{kind}", args):
-            yield
+    def _traced(self, kind: str, tensors: Sequence[torch.Tensor]):
+        """The profiler range of one collective, with the bytes of `tensors` (the data it moves)."""
+        return collective_range(kind, _nbytes(tensors), self.size())
 
     # Reductions.
     def allreduce(self, tensors: list[torch.Tensor], opts: AllreduceOptions | None = None) -> Work:

@@ -1,0 +1,59 @@
+"""Launch `neuronkit.distributed.scenarios` with torchrun on simulated cores and collect each rank's results.
+
+One torchrun per node, as on real instances (`torchrun --nproc_per_node N --rdzv-backend c10d
+--rdzv-endpoint HOST:PORT`); `nnodes=2` starts two launchers on localhost that meet at the same endpoint,
+each with its own local ranks 0..N-1, so each "node" uses its own `neuron:0..N-1`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, for the rendezvous endpoint."""
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def torchrun_command(scenarios: list[str], out: Path, nproc: int, port: int, nnodes: int = 1,
+                     node_rank: int = 0) -> list[str]:
+    """The torchrun command line for one node."""
+    return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
+            f"--node-rank={node_rank}", "--rdzv-backend=c10d", f"--rdzv-endpoint=localhost:{port}",
+            "--rdzv-id=neuronkit", "-m", "neuronkit.distributed.scenarios", "--out", str(out), *scenarios]
+
+
+def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 120,
+        out: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """Run `scenarios` on `nnodes` x `nproc` ranks; one result dict per rank, by rank. Raises RuntimeError
+    with the launchers' output when a rank fails or the job outlives `timeout` seconds."""
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="neuronkit-dist-"))
+    out.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("NEURON_RT_VISIBLE_CORES", None)  # each rank gets its own core from the process group
+    logs = [out / f"node{node}.log" for node in range(nnodes)]
+    launchers = [subprocess.Popen(torchrun_command(scenarios, out, nproc, port, nnodes, node), env=env,
+                                  stdout=log.open("w"), stderr=subprocess.STDOUT) for node, log in enumerate(logs)]
+    failed = []
+    for node, launcher in enumerate(launchers):
+        try:
+            if launcher.wait(timeout=timeout) != 0:
+                failed.append(node)
+        except subprocess.TimeoutExpired:
+            for other in launchers:
+                other.kill()
+            failed.append(node)
+    if failed:
+        text = "\n".join(log.read_text()[-4000:] for log in logs)
+        raise RuntimeError(f"torchrun job {scenarios} failed on node(s) {failed}:\n{text}")
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(nproc * nnodes)]
