@@ -321,9 +321,43 @@ def collectives() -> dict[str, Any]:
             "profiled": events}
 
 
+def all_to_all() -> dict[str, Any]:
+    """all_to_all with equal chunks, then with split sizes the device refuses (needs 4 ranks)."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    sent = torch.arange(world * 2, dtype=torch.float32, device=_device()) + 100 * rank
+    received = torch.empty_like(sent)
+    dist.all_to_all_single(received, sent)
+    expected = torch.cat([torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + 100 * src
+                          for src in range(world)])
+    try:
+        dist.all_to_all_single(received, sent, [2] * world, [2] * world)
+        split_error = ""
+    except NotImplementedError as exc:
+        split_error = str(exc)
+    return {"diff": _diff(received, expected), "split_error": split_error}
+
+
+def compiled() -> dict[str, Any]:
+    """Functional collectives inside torch.compile(backend="neuron"): one graph, same numbers as eager."""
+    import torch.distributed._functional_collectives as funcol
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.neuron.reset_dynamo_metrics()
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        total = funcol.all_reduce(x * 2, "sum", dist.group.WORLD)
+        return funcol.all_gather_tensor(total.sin(), 0, dist.group.WORLD)
+
+    x = torch.arange(4.0, device=_device()) + rank
+    out = torch.compile(step, backend="neuron", fullgraph=True)(x)
+    total = sum((torch.arange(4.0) + r) * 2 for r in range(world))
+    return {"diff": _diff(out, total.sin().repeat(world)), "graphs": len(torch.neuron.get_dynamo_metrics()),
+            "device": str(out.device)}
+
+
 SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     "ddp": ddp, "fsdp2": fsdp2, "tp": tensor_parallel, "sp": sequence_parallel, "fsdp2_tp": fsdp2_tp,
     "pp": pipeline, "dtensor": dtensor_ops, "dcp": checkpoint, "collectives": collectives,
+    "all_to_all": all_to_all, "compile": compiled,
 }
 
 
