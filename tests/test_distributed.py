@@ -13,8 +13,9 @@ import torch
 import torch.distributed as dist
 
 from neuronkit.distributed import launch, rules
+from neuronkit.distributed.record import PARITY_TOL
 
-TOL = 1e-5
+TOL = PARITY_TOL
 TWO_RANKS = ["collectives", "ddp", "fsdp2", "tp", "sp", "pp", "dtensor", "dcp", "compile"]
 
 

@@ -25,24 +25,26 @@ def free_port() -> int:
 
 
 def torchrun_command(scenarios: list[str], out: Path, nproc: int, port: int, nnodes: int = 1,
-                     node_rank: int = 0) -> list[str]:
+                     node_rank: int = 0, model: str = "tiny-qwen3") -> list[str]:
     """The torchrun command line for one node."""
     return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
             f"--node-rank={node_rank}", "--rdzv-backend=c10d", f"--rdzv-endpoint=localhost:{port}",
-            "--rdzv-id=neuronkit", "-m", "neuronkit.distributed.scenarios", "--out", str(out), *scenarios]
+            "--rdzv-id=neuronkit", "-m", "neuronkit.distributed.scenarios", "--out", str(out), "--model", model,
+            *scenarios]
 
 
 def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 120,
-        out: str | os.PathLike | None = None) -> list[dict[str, Any]]:
-    """Run `scenarios` on `nnodes` x `nproc` ranks; one result dict per rank, by rank. Raises RuntimeError
-    with the launchers' output when a rank fails or the job outlives `timeout` seconds."""
+        out: str | os.PathLike | None = None, model: str | os.PathLike = "tiny-qwen3") -> list[dict[str, Any]]:
+    """Run `scenarios` (names in `scenarios.SCENARIOS`) on `nnodes` x `nproc` ranks, training `model` (a
+    causal LM) where they train one; one result dict per rank, by rank. Raises RuntimeError with the
+    launchers' output when a rank fails or the job outlives `timeout` seconds."""
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="neuronkit-dist-"))
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("NEURON_RT_VISIBLE_CORES", None)  # each rank gets its own core from the process group
     logs = [out / f"node{node}.log" for node in range(nnodes)]
-    launchers = [subprocess.Popen(torchrun_command(scenarios, out, nproc, port, nnodes, node), env=env,
+    launchers = [subprocess.Popen(torchrun_command(scenarios, out, nproc, port, nnodes, node, str(model)), env=env,
                                   stdout=log.open("w"), stderr=subprocess.STDOUT) for node, log in enumerate(logs)]
     failed = []
     for node, launcher in enumerate(launchers):

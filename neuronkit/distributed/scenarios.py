@@ -34,9 +34,26 @@ def _device() -> torch.device:
     return torch.device("neuron", torch.neuron.current_device())
 
 
+MODEL = "tiny-qwen3"  # --model: a causal LM (checkpoint directory, config.json or bundled name)
+
+
 def _model() -> nn.Module:
-    from neuronkit.models import load_model
-    return load_model("tiny-qwen3").train()
+    """The model, in float32 with its checkpoint's weights (random ones if it has none), seeded alike on
+    every rank and in the CPU reference."""
+    from neuronkit.models import has_weights, load_model
+    torch.manual_seed(0)
+    return load_model(MODEL, weights=has_weights(MODEL)).train()
+
+
+def _vocab() -> int:
+    from neuronkit.models import load_config
+    return load_config(MODEL).vocab_size
+
+
+def _blocks(model: nn.Module) -> list[nn.Module]:
+    """The repeated layers FSDP2 shards one by one: the classes Hugging Face never splits across devices."""
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    return [m for m in model.modules() if type(m).__name__ in names]
 
 
 def _batch(vocab: int) -> torch.Tensor:
@@ -97,7 +114,7 @@ def ddp() -> dict[str, Any]:
     """DistributedDataParallel: each rank trains on its slice of the batch; parameters match the CPU."""
     from torch.nn.parallel import DistributedDataParallel
     rank, world = dist.get_rank(), dist.get_world_size()
-    tokens = _batch(1024)
+    tokens = _batch(_vocab())
     reference, ref_losses = _reference(tokens)
     model = DistributedDataParallel(_model().to(_device()), device_ids=[torch.neuron.current_device()])
     losses = _train(model, _local_slice(tokens, rank, world).to(_device()))
@@ -109,15 +126,15 @@ def fsdp2() -> dict[str, Any]:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     rank, world = dist.get_rank(), dist.get_world_size()
-    tokens = _batch(1024)
+    tokens = _batch(_vocab())
     reference, ref_losses = _reference(tokens)
     mesh = init_device_mesh("neuron", (world,))
     model = _model()
     full_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     index = torch.neuron.current_device()
     before = torch.neuron.memory_allocated(index)
-    for layer in model.model.layers:
-        fully_shard(layer, mesh=mesh)
+    for block in _blocks(model):
+        fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
     sharded = torch.neuron.memory_allocated(index) - before
     local_bytes = sum(p.to_local().numel() * p.element_size() for p in model.parameters())
@@ -141,11 +158,11 @@ def tensor_parallel() -> dict[str, Any]:
     """Colwise q/k/v/gate/up and rowwise o/down in every decoder layer; every rank sees the whole batch."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import parallelize_module
-    tokens = _batch(1024)
+    tokens = _batch(_vocab())
     reference, ref_losses = _reference(tokens)
     mesh = init_device_mesh("neuron", (dist.get_world_size(),), mesh_dim_names=("tp",))
     model = _model().to(_device())
-    for layer in model.model.layers:
+    for layer in _blocks(model):
         parallelize_module(layer, mesh, _tp_plan())
     losses = _train(model, tokens.to(_device()), tp_group=mesh.get_group())
     return {"param_diff": _param_diff(model, reference), "losses": losses, "reference_losses": ref_losses}
@@ -204,10 +221,10 @@ def fsdp2_tp() -> dict[str, Any]:
     from torch.distributed.tensor.parallel import parallelize_module
     world = dist.get_world_size()
     mesh = init_device_mesh("neuron", (world // 2, 2), mesh_dim_names=("dp", "tp"))
-    tokens = _batch(1024)
+    tokens = _batch(_vocab())
     reference, ref_losses = _reference(tokens)
     model = _model().to(_device())
-    for layer in model.model.layers:
+    for layer in _blocks(model):
         parallelize_module(layer, mesh["tp"], _tp_plan())
         fully_shard(layer, mesh=mesh["dp"])
     fully_shard(model, mesh=mesh["dp"])
@@ -363,10 +380,13 @@ SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
 
 def main(argv: list[str] | None = None) -> None:
     """Run the named scenarios on this rank and write its results."""
+    global MODEL
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", default=MODEL, help="a causal LM for ddp/fsdp2/tp/fsdp2_tp (default: %(default)s)")
     parser.add_argument("scenarios", nargs="+", choices=sorted(SCENARIOS))
     args = parser.parse_args(argv)
+    MODEL = args.model
     os.environ["NEURONKIT_SCENARIO_OUT"] = str(args.out)
     dist.init_process_group()
     from neuronkit.distributed import runtime_setup
