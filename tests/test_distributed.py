@@ -8,11 +8,14 @@ localhost "nodes" of one rank each.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.distributed as dist
 
 from neuronkit.distributed import launch, rules
+from neuronkit.distributed import record as record_module
 from neuronkit.distributed.record import PARITY_TOL
 
 TOL = PARITY_TOL
@@ -197,3 +200,42 @@ def test_float8_collectives_are_refused():
     rules.check_dtypes([torch.ones(2, dtype=torch.bfloat16)])
     with pytest.raises(RuntimeError, match="do not support dtype torch.float8_e4m3fn"):
         rules.check_dtypes([torch.ones(2).to(torch.float8_e4m3fn)])
+
+
+def _rank_result(rank: int, plan_diff: float) -> dict:
+    """One rank's result as `launch.run` returns it (the scenario figures are inputs here, not outcomes)."""
+    fsdp = {"param_diff": plan_diff, "losses": [2.0 + rank, 1.0], "reference_losses": [2.5, 1.0],
+            "full_param_bytes": 800, "local_param_bytes": 400, "device_bytes_after_shard": 448}
+    return {"rank": rank, "device": f"neuron:{rank}", "backend": "neuron:neuron",
+            "scenarios": {"ddp": {"param_diff": 0.0, "losses": [2.0 + rank], "reference_losses": [2.5]},
+                          "fsdp2": fsdp}}
+
+
+def test_the_record_summarizes_parity_and_shards():
+    summary = record_module.summarize([_rank_result(0, 1e-7), _rank_result(1, 1e-3)], plan="fits")
+    assert summary["devices"] == ["neuron:0", "neuron:1"]
+    assert summary["scenarios"]["ddp"] == {"max_param_diff": 0.0, "parity": True, "losses": [2.5],
+                                           "reference_losses": [2.5]}
+    fsdp = summary["scenarios"]["fsdp2"]
+    assert (fsdp["parity"], fsdp["losses"], fsdp["param_bytes_per_rank"]) == (False, [2.5, 1.0], [400, 400])
+
+
+def test_the_report_gets_a_distributed_card_from_the_record(tmp_path):
+    from neuronkit.report import report
+    from neuronkit.stages import RunDir, StageResult
+
+    RunDir(tmp_path).write(StageResult("environment", "pass", "ok", {}))
+    evil = "</script><script>alert(1)</script>"
+    summary = record_module.summarize([_rank_result(0, 1e-7), _rank_result(1, 2e-7)], plan=evil)
+    record_module.write(tmp_path, summary)
+    paths = report(tmp_path)
+    html = paths.html.read_text()
+    card = html[html.index('<section id="distributed">'):]
+    assert "Distributed training on 2 simulated cores" in card and "status-pass" in card
+    assert evil not in html and "&lt;/script&gt;&lt;script&gt;alert(1)" in card
+    assert "400 bytes" in card
+    assert json.loads(paths.json.read_text())["distributed"]["scenarios"]["fsdp2"]["parity"] is True
+
+    (tmp_path / record_module.RECORD).write_text('{"scenarios": {"ddp": {"parity": "yes"}}}')
+    assert record_module.read(tmp_path) is None
+    assert '<section id="distributed">' not in report(tmp_path).html.read_text()

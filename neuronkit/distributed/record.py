@@ -51,4 +51,22 @@ def read(run_dir: str | Path) -> dict[str, Any] | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return record if isinstance(record, dict) and isinstance(record.get("scenarios"), dict) else None
+    return record if _well_formed(record) else None
+
+
+def _well_formed(record: Any) -> bool:
+    """The fields the report's card reads, with their types (a hand-edited file must not break the page)."""
+    def numbers(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(x, (int, float)) for x in value)
+
+    if not isinstance(record, dict):
+        return False
+    fields = {"ranks": int, "devices": list, "backend": str, "parity_tolerance": float, "plan": str, "note": str,
+              "scenarios": dict}
+    if not all(isinstance(record.get(key), kind) for key, kind in fields.items()) or not record["scenarios"]:
+        return False
+    return all(isinstance(s, dict) and isinstance(s.get("parity"), bool)
+               and isinstance(s.get("max_param_diff"), (int, float))
+               and numbers(s.get("losses")) and numbers(s.get("reference_losses"))
+               and numbers(s.get("param_bytes_per_rank", [])) and isinstance(s.get("full_param_bytes", 0), int)
+               for s in record["scenarios"].values())

@@ -59,8 +59,9 @@ SEVERITY_LEGEND = {
 }
 
 
-def render_html(model: ReportModel, charts: list[Chart]) -> str:
-    """The report page. Every model string is escaped by jinja2; the data JSON is embedded inert."""
+def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None) -> str:
+    """The report page, with the scale-out card when `distributed` (notebook 07's record) is given. Every
+    model string is escaped by jinja2; the data JSON is embedded inert."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["duration"] = _duration
@@ -80,6 +81,8 @@ def render_html(model: ReportModel, charts: list[Chart]) -> str:
         data_json=embedded_json(_embedded(model)),
         finding_rows=FINDING_ROWS,
         version=neuronkit.__version__,
+        distributed=distributed,
+        zip=zip,
     )
 
 
