@@ -49,6 +49,10 @@ def test_collectives_move_data_and_show_their_bytes_in_the_profiler(two_ranks):
         assert result["all_reduce_ok"]
         assert result["all_gather"] == [3.0] * 8
         assert result["reduce_scatter"] == [[0.0, 2.0], [4.0, 6.0]][rank]
+        assert result["all_reduce_avg"] == [0.5, 0.5]  # gloo has no AVG: summed, then divided
+        assert result["scatter"] == [float(rank)] * 2
+        assert result["gather"] == ([[0.0, 0.0], [10.0, 10.0]] if rank == 0 else None)
+        assert result["objects"] == [{"rank": 0}, {"rank": 1}]
         assert result["profiled"] == [
             {"kind": "all_reduce", "bytes": 16, "group_size": 2}, {"kind": "all_gather", "bytes": 32, "group_size": 2},
             {"kind": "reduce_scatter", "bytes": 16, "group_size": 2},

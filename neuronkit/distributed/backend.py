@@ -84,10 +84,6 @@ def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _is_avg(op: dist.ReduceOp) -> bool:
-    return op == dist.ReduceOp.AVG
-
-
 class ProcessGroupNeuron(ProcessGroup):
     """`torch.distributed`'s process group for `neuron` tensors (and host tensors, which gloo moves as is)."""
 
@@ -124,21 +120,24 @@ class ProcessGroupNeuron(ProcessGroup):
         """The profiler range of one collective, with the bytes of `tensors` (the data it moves)."""
         return collective_range(kind, _nbytes(tensors), self.size())
 
+    def _summing(self, opts, cls) -> tuple[object, int]:
+        """gloo has no AVG: options of type `cls` that SUM, and the divisor that turns the sum into the
+        average the caller asked for (1 for other reductions). The caller's options are left as they are."""
+        fresh = cls()
+        average = opts.reduceOp == dist.ReduceOp.AVG
+        fresh.reduceOp = dist.ReduceOp.SUM if average else opts.reduceOp
+        return fresh, self.size() if average else 1
+
     # Reductions.
     def allreduce(self, tensors: list[torch.Tensor], opts: AllreduceOptions | None = None) -> Work:
-        opts = opts or AllreduceOptions()
+        gloo_opts, divide_by = self._summing(opts or AllreduceOptions(), AllreduceOptions)
         rules.check_dtypes(tensors)
         with self._traced("all_reduce", tensors):
             staged = _Staged()
-            host = staged.output(tensors)
-            average = _is_avg(opts.reduceOp)
-            if average:
-                opts.reduceOp = dist.ReduceOp.SUM
-            return staged.finish(self._gloo.allreduce(host, opts), self.size() if average else 1)
+            return staged.finish(self._gloo.allreduce(staged.output(tensors), gloo_opts), divide_by)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: AllreduceOptions | None = None) -> Work:
-        opts = opts or AllreduceOptions()
-        return self._each(tensors, lambda t: self.allreduce([t], _copy_reduce_opts(opts, AllreduceOptions)))
+        return self._each(tensors, lambda t: self.allreduce([t], opts))
 
     def reduce(self, tensors: list[torch.Tensor], opts: ReduceOptions | None = None) -> Work:
         opts = opts or ReduceOptions()
@@ -149,39 +148,30 @@ class ProcessGroupNeuron(ProcessGroup):
 
     def reduce_scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]],
                        opts: ReduceScatterOptions | None = None) -> Work:
-        opts = opts or ReduceScatterOptions()
+        gloo_opts, divide_by = self._summing(opts or ReduceScatterOptions(), ReduceScatterOptions)
         flat = [t for group in inputs for t in group]
         rules.check_dtypes(flat)
         with self._traced("reduce_scatter", flat):
             staged = _Staged()
             host_out = staged.output(outputs)
-            average = _is_avg(opts.reduceOp)
-            if average:
-                opts.reduceOp = dist.ReduceOp.SUM
-            work = self._gloo.reduce_scatter(host_out, [staged.input(group) for group in inputs], opts)
-            return staged.finish(work, self.size() if average else 1)
+            work = self._gloo.reduce_scatter(host_out, [staged.input(group) for group in inputs], gloo_opts)
+            return staged.finish(work, divide_by)
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor,
                               opts: ReduceScatterOptions | None = None) -> Work:
-        opts = opts or ReduceScatterOptions()
+        gloo_opts, divide_by = self._summing(opts or ReduceScatterOptions(), ReduceScatterOptions)
         rules.check_dtypes([input])
         with self._traced("reduce_scatter", [input]):
             staged = _Staged()
             host_out = staged.output([output])
-            average = _is_avg(opts.reduceOp)
-            if average:
-                opts.reduceOp = dist.ReduceOp.SUM
-            work = self._gloo.reduce_scatter_single(host_out[0], staged.input([input])[0], opts)
-            return staged.finish(work, self.size() if average else 1)
+            work = self._gloo.reduce_scatter_single(host_out[0], staged.input([input])[0], gloo_opts)
+            return staged.finish(work, divide_by)
 
     _reduce_scatter_base = reduce_scatter_single  # the name the source and older PyTorch use
 
     def reduce_scatter_single_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
                                         opts: ReduceScatterOptions | None = None) -> Work:
-        opts = opts or ReduceScatterOptions()
-        pairs = list(zip(outputs, inputs))
-        return self._each(pairs, lambda p: self.reduce_scatter_single(
-            p[0], p[1], _copy_reduce_opts(opts, ReduceScatterOptions)))
+        return self._each(list(zip(outputs, inputs)), lambda p: self.reduce_scatter_single(p[0], p[1], opts))
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
@@ -313,12 +303,6 @@ def _completed(outputs: list[torch.Tensor] | None = None) -> Work:
     future: torch.futures.Future = torch.futures.Future()
     future.set_result(outputs or [])
     return torch._C._distributed_c10d._create_work_from_future(future)
-
-
-def _copy_reduce_opts(opts, cls):
-    fresh = cls()
-    fresh.reduceOp = opts.reduceOp
-    return fresh
 
 
 def _create(store: dist.Store, rank: int, size: int, timeout: datetime.timedelta) -> ProcessGroupNeuron:

@@ -332,10 +332,20 @@ def collectives() -> dict[str, Any]:
         dist.broadcast(t, 0)
         dist.barrier()
     expected = world * (world + 1) / 2
-    events = collective_events(prof)
+    average = torch.full((2,), float(rank), device=device)
+    dist.all_reduce(average, op=dist.ReduceOp.AVG)
+    pieces = [torch.full((2,), float(i), device=device) for i in range(world)] if rank == 0 else None
+    piece = torch.empty(2, device=device)
+    dist.scatter(piece, pieces, src=0)
+    collected = [torch.empty(2, device=device) for _ in range(world)] if rank == 0 else None
+    dist.gather(piece * 10, collected, dst=0)
+    objects: list[Any] = [None] * world
+    dist.all_gather_object(objects, {"rank": rank})
     return {"all_reduce_ok": bool((t.cpu() == expected).all()),
             "all_gather": gathered.cpu().tolist(), "reduce_scatter": scattered.cpu().tolist(),
-            "profiled": events}
+            "all_reduce_avg": average.cpu().tolist(), "scatter": piece.cpu().tolist(),
+            "gather": [c.cpu().tolist() for c in collected] if collected else None, "objects": objects,
+            "profiled": collective_events(prof)}
 
 
 def all_to_all() -> dict[str, Any]:
