@@ -172,12 +172,17 @@ print(t.device, dist.get_backend_config())
 
 
 @pytest.mark.subprocess
-def test_without_local_rank_ranks_are_grouped_by_host(run_python):
+def test_without_local_rank_ranks_are_grouped_by_host_and_device_id_is_refused(run_python):
     proc = _single_rank(run_python, """
-dist.init_process_group(backend="neuron")
+try:
+    dist.init_process_group(backend="neuron", device_id=torch.device("neuron", 0))
+except RuntimeError as exc:
+    print(exc)
 print(torch.neuron.current_device(), torch.neuron.device_count())
 """)
-    assert proc.stdout.strip() == "0 1"
+    refused, placed = proc.stdout.strip().split("\n")
+    assert refused.startswith("init_process_group(device_id=...) fails with the neuron process group")
+    assert placed == "0 1"
 
 
 def test_all_to_all_group_sizes():

@@ -116,6 +116,14 @@ class ProcessGroupNeuron(ProcessGroup):
     def _get_backend(self, device: torch.device) -> ProcessGroupNeuron:
         return self
 
+    @property
+    def supports_splitting(self) -> bool:
+        """Asked by init_process_group(device_id=...). The real class returns itself as its backend and has
+        no such attribute, so PyTorch fails there with an AttributeError; this says why in one line."""
+        raise RuntimeError("init_process_group(device_id=...) fails with the neuron process group: "
+                           "ProcessGroupNeuron has no supports_splitting (S torch_neuronx/distributed/backend.py); "
+                           "leave device_id out, the group selects neuron:LOCAL_RANK itself")
+
     def _traced(self, kind: str, tensors: Sequence[torch.Tensor]):
         """The profiler range of one collective, with the bytes of `tensors` (the data it moves)."""
         return collective_range(kind, _nbytes(tensors), self.size())
