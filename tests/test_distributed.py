@@ -167,8 +167,15 @@ print(torch.neuron.current_device(), torch.neuron.device_count(), os.environ["NE
 t = torch.ones(3, device="neuron")
 dist.all_reduce(t)
 print(t.device, dist.get_backend_config())
+torch.neuron.set_device(3)
+try:
+    torch.neuron.set_device(0)
+except ValueError as exc:
+    print(exc)
 """, env={"LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4"})
-    assert proc.stdout.split("\n")[:2] == ["3 4 3", "neuron:3 neuron:neuron"]
+    lines = proc.stdout.split("\n")
+    assert lines[:2] == ["3 4 3", "neuron:3 neuron:neuron"]
+    assert lines[2].startswith("Device index 0 is out of range. Valid range is 3 to 3 for this process")
 
 
 @pytest.mark.subprocess
