@@ -255,3 +255,15 @@ def test_the_report_gets_a_distributed_card_from_the_record(tmp_path):
     (tmp_path / record_module.RECORD).write_text('{"scenarios": {"ddp": {"parity": "yes"}}}')
     assert record_module.read(tmp_path) is None
     assert '<section id="distributed">' not in report(tmp_path).html.read_text()
+
+
+def test_unknown_scenarios_are_refused_before_launching():
+    from neuronkit.errors import NeuronkitInputError
+    with pytest.raises(NeuronkitInputError, match=r"unknown scenario\(s\) \['zero3'\]; choose from \['all_to_all'"):
+        launch.run(["ddp", "zero3"])
+
+
+@pytest.mark.subprocess
+def test_a_failing_job_names_its_error(tmp_path):
+    with pytest.raises(RuntimeError, match="Neuron does not support 2 process all_to_all"):
+        launch.run(["all_to_all"], nproc=2, timeout=300, out=tmp_path)

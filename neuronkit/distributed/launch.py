@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+from neuronkit.errors import NeuronkitInputError
 
 
 def free_port() -> int:
@@ -36,24 +40,34 @@ def torchrun_command(scenarios: list[str], out: Path, nproc: int, port: int, nno
 def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 120,
         out: str | os.PathLike | None = None, model: str | os.PathLike = "tiny-qwen3") -> list[dict[str, Any]]:
     """Run `scenarios` (names in `scenarios.SCENARIOS`) on `nnodes` x `nproc` ranks, training `model` (a
-    causal LM) where they train one; one result dict per rank, by rank. Raises RuntimeError with the
-    launchers' output when a rank fails or the job outlives `timeout` seconds."""
+    causal LM) where they train one; one result dict per rank, by rank. Raises NeuronkitInputError for an
+    unknown scenario, RuntimeError with the launchers' output when a rank fails or the job outlives
+    `timeout` seconds (its processes are killed)."""
+    from neuronkit.distributed.scenarios import SCENARIOS
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown or not scenarios:
+        raise NeuronkitInputError(f"unknown scenario(s) {unknown or '(none given)'}; choose from {sorted(SCENARIOS)}")
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="neuronkit-dist-"))
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("NEURON_RT_VISIBLE_CORES", None)  # each rank gets its own core from the process group
     logs = [out / f"node{node}.log" for node in range(nnodes)]
+    # Each launcher leads its own session, so a timeout ends its workers with it.
     launchers = [subprocess.Popen(torchrun_command(scenarios, out, nproc, port, nnodes, node, str(model)), env=env,
-                                  stdout=log.open("w"), stderr=subprocess.STDOUT) for node, log in enumerate(logs)]
+                                  stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+                 for node, log in enumerate(logs)]
+    deadline = time.monotonic() + timeout
     failed = []
     for node, launcher in enumerate(launchers):
         try:
-            if launcher.wait(timeout=timeout) != 0:
+            if launcher.wait(timeout=max(0.0, deadline - time.monotonic())) != 0:
                 failed.append(node)
         except subprocess.TimeoutExpired:
             for other in launchers:
-                other.kill()
+                if other.poll() is None:
+                    os.killpg(other.pid, signal.SIGKILL)
+                    other.wait()
             failed.append(node)
     if failed:
         text = "\n".join(log.read_text()[-4000:] for log in logs)
