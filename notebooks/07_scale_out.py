@@ -121,7 +121,7 @@ for name in ("FSDP2 ×64", "TP 4 × FSDP2 16"):
 # The same launch as on a trn2 instance: `torchrun --nproc_per_node 2 --rdzv-backend c10d ...`. Each rank
 # calls `dist.init_process_group()`, which picks the `neuron` process group and, as torch-neuronx does,
 # gives the rank `neuron:<LOCAL_RANK>` (`NEURON_RT_VISIBLE_CORES` set to the local rank). Each rank trains
-# your model for two SGD steps on its half of a batch of 4 × 16 tokens, in float32; then it repeats the
+# your model (a causal LM of up to 1 GiB in float32; otherwise the bundled tiny-qwen3) for two SGD steps on its half of a batch of 4 × 16 tokens, in float32; then it repeats the
 # steps on the whole batch in one process on the CPU and compares every parameter. The simulator moves
 # the collectives' bytes with gloo on the host: the numbers are the device's, the time is not NeuronLink's.
 
@@ -130,7 +130,11 @@ from neuronkit.distributed import launch, record
 
 scale_out = None
 if train_ranks:
-    results = launch.run(["ddp", "fsdp2"], nproc=train_ranks, model=model, timeout=600)
+    train_model = model
+    if reason := launch.untrainable(model):
+        train_model = "tiny-qwen3"
+        print(f"{reason}: training the bundled tiny-qwen3 instead, to show the runs")
+    results = launch.run(["ddp", "fsdp2"], nproc=train_ranks, model=train_model, timeout=600)
     scale_out = record.summarize(results, plan=yours.verdict())
     record.write(run_dir, scale_out)
     print(f"ranks on {', '.join(scale_out['devices'])} through the {scale_out['backend']} process group")

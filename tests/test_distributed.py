@@ -267,3 +267,17 @@ def test_unknown_scenarios_are_refused_before_launching():
 def test_a_failing_job_names_its_error(tmp_path):
     with pytest.raises(RuntimeError, match="Neuron does not support 2 process all_to_all"):
         launch.run(["all_to_all"], nproc=2, timeout=300, out=tmp_path)
+
+
+def test_training_needs_a_causal_lm_that_fits(zoo, tmp_path):
+    from transformers import LlamaConfig
+
+    from neuronkit.errors import NeuronkitInputError
+    assert launch.untrainable("tiny-qwen3") == ""
+    assert launch.untrainable(zoo["vit"]).endswith("is a model for image classification; the training scenarios "
+                                                   "train a causal LM")
+    LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
+                vocab_size=32000, architectures=["LlamaForCausalLM"]).save_pretrained(tmp_path)
+    assert "GiB of float32 parameters, above the 1 GiB" in launch.untrainable(tmp_path / "config.json")
+    with pytest.raises(NeuronkitInputError, match="image classification"):
+        launch.run(["ddp"], model=zoo["vit"])

@@ -37,6 +37,23 @@ def torchrun_command(scenarios: list[str], out: Path, nproc: int, port: int, nno
             *scenarios]
 
 
+TRAINING = frozenset({"ddp", "fsdp2", "tp", "fsdp2_tp"})  # the scenarios that train `model`
+TRAIN_BUDGET = 1 << 30  # float32 parameter bytes: every rank and the CPU reference hold a copy and its grads
+
+
+def untrainable(model: str | os.PathLike) -> str:
+    """Why `model` cannot be a training scenario's model on this machine ("" when it can): the scenarios
+    train a causal LM, every rank and the CPU reference in float32."""
+    from neuronkit.models import estimate_bytes, load_config, task_of
+    config = load_config(model)
+    if (task := task_of(config)) != "causal_lm":
+        return f"{model} is a model for {task.replace('_', ' ')}; the training scenarios train a causal LM"
+    if (size := estimate_bytes(config)) > TRAIN_BUDGET:
+        return (f"{model} has {size / 2**30:.1f} GiB of float32 parameters, above the "
+                f"{TRAIN_BUDGET / 2**30:.0f} GiB the training scenarios allow per copy on one machine")
+    return ""
+
+
 def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 120,
         out: str | os.PathLike | None = None, model: str | os.PathLike = "tiny-qwen3") -> list[dict[str, Any]]:
     """Run `scenarios` (names in `scenarios.SCENARIOS`) on `nnodes` x `nproc` ranks, training `model` (a
@@ -47,6 +64,8 @@ def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 
     unknown = sorted(set(scenarios) - set(SCENARIOS))
     if unknown or not scenarios:
         raise NeuronkitInputError(f"unknown scenario(s) {unknown or '(none given)'}; choose from {sorted(SCENARIOS)}")
+    if TRAINING & set(scenarios) and (reason := untrainable(model)):
+        raise NeuronkitInputError(reason)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="neuronkit-dist-"))
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
