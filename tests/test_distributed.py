@@ -38,8 +38,8 @@ def test_backend_is_registered_for_the_neuron_device():
 
 @pytest.mark.subprocess
 def test_each_rank_gets_its_local_core(two_ranks):
-    assert [(r["rank"], r["local_rank"], r["device"], r["visible_cores"]) for r in two_ranks] == [
-        (0, 0, "neuron:0", "0"), (1, 1, "neuron:1", "1")]
+    assert [(r["rank"], r["local_rank"], r["device"], r["visible_cores"], r["simulated"]) for r in two_ranks] == [
+        (0, 0, "neuron:0", "0", True), (1, 1, "neuron:1", "1", True)]
     assert all(r["backend"] == "neuron:neuron" for r in two_ranks)  # a bare init_process_group() picked it
 
 
@@ -222,7 +222,7 @@ def _rank_result(rank: int, plan_diff: float) -> dict:
     """One rank's result as `launch.run` returns it (the scenario figures are inputs here, not outcomes)."""
     fsdp = {"param_diff": plan_diff, "losses": [2.0 + rank, 1.0], "reference_losses": [2.5, 1.0],
             "full_param_bytes": 800, "local_param_bytes": 400, "device_bytes_after_shard": 448}
-    return {"rank": rank, "device": f"neuron:{rank}", "backend": "neuron:neuron",
+    return {"rank": rank, "device": f"neuron:{rank}", "backend": "neuron:neuron", "simulated": True,
             "scenarios": {"ddp": {"param_diff": 0.0, "losses": [2.0 + rank], "reference_losses": [2.5]},
                           "fsdp2": fsdp}}
 

@@ -18,6 +18,7 @@ PARITY_TOL = 1e-5  # float32 parameters after 2 SGD steps; collectives reorder s
 def summarize(results: list[dict[str, Any]], plan: str = "") -> dict[str, Any]:
     """One record from `launch.run`'s per-rank results: parity and per-rank memory for each scenario."""
     names = list(results[0]["scenarios"])
+    simulated = all(r.get("simulated", True) for r in results)
     scenarios = {}
     for name in names:
         per_rank = [r["scenarios"][name] for r in results]
@@ -32,8 +33,9 @@ def summarize(results: list[dict[str, Any]], plan: str = "") -> dict[str, Any]:
             entry["device_bytes_per_rank"] = [s["device_bytes_after_shard"] for s in per_rank]
         scenarios[name] = entry
     return {"ranks": len(results), "devices": [r["device"] for r in results], "backend": results[0]["backend"],
-            "parity_tolerance": PARITY_TOL, "scenarios": scenarios, "plan": plan,
-            "note": "simulated cores: collectives ran over gloo on the host; timings say nothing about NeuronLink"}
+            "parity_tolerance": PARITY_TOL, "scenarios": scenarios, "plan": plan, "simulated": simulated,
+            "note": ("simulated cores: collectives ran over gloo on the host; timings say nothing about NeuronLink"
+                     if simulated else "NeuronCores of this instance")}
 
 
 def write(run_dir: str | Path, record: dict[str, Any]) -> Path:
@@ -62,7 +64,7 @@ def _well_formed(record: Any) -> bool:
     if not isinstance(record, dict):
         return False
     fields = {"ranks": int, "devices": list, "backend": str, "parity_tolerance": float, "plan": str, "note": str,
-              "scenarios": dict}
+              "simulated": bool, "scenarios": dict}
     if not all(isinstance(record.get(key), kind) for key, kind in fields.items()) or not record["scenarios"]:
         return False
     return all(isinstance(s, dict) and isinstance(s.get("parity"), bool)

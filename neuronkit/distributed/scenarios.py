@@ -399,11 +399,11 @@ def main(argv: list[str] | None = None) -> None:
     MODEL = args.model
     os.environ["NEURONKIT_SCENARIO_OUT"] = str(args.out)
     dist.init_process_group()
-    from neuronkit.distributed import runtime_setup
-    placement = runtime_setup.PLACEMENT
+    from neuronkit.device.simulator.registration import installed
     results: dict[str, Any] = {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
-                               "local_rank": placement.local_rank, "device": str(_device()),
-                               "visible_cores": placement.visible_cores,
+                               "local_rank": int(os.environ.get("LOCAL_RANK", "0")), "device": str(_device()),
+                               "visible_cores": os.environ.get("NEURON_RT_VISIBLE_CORES", ""),
+                               "simulated": installed(),
                                "backend": dist.get_backend_config(), "scenarios": {}}
     for name in args.scenarios:
         results["scenarios"][name] = SCENARIOS[name]()
