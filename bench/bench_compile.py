@@ -27,7 +27,7 @@ import torch  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
 import neuronkit.compile  # noqa: E402,F401 - backend="neuron"
-from neuronkit.compile.check import RECOMPILE_LIMIT, short_break_reason  # noqa: E402
+from neuronkit.checks.parity import RECOMPILE_LIMIT, short_break_reason  # noqa: E402
 from neuronkit.compile.compare import to_device  # noqa: E402
 from neuronkit.timing import interleaved_medians, timed  # noqa: E402
 from neuronkit.models import load_model  # noqa: E402

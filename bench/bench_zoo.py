@@ -47,11 +47,11 @@ def measure() -> tuple[float, list[dict[str, object]]]:
             audited = time.perf_counter()
             check = neuronkit.check(path, timing_runs=3)
             checked = time.perf_counter()
-            stage_s = {s.name: s.duration_s for s in check.stages}
+            stage_s = {s.stage: s.duration_s for s in check.stages}
             rows.append({"name": name, "audit_s": audited - built,
                          "blockers": len(report.summary["blockers"]), "check_s": checked - audited,
                          "compile_s": stage_s.get("compile", 0.0), "status": check.status,
-                         "failed": ", ".join(s.name for s in check.stages if s.status == "fail") or "-"})
+                         "failed": ", ".join(s.stage for s in check.stages if s.status in ("fail", "error")) or "-"})
     return build_s, rows
 
 

@@ -19,7 +19,7 @@ _EXPORTS: dict[str, str] = {
     "DeviceReport": "neuronkit.device.detect",
     "resolve_device_map": "neuronkit.placement",
     "audit": "neuronkit.audit",
-    "check": "neuronkit.compile.check",
+    "check": "neuronkit.checks",
     "suggest_buckets": "neuronkit.compile.buckets",
     "profile": "neuronkit.profiling",
     "plan": "neuronkit.distributed.plan",

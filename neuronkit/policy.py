@@ -17,6 +17,9 @@ import torch
 from neuronkit.resources import data_dir
 
 Severity = Literal["ok", "info", "warn", "blocker"]
+# Severities, most severe first: the one order findings and op rows are sorted and ranked in.
+SEVERITIES: tuple[str, ...] = ("blocker", "warn", "info", "ok")
+FINDING_SEVERITIES: tuple[str, ...] = SEVERITIES[:-1]  # a finding is never `ok`
 
 NATIVE = "native"
 CPU_FALLBACK = "cpu_fallback"

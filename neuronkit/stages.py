@@ -1,7 +1,10 @@
-"""Stage results and the run directory: the one record type every workbook stage writes.
+"""Stage results and the run directory: the one record type every workbook stage and every
+`neuronkit check` stage writes, and the one status set they share.
 
-Stages never read each other's objects, only these JSON records, so a notebook, the CLI and the report
-all see the same evidence, and a stage that failed still leaves a record saying what happened.
+Stages never read each other's objects, only these JSON records (and the artefacts they name), so a
+notebook, the CLI and the report all see the same evidence, and a stage that failed still leaves a
+record saying what happened. A stage whose code raised is `error`, never `fail`: `fail` is a verdict
+on the model, `error` says the check could not reach one.
 """
 
 from __future__ import annotations
@@ -11,12 +14,17 @@ import math
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterable, Iterator, Literal
+
+from neuronkit.errors import NeuronkitInputError
 
 Status = Literal["pass", "warn", "fail", "error", "skipped"]
-STATUSES: tuple[str, ...] = ("pass", "warn", "fail", "error", "skipped")
+# Every status, least to most severe: the order `worst` ranks by (an error outranks a failure, as it
+# leaves the question open).
+STATUSES: tuple[str, ...] = ("skipped", "pass", "warn", "fail", "error")
+OK_STATUSES: tuple[str, ...] = ("pass", "warn")  # what a stage that depends on this one may build on
 
 # The workbook's stages in order; the number is the notebook's and the record file's prefix.
 STAGES: dict[str, str] = {
@@ -27,7 +35,17 @@ STAGES: dict[str, str] = {
     "compile": "04",
     "profile": "05",
 }
-SCHEMA_VERSION = 1
+# `neuronkit check`'s stages in order (neuronkit/checks/parity.py); the workbook's eager and compile
+# stages run some of them and keep their records in their evidence.
+CHECK_STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile", "timing")
+# 2: typed evidence per stage (neuronkit/evidence.py), `check` stage records are StageResults, `error`
+# for a stage that raised, compile parity measured against the CPU reference.
+SCHEMA_VERSION = 2
+
+
+def worst(statuses: Iterable[str], default: str = "skipped") -> str:
+    """The most severe of `statuses` (STATUSES order), `default` when there are none."""
+    return max(statuses, key=STATUSES.index, default=default)
 
 
 @dataclass
@@ -44,29 +62,41 @@ class StageResult:
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
-        if self.stage not in STAGES:
-            raise ValueError(f"unknown stage {self.stage!r}; expected one of {sorted(STAGES)}")
+        if self.stage not in STAGES and self.stage not in CHECK_STAGES:
+            raise ValueError(f"unknown stage {self.stage!r}; expected one of {sorted({*STAGES, *CHECK_STAGES})}")
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}; expected one of {STATUSES}")
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict with non-finite floats made JSON-safe."""
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
+
+    @property
+    def ok(self) -> bool:
+        """True when later stages may build on this one (`pass` or `warn`)."""
+        return self.status in OK_STATUSES
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "StageResult":
-        """Rebuild a record read from JSON, ignoring keys a newer version added."""
+        """Rebuild a record read from JSON, ignoring keys a newer version added; a record of an older
+        schema is refused with one line (its evidence has another shape)."""
+        version = data.get("schema_version", 1)
+        if not isinstance(version, int) or version < SCHEMA_VERSION:
+            raise NeuronkitInputError(
+                f"the {data.get('stage', '?')} record has schema version {version}, from an older neuronkit; "
+                f"this one reads version {SCHEMA_VERSION}: run the stage again")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """`value` with non-finite floats, tuples and paths made JSON-safe (NaN: null, inf: "inf")."""
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, Path):
         return str(value)
     return value
@@ -114,7 +144,7 @@ class RunDir:
     def write_params(self, params: dict[str, Any]) -> Path:
         self.path.mkdir(parents=True, exist_ok=True)
         target = self.path / "params.json"
-        target.write_text(json.dumps(_json_safe(params), indent=2, sort_keys=True, default=str))
+        target.write_text(json.dumps(json_safe(params), indent=2, sort_keys=True, default=str))
         return target
 
     def read_params(self) -> dict[str, Any]:
@@ -124,25 +154,31 @@ class RunDir:
 
 @contextmanager
 def recording(run: RunDir | str | Path | None, stage: str) -> Iterator[dict[str, Any]]:
-    """Run a stage body, always leaving a record: the body fills the yielded dict with
-    `status`, `summary` and `evidence`; an exception becomes an `error` record and is re-raised."""
+    """Run a stage body, always leaving a record: the body fills the yielded dict with `status`,
+    `summary` and `evidence` (the stage's record type of `neuronkit.evidence`, stored as its dict); an
+    exception becomes an `error` record and is re-raised."""
     run = RunDir(run) if run is not None and not isinstance(run, RunDir) else run
     slot: dict[str, Any] = {"status": "pass", "summary": "", "evidence": {}}
     start = time.perf_counter()
     try:
         yield slot
     except BaseException as exc:
-        result = StageResult(stage, "error", f"{type(exc).__name__}: {exc}", slot.get("evidence", {}),
+        result = StageResult(stage, "error", f"{type(exc).__name__}: {exc}", _plain(slot.get("evidence", {})),
                              error="".join(traceback.format_exception(exc)),
                              duration_s=time.perf_counter() - start, finished_at=now())
         if run is not None:
             run.write(result)
         raise
-    result = StageResult(stage, slot["status"], slot["summary"], slot["evidence"],
+    result = StageResult(stage, slot["status"], slot["summary"], _plain(slot["evidence"]),
                          duration_s=time.perf_counter() - start, finished_at=now())
     if run is not None:
         run.write(result)
     slot["result"] = result
+
+
+def _plain(evidence: Any) -> dict[str, Any]:
+    """A typed evidence record as the JSON-safe dict a record stores (a dict stays as it is)."""
+    return json_safe(asdict(evidence)) if is_dataclass(evidence) else evidence
 
 
 def now() -> str:

@@ -88,7 +88,7 @@ print("fell back to CPU:  ", sorted(torch_neuronx.get_fallback_ops()))
 # %% [markdown]
 # ## The parity check
 #
-# `eager.run` calls `neuronkit.compile.check` with its eager, generate and train stages: it copies the
+# `eager.run` calls `neuronkit check` with its eager, generate and train stages: it copies the
 # model to the device, runs the same inputs as notebook 01 and compares every output with the CPU's.
 # Tolerances follow `dtype`: float32 must match within 1e-4; bfloat16 and float16 run under
 # `torch.autocast("neuron")` against the float32 CPU reference, with looser bounds. Training uses SGD

@@ -47,7 +47,7 @@ prompts_file = None     # your prompts, one per line, for bucket advice (None: d
 max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
 
 # %%
-from neuronkit.workbook import display, parameters, compile
+from neuronkit.workbook import display, parameters, torch_compile
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
 params
@@ -64,13 +64,13 @@ params
 # model.compile()  # no backend argument
 # ```
 #
-# `compile.run` runs `neuronkit.compile.check`'s compile and timing stages: it compiles the model on the
-# device, runs a forward and backward pass against eager, feeds a shorter input to count recompiles, and
+# `torch_compile.run` runs `neuronkit check`'s compile and timing stages: it compiles the model on the
+# device, runs a forward and backward pass against notebook 01's CPU reference, feeds a shorter input to count recompiles, and
 # times eager against compiled. It then measures the token lengths of `prompts_file` and asks
 # `suggest_buckets` how to bound the compilations they would cause.
 
 # %%
-result = compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
+result = torch_compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
                      max_buckets=max_buckets)
 display.show(result)
 

@@ -132,7 +132,7 @@ def test_a_model_without_an_input_recipe_is_named(tmp_path, capsys):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
-    import neuronkit.compile.check as check_module
+    import neuronkit.checks.parity as check_module
 
     def broken(*args, **kwargs):
         raise RuntimeError("injected")

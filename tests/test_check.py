@@ -1,4 +1,4 @@
-"""Staged parity checks (`neuronkit.compile.check`), shape buckets and the `neuronkit check` CLI."""
+"""Staged parity checks (`neuronkit.checks`), shape buckets and the `neuronkit check` CLI."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import torch
 import neuronkit.cli
 from neuronkit.compile import suggest_buckets
 from neuronkit.compile.buckets import sample_lengths
-from neuronkit.compile.check import STAGES, check
+from neuronkit.checks import CHECK_STAGES as STAGES, Reference, check
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.models import load_tokenizer
-from neuronkit.stages import RunDir, StageResult
+from neuronkit.stages import StageResult
 
 
 from conftest import TwoLayerMLP as MLP  # noqa: E402
@@ -55,9 +55,9 @@ def qwen3_report():
 
 def test_tiny_qwen3_passes_every_stage_with_evidence(qwen3_report):
     report = qwen3_report
-    assert [s.name for s in report.stages] == list(STAGES)
+    assert [s.stage for s in report.stages] == list(STAGES)
     assert report.ok, report.table()
-    status = {s.name: s.status for s in report.stages}
+    status = {s.stage: s.status for s in report.stages}
     assert status["cpu"] == status["generate"] == status["train"] == status["timing"] == "pass"
     eager = report.stage("eager").evidence
     assert all(row["ok"] for row in eager["parity"]["outputs"]) and eager["parity"]["top1_agreement"] == 1.0
@@ -73,23 +73,46 @@ def test_tiny_qwen3_passes_every_stage_with_evidence(qwen3_report):
     assert timing["forward"]["eager_ms"] > 0 and timing["train_step"]["compiled_ms"] > 0
 
 
-def test_report_is_json_and_a_compile_stage_record(qwen3_report, tmp_path):
+def test_report_is_json_of_stage_records(qwen3_report, tmp_path):
     data = json.loads(qwen3_report.to_json(tmp_path / "check.json"))
-    assert data["model"] == "tiny-qwen3" and [s["name"] for s in data["stages"]] == list(STAGES)
+    assert data["model"] == "tiny-qwen3" and [s["stage"] for s in data["stages"]] == list(STAGES)
     assert json.loads((tmp_path / "check.json").read_text()) == data
-    run = RunDir(tmp_path / "run")
-    run.write(qwen3_report.to_stage_result())
-    record = run.read("compile")
-    assert isinstance(record, StageResult) and record.status == qwen3_report.status
-    for key in ("graphs", "graph_breaks", "recompiles", "compile_time_s", "eager_step_ms", "compiled_step_ms",
-                "speedup", "parity", "stages", "buckets"):
-        assert key in record.evidence
+    records = [StageResult.from_dict(s) for s in data["stages"]]  # the workbook's one record type
+    assert [r.status for r in records] == [s.status for s in qwen3_report.stages]
     assert "tiny-qwen3" in qwen3_report.table()
+
+
+def test_compile_parity_is_against_the_cpu_reference_and_eager_is_not_rerun(qwen3_report):
+    report = check("tiny-qwen3", stages=["compile"], timing_runs=1)
+    assert [s.stage for s in report.stages] == ["cpu", "compile"]  # eager is not a prerequisite
+    compiled = report.stage("compile")
+    assert "matches CPU" in compiled.summary
+    training = compiled.evidence["training"]
+    assert training["loss_cpu"] == pytest.approx(report.stage("cpu").evidence["loss"])
+
+
+def test_a_saved_reference_replaces_the_cpu_run(qwen3_report, tmp_path):
+    from neuronkit.checks.parity import cpu_reference, forward_extras
+    from neuronkit.inputs import example_inputs
+    from neuronkit.models import load_checkpoint, load_tokenizer
+
+    model, _ = load_checkpoint("tiny-qwen3")
+    inputs = example_inputs(model.config, load_tokenizer("tiny-qwen3"), 1, 16)
+    computed = cpu_reference(model, inputs, **forward_extras(model))
+    reference = Reference.load(computed.save(tmp_path / "reference.safetensors"))
+    assert list(reference.outputs) == list(computed.outputs) and list(reference.inputs) == list(inputs)
+    assert reference.loss == pytest.approx(qwen3_report.stage("cpu").evidence["loss"])
+    report = check("tiny-qwen3", stages=["eager"], reference=reference)
+    cpu = report.stage("cpu")
+    assert cpu.evidence["reused"] is True and "read from the CPU baseline" in cpu.summary
+    assert report.stage("eager").status == "pass"
+    with pytest.raises(NeuronkitInputError, match="run the CPU baseline"):
+        Reference.load(tmp_path / "missing.safetensors")
 
 
 def test_encoder_skips_generate_with_the_reason():
     report = check("tiny-bert", stages=["cpu", "eager", "generate", "train"])
-    status = {s.name: s.status for s in report.stages}
+    status = {s.stage: s.status for s in report.stages}
     assert status["generate"] == "skipped"
     assert "BertForMaskedLM does not generate" in report.stage("generate").summary
     assert status["cpu"] == status["train"] == "pass" and status["eager"] in ("pass", "warn")
@@ -107,15 +130,15 @@ def test_graph_break_is_reported_with_reason_and_place():
     assert all(row["ok"] for row in stage.evidence["parity"]["outputs"])
 
 
-def test_a_failing_stage_leaves_the_following_ones_reported():
+def test_a_crashing_stage_is_an_error_and_the_following_ones_are_reported():
     report = check(HostOnly(), torch.randn(4, 8), timing_runs=1)
-    status = {s.name: s.status for s in report.stages}
-    assert status == {"cpu": "pass", "eager": "fail", "generate": "skipped", "train": "fail",
-                      "compile": "skipped", "timing": "skipped"}
+    status = {s.stage: s.status for s in report.stages}
+    assert status == {"cpu": "pass", "eager": "error", "generate": "skipped", "train": "error",
+                      "compile": "error", "timing": "skipped"}
     eager = report.stage("eager")
     assert "HostOnly cannot run on neuron" in eager.summary and "Traceback" in eager.error
-    assert "eager stage, which failed" in report.stage("compile").summary
-    assert not report.ok and report.status == "fail"
+    assert "compile stage, which raised an error" in report.stage("timing").summary
+    assert not report.ok and report.status == "error"
     json.loads(report.to_json())
 
 
@@ -207,18 +230,18 @@ def test_cli_prints_the_table_and_writes_json(main, tmp_path, capsys):
     assert main(["check", "tiny-bert", "--stages", "eager,generate", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "stage" in text and "SKIPPED" in text and "does not generate" in text
-    assert [s["name"] for s in json.loads(out.read_text())["stages"]] == ["cpu", "eager", "generate"]
+    assert [s["stage"] for s in json.loads(out.read_text())["stages"]] == ["cpu", "eager", "generate"]
 
 
-def test_cli_exits_1_when_a_stage_fails(main, monkeypatch, capsys):
-    import neuronkit.compile.check as check_module
+def test_cli_exits_1_when_a_stage_raises(main, monkeypatch, capsys):
+    import neuronkit.checks.parity as check_module
 
     def broken(session, evidence):
         raise RuntimeError("injected")
 
     monkeypatch.setitem(check_module._STAGE_FUNCTIONS, "eager", broken)
     assert main(["check", "tiny-bert", "--stages", "eager"]) == 1
-    assert "FAIL" in capsys.readouterr().out
+    assert "ERROR" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, expected", [

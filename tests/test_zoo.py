@@ -38,7 +38,7 @@ def test_check_passes_every_stage_for_a_reason_of_the_model(zoo, name):
     stages = ("cpu", "eager", "generate", "train") + (("compile",) if name in COMPILED else ())
     report = neuronkit.check(zoo[name], stages=stages, timing_runs=1)
     assert report.weights.source == "checkpoint" and report.warnings == []
-    status = {s.name: s.status for s in report.stages}
+    status = {s.stage: s.status for s in report.stages}
     assert report.ok and set(status.values()) <= {"pass", "warn", "skipped"}, report.table()
     assert status["generate"] == ("pass" if name in GENERATES else "skipped"), report.table()
     assert report.stage("train").evidence["steps"] == 2 and status["train"] == "pass", report.table()

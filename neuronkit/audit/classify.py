@@ -16,6 +16,7 @@ from neuronkit.policy import (
     COMPLEX_DTYPE,
     CPU_FALLBACK,
     FLOAT64_EMULATED,
+    FINDING_SEVERITIES,
     INT64_EMULATED,
     NATIVE,
     Policy,
@@ -25,7 +26,6 @@ from neuronkit.policy import (
 DTYPE_CATEGORIES = (FLOAT64_EMULATED, INT64_EMULATED, COMPLEX_DTYPE)
 _EMULATED = {FLOAT64_EMULATED: torch.float64, INT64_EMULATED: torch.int64}
 CLASSIFICATIONS = ("native", "cpu_fallback", "blocked")
-SEVERITIES = ("blocker", "warn", "info")
 _RUNTIME_PHRASES = {"raise": "raises", "cpu_fallback": "falls back to CPU", "decompose": "decomposes into native ops",
                     "run": "runs"}
 
@@ -54,7 +54,7 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
                 findings.append(_finding(name, cat, paths, policy))
     rows.sort(key=lambda r: (-r["calls"], r["op"]))
     order = {c: i for i, c in enumerate(policy.categories)}
-    findings.sort(key=lambda f: (SEVERITIES.index(f["severity"]), order[f["category"]], -f["calls"], f["op"]))
+    findings.sort(key=lambda f: (FINDING_SEVERITIES.index(f["severity"]), order[f["category"]], -f["calls"], f["op"]))
     summary = _summary(rows, findings, policy)
     nki_ops = sorted(r["op"] for r in rows if is_nki_op(r["op"]))
     if nki_ops:
@@ -122,7 +122,7 @@ def _summary(rows: list[dict], findings: list[dict], policy: Policy) -> dict[str
         "support_pct_calls": _pct(sum(r["calls"] for r in native), calls),
         "by_category": by_category,
         "by_classification": {c: sum(r["classification"] == c for r in rows) for c in CLASSIFICATIONS},
-        "findings": {s: sum(f["severity"] == s for f in findings) for s in SEVERITIES},
+        "findings": {s: sum(f["severity"] == s for f in findings) for s in FINDING_SEVERITIES},
         "fallbacks": [{"op": r["op"], "calls": r["calls"], "module_paths": r["module_paths"]}
                       for r in rows if r["classification"] == CPU_FALLBACK],
         "blockers": [{k: f[k] for k in ("category", "op", "calls", "module_paths")}

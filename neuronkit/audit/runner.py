@@ -28,6 +28,7 @@ from neuronkit import inputs as example, models
 from neuronkit.audit.classify import classify
 from neuronkit.audit.recorder import BACKWARD, OpRecorder
 from neuronkit.audit.report import AuditReport
+from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
 
@@ -183,18 +184,10 @@ def _inputs(target: _Target, module: nn.Module, example_inputs: Any, batch_size:
     return example_inputs
 
 
-def _call(module: nn.Module, inputs: Any) -> Any:
-    if isinstance(inputs, dict):
-        return module(**inputs)
-    if isinstance(inputs, (tuple, list)):
-        return module(*inputs)
-    return module(inputs)
-
-
 def _forward(recorder: OpRecorder, module: nn.Module, inputs: Any, backward: bool, optimizer_step: bool) -> None:
     recorder.label_autograd = backward
     with torch.set_grad_enabled(backward):
-        output = _call(module, inputs)
+        output = call(module, inputs)
     if not backward:
         return
     with recorder.paused():
@@ -226,12 +219,8 @@ def _generate(recorder: OpRecorder, module: nn.Module, inputs: Any, max_new_toke
     can_generate = getattr(module, "can_generate", None)
     if not (callable(can_generate) and can_generate()):
         raise NeuronkitInputError(f"generate=True needs a generative model; {type(module).__name__} is not one")
-    prompt = {k: v for k, v in _named(inputs).items() if not k.startswith("decoder_") and k != "labels"}
-    config = module.generation_config
-    pad = config.pad_token_id if config.pad_token_id is not None else config.eos_token_id
-    with torch.no_grad(), recorder.scope(GENERATE):
-        module.generate(**prompt, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
-                        do_sample=False, pad_token_id=pad)
+    with recorder.scope(GENERATE):
+        greedy(module, generation_prompt(_named(inputs)), max_new_tokens, exact_length=True)
 
 
 class _MetaShapes(TorchDispatchMode):

@@ -3,8 +3,8 @@
 Importing this package registers `backend="neuron"` with TorchDynamo; an installed neuronkit also
 provides it through the `torch_dynamo_backends` entry point, so a bare `torch.compile(m,
 backend="neuron")` works without this import (behaviour doc §3). The parity checks live in
-`neuronkit.compile.check` (also `neuronkit.check`), imported on demand: they load transformers, which
-compiling a model does not need.
+`neuronkit.checks` (`neuronkit.check`), imported on demand: they load transformers, which compiling a
+model does not need.
 """
 
 from __future__ import annotations

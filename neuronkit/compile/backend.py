@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -38,6 +37,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuronkit.device.simulator import compiled_graphs, kernel
+from neuronkit import env
 from neuronkit.policy import Policy, load_policy
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,6 @@ FALLBACK_ENV = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
 DEFAULT_MODEL_NAME = "model"
 SHAPES_ENV = "NEURONKIT_COMPILE_SHAPES"
 SHAPE_MODES = ("recompile", "source")
-_FALSE = ("0", "false", "no", "off")
 _graph_ids = itertools.count()
 # Higher-order ops torch-mlir's FxImporter has no importer for (S: tests/pytorch_tests/specs/dynamo_spec.json).
 _UNLOWERED_HOPS = frozenset({"cond", "map_impl", "invoke_subgraph", "while_loop", "while_loop_stack_output",
@@ -138,9 +137,9 @@ class _Settings:
         if mode not in (None, "default"):
             log.warning("Neuron backend does not support mode='%s', falling back to default mode.", mode)
         options = dict(options or {})
-        disabled = os.environ.get(FALLBACK_ENV, "1").strip().lower() not in _FALSE
+        disabled = env.flag(FALLBACK_ENV, True, false=env.FALSE_WORDS)
         fallback = options.pop("fallback_execution", not disabled)
-        shapes = os.environ.get(SHAPES_ENV, "recompile").strip().lower() or "recompile"
+        shapes = env.word(SHAPES_ENV, "recompile")
         if shapes not in SHAPE_MODES:
             raise ValueError(f"{SHAPES_ENV}={shapes!r}: expected one of {', '.join(SHAPE_MODES)}")
         return cls(str(options.pop("model_name", DEFAULT_MODEL_NAME)), bool(fallback), shapes)

@@ -106,6 +106,19 @@ def sample_lengths(tokenizer: Any, prompts: Sequence[str] | str | Path | None = 
     return [len(ids) for ids in tokenizer(list(prompts), add_special_tokens=True)["input_ids"]]
 
 
+def advise_buckets(tokenizer: Any, config: Any, prompts: Sequence[str] | str | Path | None = None,
+                   max_buckets: int = 4) -> BucketPlan | None:
+    """Bucket advice for a model: the token lengths of `prompts` (default: the bundled sample prompts),
+    each capped at the model's `max_position_embeddings`; None when the model has no tokenizer."""
+    if tokenizer is None:
+        return None
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    limit = getattr(text_config, "max_position_embeddings", None)
+    lengths = sample_lengths(tokenizer, prompts)
+    lengths = [min(n, limit) for n in lengths] if limit else lengths
+    return suggest_buckets(lengths, max_buckets, max_length=limit)
+
+
 def _check_lengths(lengths: Iterable[int], max_length: int | None) -> list[int]:
     values = list(lengths)
     if not values:

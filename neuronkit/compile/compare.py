@@ -48,15 +48,6 @@ def move_inputs(inputs: Any, device: str | torch.device) -> Any:
     return inputs
 
 
-def call(model: Any, inputs: Any, **extra: Any) -> Any:
-    """`model(**inputs)`, `model(*inputs)` or `model(inputs)`, whichever the inputs' type means."""
-    if isinstance(inputs, dict):
-        return model(**inputs, **extra)
-    if isinstance(inputs, (list, tuple)):
-        return model(*inputs, **extra)
-    return model(inputs, **extra)
-
-
 def to_device(model: torch.nn.Module, device: str | torch.device) -> tuple[torch.nn.Module, list[list[str]]]:
     """`model.to(device)`, with parameters that were shared (tied) before the move shared again after.
 

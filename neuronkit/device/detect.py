@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import neuronkit
+from neuronkit import env
 from neuronkit.device.simulator.config import ENV_VARS
 
 
@@ -102,7 +103,7 @@ def _is_shim(spec: Any) -> bool:
 def decide(probe: Probe | None = None) -> Decision:
     """The ordered decision, without importing or initializing any device."""
     probe = probe or Probe()
-    if os.environ.get("NEURONKIT_SIMULATOR", "1") == "0":
+    if env.raw("NEURONKIT_SIMULATOR") == "0":
         return Decision("none", "the simulator is switched off (NEURONKIT_SIMULATOR=0) and no real backend is loaded")
     spec = probe.find_spec("torch_neuronx")
     if spec is not None and not _is_shim(spec) and placeholder("torch_neuronx", probe):
@@ -130,7 +131,7 @@ def detect(probe: Probe | None = None) -> DeviceReport:
     for package in ("transformers", "accelerate", "torch_neuronx"):
         versions[package] = None if placeholder(package, probe) else _version(package, probe)
     report = DeviceReport(decision.kind, decision.reason, versions=versions,
-                          env={k: v for k, v in os.environ.items() if k in ENV_VARS},
+                          env=env.snapshot(ENV_VARS),
                           device_nodes=probe.device_nodes(), notes=notes)
     device_module = _device_module(probe, decision)
     if decision.kind == "simulated" and device_module is None:

@@ -13,13 +13,13 @@ import os
 import statistics
 import tempfile
 import warnings
-from collections.abc import Mapping
 from typing import Any, Callable
 
 import pandas as pd
 import torch
 from torch.profiler import ProfilerActivity
 
+from neuronkit.calling import call
 from neuronkit.device.simulator.registration import installed
 from neuronkit.policy import CPU_FALLBACK
 from neuronkit.profiling.capture import track_modules
@@ -97,11 +97,7 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
 
 
 def _runner(model: torch.nn.Module, inputs: Any) -> Callable[[], Any]:
-    if isinstance(inputs, Mapping):
-        return lambda: model(**inputs)
-    if isinstance(inputs, tuple):
-        return lambda: model(*inputs)
-    return lambda: model(inputs)
+    return lambda: call(model, inputs)
 
 
 def _timed_ms(run: Callable[[], Any]) -> float:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from torch._C._profiler import _ExperimentalConfig
 
+from neuronkit import env
 from neuronkit.device.simulator.config import parse_core_list
 from neuronkit.profiling.capture import CAPTURE
 
@@ -69,7 +70,7 @@ class NeuronConfig(_ExperimentalConfig):
         self.capture_enabled_for_nc = capture_enabled_for_nc
         self.correlate_device_time = correlate_device_time
         self.max_events_per_nc = max_events_per_nc
-        cache = neff_cache_dir or os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+        cache = neff_cache_dir or env.text("TORCH_NEURONX_NEFF_CACHE_DIR")
         self.neff_cache_dir = Path(cache) if cache else None
         self.precache_node_info = precache_node_info
         self.cores = frozenset(parse_core_list(capture_enabled_for_nc)) if capture_enabled_for_nc else None

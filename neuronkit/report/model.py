@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.policy import CPU_FALLBACK, base_name, load_policy
+from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.report.evidence import EvidenceItem, evidence_items
+from neuronkit.run_command import run_command
 from neuronkit.stages import RunDir, StageResult
 
 REPORT_SCHEMA_VERSION = 2  # 2: device, key_numbers; a finding's calls may be null
@@ -36,9 +36,8 @@ VERDICTS: dict[str, str] = {
     "ready_with_caveats": "Ready, with caveats",
     "ready": "Ready",
 }
-SEVERITY_ORDER = ("blocker", "warn", "info", "ok")
-# Stage statuses that mean the model cannot migrate as it is.
-_BLOCKING: dict[str, tuple[str, ...]] = {"eager": ("fail", "error"), "audit": ("fail",)}
+# Stage statuses that mean the model cannot migrate as it is (an `error` is no verdict: incomplete).
+_BLOCKING: dict[str, tuple[str, ...]] = {"eager": ("fail",), "audit": ("fail",)}
 # Stages whose failure means the run cannot be judged (rather than a caveat on a model that runs).
 _FOUNDATION = ("environment", "cpu_baseline")
 _NAMES_SHOWN = 8
@@ -46,8 +45,6 @@ TOP_REASONS = 3  # reasons shown beside the verdict; report.json and the page's 
 _REASON_WORDS = 18
 # A parenthesised aside after a space, which may hold calls like `tie_weights()`; `op(s)` is no aside.
 _ASIDE = re.compile(r"\s+\((?:[^()]|\w\([^()]*\))*\)")
-# params.json keys that `neuronkit run` takes as named options; every other parameter goes as `-p NAME VALUE`.
-_RUN_FLAGS = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size"}
 
 
 @dataclass
@@ -66,8 +63,8 @@ class StageCard:
 
 @dataclass
 class Finding:
-    """An audit finding with the severity the policy gives its category; `calls` is None for an op seen
-    falling back to CPU outside the audit (eager run or profiler), which counts no calls."""
+    """An audit finding with the severity the audit recorded; `calls` is None for an op seen falling back
+    to CPU outside the audit (eager run, compiled graphs or profiler), which counts no calls."""
 
     category: str
     severity: str
@@ -166,13 +163,13 @@ def build_model(run: RunDir) -> ReportModel:
     records, params = _read(run)
     if not any(records.values()):
         raise NeuronkitInputError(f"no stage records under {run.stages_dir}; is {run.path} a run directory?")
-    severity = load_policy().severity
     audit = _evidence(records, "audit")
-    findings = [_finding(f, severity) for f in audit.get("findings", [])]
-    findings += _unaudited_fallbacks(records, findings)
+    severity = _recorded_severities(audit)
+    findings = [_finding(f) for f in audit.get("findings", [])]
+    findings += _unaudited_fallbacks(records, findings, audit)
     blockers = [f for f in findings if f.severity == "blocker"]
     warnings = sorted((f for f in findings if f.severity != "blocker"),
-                      key=lambda f: (SEVERITY_ORDER.index(_known(f.severity)), f.category, -(f.calls or 0), f.op))
+                      key=lambda f: (SEVERITIES.index(f.severity), f.category, -(f.calls or 0), f.op))
     ops = _op_rows(audit.get("ops", []), severity)
     verdict, reasons = _verdict(records, blockers, warnings)
     return ReportModel(
@@ -201,15 +198,25 @@ def _device_kind(records: dict[str, StageResult | None]) -> str:
     return str(kind) if kind else "unknown"
 
 
-def _unaudited_fallbacks(records: dict[str, StageResult | None], findings: list[Finding]) -> list[Finding]:
-    """Ops the eager run or the profiler saw falling back to CPU that the op audit did not record (e.g.
-    only `generate()` calls them): findings too, or the report would name them nowhere but a reason."""
-    policy = load_policy()
+def _recorded_severities(audit: dict[str, Any]) -> dict[str, str]:
+    """Category → severity as the audit recorded it (its policy's table, and each finding's own)."""
+    severity = {str(k): _known(str(v)) for k, v in (audit.get("severities") or {}).items()}
+    severity.update({str(f.get("category")): _known(str(f.get("severity"))) for f in audit.get("findings", [])})
+    return severity
+
+
+def _unaudited_fallbacks(records: dict[str, StageResult | None], findings: list[Finding],
+                         audit: dict[str, Any]) -> list[Finding]:
+    """Ops the eager run, the compiled graphs or the profiler saw falling back to CPU that the op audit
+    did not record (e.g. only `generate()` calls them): findings too, or the report would name them
+    nowhere but a reason. Severity and remedy are those the audit recorded for CPU fallbacks."""
     audited = {base_name(f.op) for f in findings}
     seen = {base_name(op): op for op in _fallback_ops(records, [])}
-    return [Finding(CPU_FALLBACK, _known(policy.severity.get(CPU_FALLBACK, "warn")), op, None,
-                    "fell back to CPU in the eager run or the profiler; the op audit did not record it",
-                    policy.remedies.get(CPU_FALLBACK, ""), [])
+    severity = _recorded_severities(audit).get(CPU_FALLBACK, "warn")
+    remedy = str((audit.get("remedies") or {}).get(CPU_FALLBACK) or load_policy().remedies.get(CPU_FALLBACK, ""))
+    return [Finding(CPU_FALLBACK, severity, op, None,
+                    "fell back to CPU in the eager run, a compiled graph or the profiler; the op audit did not "
+                    "record it", remedy, [])
             for name, op in seen.items() if name not in audited]
 
 
@@ -260,14 +267,15 @@ def _evidence(records: dict[str, StageResult | None], stage: str) -> dict[str, A
 
 
 def _known(severity: str) -> str:
-    return severity if severity in SEVERITY_ORDER else "warn"
+    return severity if severity in SEVERITIES else "warn"
 
 
-def _finding(raw: dict[str, Any], severity: dict[str, str]) -> Finding:
+def _finding(raw: dict[str, Any]) -> Finding:
+    """A finding as the audit recorded it, its severity included."""
     category = str(raw.get("category", "unknown"))
     return Finding(
         category=category,
-        severity=_known(severity.get(category) or str(raw.get("severity", "warn"))),
+        severity=_known(str(raw.get("severity", "warn"))),
         op=str(raw.get("op", "")),
         calls=int(raw.get("calls") or 0),
         message=str(raw.get("message", "")),
@@ -282,12 +290,12 @@ def _op_rows(ops: list[dict[str, Any]], severity: dict[str, str]) -> list[OpRow]
         calls=int(op.get("calls") or 0),
         classification=str(op.get("classification", "")),
         category=str(op.get("category", "")),
-        severity=_known(severity.get(str(op.get("category")), "warn")),
+        severity=severity.get(str(op.get("category")), "ok"),
         dtypes=_join(op.get("dtypes")),
         shapes=_join(op.get("shapes")),
         module_paths=_join(op.get("module_paths")),
     ) for op in ops]
-    return sorted(rows, key=lambda r: (SEVERITY_ORDER.index(r.severity), -r.calls, r.op))
+    return sorted(rows, key=lambda r: (SEVERITIES.index(r.severity), -r.calls, r.op))
 
 
 def _join(values: Any, limit: int = 4) -> str:
@@ -332,7 +340,10 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
         elif record.status in _BLOCKING.get(stage, ()):
             if not (stage == "audit" and blockers):  # the blocker findings already say why
                 blocked.append(f"{title}: {record.status} — {record.summary or _error_line(record.error)}")
-        elif record.status in ("skipped", "error") or (record.status == "fail" and stage in _FOUNDATION):
+        elif record.status == "error":
+            incomplete.append(f"{title}: error (the stage crashed, so it has no verdict) — "
+                              f"{_error_line(record.error) or record.summary}")
+        elif record.status == "skipped" or (record.status == "fail" and stage in _FOUNDATION):
             incomplete.append(f"{title}: {record.status} — {_error_line(record.error) or record.summary}")
         elif record.status in ("warn", "fail"):
             caveats.append(f"{title}: {record.status} — {record.summary}")
@@ -352,9 +363,11 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
 
 
 def _fallback_ops(records: dict[str, StageResult | None], warnings: list[Finding]) -> list[str]:
-    """Ops seen falling back to CPU by the audit, the eager run or the profiler, one name per base op."""
+    """Ops seen falling back to CPU by the audit, the eager run, inside compiled graphs or by the
+    profiler, one name per base op."""
     names = [f.op for f in warnings if f.category == CPU_FALLBACK]
     names += [str(op) for op in _evidence(records, "eager").get("fallback_ops", [])]
+    names += [str(op) for op in _evidence(records, "compile").get("fallback_ops", [])]
     names += [str(row.get("name")) for row in _evidence(records, "profile").get("fallbacks", [])]
     unique: dict[str, str] = {}
     for name in names:
@@ -381,7 +394,7 @@ def _chart_data(records: dict[str, StageResult | None], audit: dict[str, Any], o
     charts: dict[str, Any] = {}
     by_category = (audit.get("summary") or {}).get("by_category") or Counter(row.category for row in ops)
     if by_category:
-        charts["op_categories"] = [{"category": c, "ops": n, "severity": _known(severity.get(c, "warn"))}
+        charts["op_categories"] = [{"category": c, "ops": n, "severity": severity.get(c, "ok")}
                                    for c, n in by_category.items()]
     top_ops = [row for row in _evidence(records, "profile").get("top_ops", [])
                if isinstance(row.get("device_time_us"), (int, float))]
@@ -405,19 +418,4 @@ def _reproduce(records: dict[str, StageResult | None], params: dict[str, Any], r
     device = _evidence(records, "environment").get("device")
     versions = device.get("versions") if isinstance(device, dict) else None
     model = params.get("model") or _model_name(records, params, run)
-    command = ["neuronkit", "run", str(model), "--out", str(run.path)]
-    for key, value in params.items():
-        if key not in ("model", "run_dir", "out"):
-            command += [_RUN_FLAGS[key]] if key in _RUN_FLAGS else ["-p", key]
-            command.append(_cli_value(value))
-    return {"versions": versions or {}, "params": params, "command": shlex.join(command)}
-
-
-def _cli_value(value: Any) -> str:
-    """A value as `neuronkit run` reads it back: JSON, except that a string which is not JSON stays bare."""
-    if isinstance(value, str):
-        try:
-            json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return json.dumps(value)
+    return {"versions": versions or {}, "params": params, "command": run_command(str(model), str(run.path), params)}

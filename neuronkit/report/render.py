@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,11 @@ from markupsafe import Markup, escape
 
 import neuronkit
 from neuronkit.report.charts import Chart
-from neuronkit.report.evidence import format_value
-from neuronkit.report.model import SEVERITY_ORDER, ReportModel
+from neuronkit.evidence import AuditSummary
+from neuronkit.report.evidence import block_fields, evidence_items
+from neuronkit.policy import SEVERITIES
+from neuronkit.report.model import ReportModel
+from neuronkit.stages import StageResult
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 EMBED_RECORDS_BYTES = 768 * 1024  # larger stage records stay in stages/*.json, out of the page
@@ -24,15 +28,6 @@ VERDICT_MEANING = {
         "The model runs on neuron with parity; some work falls back to CPU or needs planning.",
     "ready_with_caveats": "The model runs on neuron with parity, every op natively; some findings need planning.",
     "ready": "The model runs on neuron with parity against CPU, every audited op natively.",
-}
-AUDIT_LABELS = {
-    "distinct_ops": "Distinct ops",
-    "total_calls": "Op calls",
-    "support_pct_ops": "Native support (by op)",
-    "support_pct_calls": "Native support (by call)",
-    "blockers": "Blocker ops",
-    "by_category": "Distinct ops per category",
-    "nki_ops": "Custom NKI ops",
 }
 # The line above everything else: whether the numbers below come from Trainium at all.
 DEVICE_BANNERS = {
@@ -59,25 +54,43 @@ SEVERITY_LEGEND = {
 }
 
 
-def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None) -> str:
-    """The report page, with the scale-out card when `distributed` (notebook 07's record) is given. Every
-    model string is escaped by jinja2; the data JSON is embedded inert."""
+# A stage status's colour where no page CSS is loaded (a notebook cell).
+STATUS_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "error": "#cf222e", "skipped": "#6e7781"}
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The templates' environment: autoescape on, undefined names are errors."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["duration"] = _duration
     env.filters["plain"] = _plain
     env.filters["op"] = op_name
-    template = env.get_template("report.html.j2")
+    return env
+
+
+def render_card(record: StageResult) -> str:
+    """A stage record as an HTML card for a notebook cell, its evidence laid out as in the report."""
+    return _environment().get_template("stage_card.html.j2").render(
+        stage=record.stage, status=record.status, summary=record.summary, error=record.error,
+        colour=STATUS_COLOURS.get(record.status, STATUS_COLOURS["skipped"]),
+        items=evidence_items(record.stage, record.evidence))
+
+
+def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None) -> str:
+    """The report page, with the scale-out card when `distributed` (notebook 07's record) is given. Every
+    model string is escaped by jinja2; the data JSON is embedded inert."""
+    template = _environment().get_template("report.html.j2")
     return template.render(
         m=model,
         banner=dict(zip(("label", "text"), DEVICE_BANNERS.get(model.device, DEVICE_BANNERS["unknown"]))),
         charts=charts,
         verdict_meaning=VERDICT_MEANING[model.verdict],
         audit_fields=_audit_fields(model.audit_summary or {}),
-        severity_rank={severity: rank for rank, severity in enumerate(SEVERITY_ORDER)},
+        severity_rank={severity: rank for rank, severity in enumerate(SEVERITIES)},
         categories=sorted({row.category for row in model.ops}),
         status_legend=STATUS_LEGEND,
-        severity_legend={s: SEVERITY_LEGEND[s] for s in SEVERITY_ORDER},
+        severity_legend={s: SEVERITY_LEGEND[s] for s in SEVERITIES},
         data_json=embedded_json(_embedded(model)),
         finding_rows=FINDING_ROWS,
         version=neuronkit.__version__,
@@ -123,14 +136,6 @@ def _plain(value: Any) -> str:
 
 
 def _audit_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The audit summary as label/value pairs, known keys first."""
-    keys = [k for k in AUDIT_LABELS if k in summary] + [k for k in summary if k not in AUDIT_LABELS]
-    fields = []
-    for key in keys:
-        value = summary[key]
-        if isinstance(value, dict):
-            text = ", ".join(f"{name} {format_value(name, n)}" for name, n in value.items())
-        else:
-            text = format_value(key, value)
-        fields.append((AUDIT_LABELS.get(key, key), text))
-    return fields
+    """The audit summary as label/value pairs, labelled and formatted by `AuditSummary`'s fields."""
+    return [(label, text) for label, text in block_fields(AuditSummary, summary)
+            if text != "—"]

@@ -3,6 +3,8 @@ fallback, first-release blocker), with the module that issued it and a remedy pe
 
 from __future__ import annotations
 
+from neuronkit.evidence import AuditEvidence, AuditSummary, rows
+from neuronkit.policy import load_policy
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.params import Params
@@ -24,7 +26,10 @@ def run(params: Params, training: bool = True, generate: bool = False) -> StageR
                                  seq_len=params.seq_len, backward=training, optimizer_step=training,
                                  generate=generate)
         report.to_json(params.run.artifact_dir("audit") / "audit.json")
-        slot["evidence"] = report.to_dict()
+        (slot["evidence"],) = rows(AuditEvidence, [report.to_dict()])
+        (slot["evidence"].summary,) = rows(AuditSummary, [report.summary])
+        policy = load_policy()  # recorded, so the report shows the severities this audit was judged by
+        slot["evidence"].severities, slot["evidence"].remedies = dict(policy.severity), dict(policy.remedies)
         summary = report.summary
         counts = summary["findings"]
         slot["summary"] = (f"{summary['distinct_ops']} distinct ops in {summary['total_calls']} calls, "

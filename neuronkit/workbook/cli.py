@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.run_command import RUN_FLAGS, parse_value
 from neuronkit.workbook.kernel import KERNEL_NAME
 from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
 from neuronkit.workbook.params import DTYPES
 
-_NAMED = ("dtype", "seq_len", "batch_size")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     for name, raw in args.parameter:
         if name in ("model", "run_dir", "out"):
             raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
-        (named if name in _NAMED else extra)[name] = _value(raw)
+        (named if name in RUN_FLAGS else extra)[name] = parse_value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
                           kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
                           warm_kernels=not args.cold_kernels, overwrite=args.overwrite,
@@ -60,11 +60,3 @@ def run(args: argparse.Namespace) -> int:
     verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
     print(f"verdict: {verdict}")
     return 0 if result.ok and verdict.startswith("ready") else 1
-
-
-def _value(raw: str) -> Any:
-    """`8` → 8, `true` → True, `"a"` → 'a', anything that is not JSON stays a string."""
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw

@@ -1,5 +1,6 @@
 """Stage 01, CPU baseline: the model's behaviour on the CPU, the reference every later stage is held to
-(forward time, loss, and a greedy generation or a masked-word fill a person can read)."""
+(forward time, loss, and a greedy generation or a masked-word fill a person can read). It saves the
+reference outputs (`neuronkit.checks.Reference`) that the eager (02) and compile (04) stages read."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 
 import torch
 
+from neuronkit.calling import call, greedy
+from neuronkit.evidence import CpuBaselineEvidence
 from neuronkit.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import Subject, load
+from neuronkit.workbook.loading import Subject, load, reference_path
 from neuronkit.workbook.params import Params, require_positive_ints
 
 MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokenizer's own mask token
@@ -30,37 +33,48 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         require_positive_ints(max_new_tokens=max_new_tokens, timing_steps=timing_steps)
         subject = load(params)
         with torch.inference_mode():
-            out = subject.model(**subject.inputs)
-            forward_ms = interleaved_medians({"cpu": lambda: subject.model(**subject.inputs)},
+            out = call(subject.model, subject.inputs)
+            forward_ms = interleaved_medians({"cpu": lambda: call(subject.model, subject.inputs)},
                                              runs=timing_steps)["cpu"]
         loss = float(out.loss) if getattr(out, "loss", None) is not None else None
         logits = out.logits if getattr(out, "logits", None) is not None else out[0]  # base models: hidden states
-        evidence: dict[str, Any] = {"forward_ms": forward_ms, "logits_shape": list(logits.shape),
-                                    "loss": loss, "threads": torch.get_num_threads(),
-                                    "weights": subject.weights.to_dict()}
+        reference = save_reference(params, subject)
+        evidence = CpuBaselineEvidence(forward_ms=forward_ms, logits_shape=list(logits.shape), loss=loss,
+                                       grad_norm=reference.grad_norm, threads=torch.get_num_threads(),
+                                       reference_path=str(reference_path(params)),
+                                       weights=subject.weights.to_dict())
         if subject.tokenizer is not None and subject.kind == "causal_lm":
-            evidence["generate"] = greedy_generate(subject, prompt, max_new_tokens)
+            evidence.generate = greedy_generate(subject, prompt, max_new_tokens)
         elif subject.tokenizer is not None and subject.kind == "masked_lm":
-            evidence["fill_mask"] = fill_mask(subject, prompt)
+            evidence.fill_mask = fill_mask(subject, prompt)
         slot["evidence"] = evidence
         if not torch.isfinite(logits).all() or (loss is not None and not math.isfinite(loss)):
             slot["status"], slot["summary"] = "fail", "The CPU forward pass produced NaN or infinite values."
         else:
             slot["summary"] = (f"Forward pass {forward_ms:.1f} ms (median of {timing_steps}) on "
-                               f"{evidence['threads']} CPU threads" + (f", loss {loss:.4f}" if loss is not None else ""))
+                               f"{evidence.threads} CPU threads" + (f", loss {loss:.4f}" if loss is not None else ""))
             if subject.weights.warnings():  # a head dropped or left random: never a silent pass
                 slot["status"] = "warn"
                 slot["summary"] = "; ".join(subject.weights.warnings()) + ". " + slot["summary"]
     return slot["result"]
 
 
+def save_reference(params: Params, subject: Subject) -> Any:
+    """Compute and save the fp32 CPU reference the device stages compare with (the check's own: the
+    device runs fp32, or autocasts, against fp32 CPU numbers), on exactly these example inputs."""
+    from neuronkit import models
+    from neuronkit.checks.parity import cpu_reference, forward_extras
+
+    model = subject.model if params.dtype == "float32" else models.load_checkpoint(params.model)[0]
+    reference = cpu_reference(model, subject.inputs, **forward_extras(model))
+    reference.save(reference_path(params))
+    return reference
+
+
 def greedy_generate(subject: Subject, prompt: str, max_new_tokens: int) -> dict[str, Any]:
     """Greedy decoding from `prompt`: deterministic, so the neuron runs can reproduce it token for token."""
     encoded = subject.tokenizer(prompt, return_tensors="pt")
-    with torch.inference_mode():
-        ids = subject.model.generate(**encoded, max_new_tokens=max_new_tokens, do_sample=False,
-                                     pad_token_id=subject.tokenizer.pad_token_id)
-    new = ids[0, encoded["input_ids"].shape[1]:]
+    new = greedy(subject.model, dict(encoded), max_new_tokens, subject.tokenizer)[0]
     return {"prompt": prompt, "text": subject.tokenizer.decode(new, skip_special_tokens=True),
             "new_tokens": int(new.numel())}
 

@@ -1,6 +1,7 @@
 """Stage 02, eager on neuron: the one-line move, `model.to("neuron")`, and whether the answers survive
-it: `neuronkit.compile.check`'s eager, generate and training stages against the CPU, plus what the
-device saw on the way (CPU fallbacks, NEFF cache, memory)."""
+it: `neuronkit check`'s eager, generate and training stages against the CPU baseline's reference
+outputs (stage 01's, read back, not recomputed), plus what the device saw on the way (CPU fallbacks,
+NEFF cache, memory)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import torch
 
+from neuronkit.evidence import CheckStage, DeviceMemory, EagerEvidence, EagerGeneration, EagerTraining, NeffCache, Parity, \
+    ParityRow, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import check_verdict, run_check
@@ -25,28 +28,32 @@ def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_t
     with recording(params.run, "eager") as slot:
         require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens)
         report = run_check(params, device, CHECK_STAGES, train_steps=train_steps, generate_tokens=generate_tokens)
-        slot["evidence"] = evidence({s.name: s for s in report.stages})
+        slot["evidence"] = evidence({s.stage: s for s in report.stages})
         slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
     return slot["result"]
 
 
-def evidence(stages: dict[str, Any]) -> dict[str, Any]:
-    """The eager stage's evidence (docs/run-directory.md) from the check's stage evidence."""
+def evidence(stages: dict[str, Any]) -> EagerEvidence:
+    """The eager stage's record (neuronkit.evidence.EagerEvidence) from the check's stage records."""
     eager = stages["eager"].evidence
     generate = stages["generate"].evidence if "generate" in stages else {}
     train = stages["train"].evidence if "train" in stages else {}
-    return {
-        "parity": {**eager.get("parity", {}), "generate_identical": generate.get("generate_identical")},
-        "training": {k: train.get(k) for k in ("cpu_losses", "neuron_losses", "grad_norm_cpu", "grad_norm_neuron",
-                                              "ok")} if train else None,
-        "fallback_ops": sorted({op for stage in (eager, generate, train) for op in stage.get("fallback_ops", [])}),
-        "fallback_ops_by_phase": {name: stage.get("fallback_ops", []) for name, stage in
-                                  (("forward", eager), ("generate", generate), ("train", train)) if stage},
-        "executed_ops": eager.get("executed_ops"),
-        "neff_cache": eager.get("neff_cache"),
-        "memory": {**eager.get("memory", {}),
-                   "hbm_bytes_per_core": torch.neuron.get_device_properties(torch.neuron.current_device()).total_memory},
-        "generate": {k: generate.get(k) for k in ("cpu_text", "neuron_text", "first_divergence")} if generate else None,
-        "untied_parameters": eager.get("untied_parameters", []),
-        "stages": [s.to_dict() for s in stages.values()],
-    }
+    parity = eager.get("parity", {})
+    phases = {name: stage.get("fallback_ops", []) for name, stage in
+              (("forward", eager), ("generate", generate), ("train", train)) if stage}
+    return EagerEvidence(
+        parity=Parity(outputs=rows(ParityRow, parity.get("outputs", [])), top1_agreement=parity.get("top1_agreement"),
+                      generate_identical=generate.get("generate_identical")),
+        training=rows(EagerTraining, [train])[0] if "ok" in train else None,
+        generate=EagerGeneration(generate.get("cpu_text"), generate.get("neuron_text"),
+                                 generate.get("first_divergence")) if generate else None,
+        fallback_ops=sorted({op for ops in phases.values() for op in ops}),
+        fallback_ops_by_phase=phases,
+        untied_parameters=eager.get("untied_parameters", []),
+        executed_ops=eager.get("executed_ops"),
+        neff_cache=NeffCache(**eager["neff_cache"]) if eager.get("neff_cache") else NeffCache(),
+        memory=DeviceMemory(**eager.get("memory", {}), hbm_bytes_per_core=torch.neuron.get_device_properties(
+            torch.neuron.current_device()).total_memory),
+        autocast=eager.get("autocast"),
+        stages=rows(CheckStage, [s.to_dict() for s in stages.values()]),
+    )

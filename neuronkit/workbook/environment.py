@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
+from neuronkit.evidence import EnvironmentEvidence, ModelInfo
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import start_run
 from neuronkit.workbook.params import Params
@@ -21,37 +21,36 @@ def run(params: Params) -> StageResult:
     with recording(params.run, "environment") as slot:
         device = neuronkit.detect()
         model = model_info(params)
-        slot["evidence"] = {"device": device.to_dict(), "model": model, "params": params.to_dict(),
-                            "python": sys.executable}
-        fits = device.hbm_bytes_per_core is None or model["estimated_bytes"] <= device.hbm_bytes_per_core
+        slot["evidence"] = EnvironmentEvidence(device.to_dict(), model, params.to_dict(), sys.executable)
+        fits = device.hbm_bytes_per_core is None or model.estimated_bytes <= device.hbm_bytes_per_core
         where = f"{device.kind} neuron device ({device.device_count} logical cores, {device.instance_family})"
-        about = f"{model['architecture']}, {model['num_parameters']:,} parameters in {params.dtype}"
+        about = f"{model.architecture}, {model.num_parameters:,} parameters in {params.dtype}"
         if device.kind == "none":
             slot["status"], slot["summary"] = "fail", f"No neuron device: {device.reason}"
         elif not fits:
             slot["status"] = "warn"
-            slot["summary"] = (f"{about} need {_gib(model['estimated_bytes'])} of weights, more than the "
+            slot["summary"] = (f"{about} need {_gib(model.estimated_bytes)} of weights, more than the "
                                f"{_gib(device.hbm_bytes_per_core)} HBM of one logical NeuronCore; on {where}")
         else:
             slot["summary"] = f"{about}, on a {where}"
     return slot["result"]
 
 
-def model_info(params: Params) -> dict[str, Any]:
+def model_info(params: Params) -> ModelInfo:
     """What the model is, read from its config alone (no weights are loaded)."""
     from neuronkit import models
 
     config = models.load_config(params.model)
     architectures = list(getattr(config, "architectures", None) or [models.model_class(config).__name__])
-    return {
-        "name": Path(params.model).name or params.model,
-        "path": str(models.resolve_model(params.model)),
-        "architecture": architectures[0],
-        "model_type": config.model_type,
-        "num_parameters": models.num_parameters(config),
-        "dtype": params.dtype,
-        "estimated_bytes": models.estimate_bytes(config, params.dtype),
-    }
+    return ModelInfo(
+        name=Path(params.model).name or params.model,
+        path=str(models.resolve_model(params.model)),
+        architecture=architectures[0],
+        model_type=config.model_type,
+        num_parameters=models.num_parameters(config),
+        dtype=params.dtype,
+        estimated_bytes=models.estimate_bytes(config, params.dtype),
+    )
 
 
 def _gib(n: int | None) -> str:

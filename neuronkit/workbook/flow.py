@@ -17,7 +17,6 @@ REQUIRES: dict[str, tuple[str, ...]] = {
     "compile": ("environment", "eager"),
     "profile": ("environment", "eager"),
 }
-OK_STATUSES = ("pass", "warn")
 
 
 def start_run(params: Params) -> None:
@@ -47,7 +46,7 @@ def blocked_by(run: RunDir, stage: str) -> str | None:
         record = run.read(needed)
         if record is None:
             return f"{needed} has no record: run notebook {STAGES[needed]} first"
-        if record.status not in OK_STATUSES:
+        if not record.ok:
             return f"{needed} did not pass ({record.status}: {record.summary})"
     return None
 

@@ -4,10 +4,12 @@ CPU, its tokenizer, and the deterministic example inputs every stage compares on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from neuronkit.stages import worst
 from neuronkit.workbook.params import Params
 
 
@@ -52,19 +54,25 @@ def neuron_device(device: str) -> torch.device:
     return resolved
 
 
+def reference_path(params: Params) -> Path:
+    """Where the CPU baseline keeps the reference outputs the device stages compare with."""
+    return params.run.artifact_dir("cpu_baseline") / "reference.safetensors"
+
+
 def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: Any) -> Any:
-    """`neuronkit.compile.check`'s `stages` on the run's model, dtype and input shape, on `device` (made
-    the current core, which is what the check's "neuron" means)."""
-    from neuronkit.compile.check import check
+    """`neuronkit check`'s `stages` on the run's model, dtype and input shape, on `device` (made the
+    current core, which is what the check's "neuron" means), held to the CPU baseline's reference."""
+    from neuronkit.checks import Reference, check
 
     torch.neuron.set_device(neuron_device(device).index or 0)
     return check(params.model, stages=stages, dtype=params.dtype, batch_size=params.batch_size,
-                 seq_len=params.seq_len, model_name=params.model, **settings)
+                 seq_len=params.seq_len, model_name=params.model, reference=Reference.load(reference_path(params)),
+                 **settings)
 
 
 def check_verdict(report: Any, own: tuple[str, ...]) -> tuple[str, str]:
     """Status and summary of the check stages a workbook stage owns: the worst of them (the whole check's
     status when they were all skipped because a stage they compare against failed), and their summaries."""
-    ran = [s for s in report.stages if s.name in own]
-    status = max((s.status for s in ran), key=("skipped", "pass", "warn", "fail").index, default="skipped")
-    return (report.status if status == "skipped" else status), "; ".join(f"{s.name}: {s.summary}" for s in ran)
+    ran = [s for s in report.stages if s.stage in own]
+    status = worst(s.status for s in ran)
+    return (report.status if status == "skipped" else status), "; ".join(f"{s.stage}: {s.summary}" for s in ran)

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
+from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, TopOp, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import load, neuron_device
 from neuronkit.workbook.params import Params, require_positive_ints
 
-TOP_COLUMNS = ["name", "calls", "device_time_us", "cpu_time_us", "classification", "est_trn2_us", "bound"]
+TOP_COLUMNS = [f.name for f in fields(TopOp)]
 
 
 def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3, top: int = 15) -> StageResult:
@@ -30,16 +33,16 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
         frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
                         output_dir=params.run.artifact_dir("profile"))
         info = frame.attrs
-        slot["evidence"] = {
-            "top_ops": frame.head(top)[TOP_COLUMNS].to_dict("records"),
-            "distinct_ops": len(frame),
-            "trace_path": info["trace_path"],
-            "parquet_path": info["parquet_path"],
-            "summary_path": info["summary_path"],
-            "overhead": info["overhead"],
-            "fallbacks": info["fallbacks"],
-            "hardware": info["hardware"],
-        }
+        slot["evidence"] = ProfileEvidence(
+            top_ops=rows(TopOp, frame.head(top)[TOP_COLUMNS].to_dict("records")),
+            distinct_ops=len(frame),
+            fallbacks=rows(ProfiledFallback, info["fallbacks"]),
+            overhead=ProfilerOverhead(**info["overhead"]),
+            trace_path=info["trace_path"],
+            parquet_path=info["parquet_path"],
+            summary_path=info["summary_path"],
+            hardware=info["hardware"],
+        )
         hottest = frame.iloc[0]["name"] if len(frame) else "none"
         slot["summary"] = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "
                            f"{len(info['fallbacks'])} fell back to CPU; profiler overhead "

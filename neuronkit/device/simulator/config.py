@@ -7,16 +7,15 @@ visible logical cores; default LNC=2 on trn2 → 64; `NEURON_RT_VISIBLE_CORES`, 
 
 from __future__ import annotations
 
-import os
+import functools
 import re
+import tomllib
 from dataclasses import dataclass
 
+from neuronkit import env
+from neuronkit.resources import data_dir
+
 GIB = 1 << 30
-# Per instance family: (physical cores in the instance, HBM bytes per physical core, default LNC).
-INSTANCE_FAMILIES: dict[str, tuple[int, int, int]] = {
-    "trn2": (128, 12 * GIB, 2),
-    "trn3": (128, 18 * GIB, 2),
-}
 MAX_DEVICES = 128  # DeviceIndex is int8 in the real backend
 
 
@@ -35,7 +34,7 @@ class SimConfig:
     @property
     def env(self) -> dict[str, str]:
         """The environment variables that shaped this configuration, as set."""
-        return {k: v for k, v in os.environ.items() if k in ENV_VARS}
+        return env.snapshot(ENV_VARS)
 
 
 ENV_VARS = (
@@ -72,38 +71,54 @@ def parse_bytes(spec: str) -> int:
     return int(float(match[1]) * scale)
 
 
+@functools.cache
+def instance_families() -> dict[str, tuple[int, int, int]]:
+    """Per simulated instance family (`[families]` of neuronkit/data/trainium_hardware.toml): physical
+    cores in the instance, HBM bytes per physical core, default LNC."""
+    with (data_dir() / "trainium_hardware.toml").open("rb") as fh:
+        table = tomllib.load(fh)
+    families = {}
+    for name, entry in table["families"].items():
+        figures = {**table["instances"][entry["instance"]], **entry} if "instance" in entry else entry
+        physical = figures["chips"] * figures["physical_cores_per_chip"]
+        families[name] = (physical, figures["hbm_bytes_per_chip"] // figures["physical_cores_per_chip"],
+                          figures["default_logical_nc_config"])
+    return families
+
+
 def load_config() -> SimConfig:
     """Resolve the simulated machine from the environment."""
-    family = os.environ.get("NEURONKIT_INSTANCE_FAMILY", "trn2")
-    if family not in INSTANCE_FAMILIES:
-        raise RuntimeError(f"Unknown Neuron instance family {family!r}; simulated families: {sorted(INSTANCE_FAMILIES)}")
-    physical, hbm_per_physical, default_lnc = INSTANCE_FAMILIES[family]
-    lnc = int(os.environ.get("NEURON_LOGICAL_NC_CONFIG", default_lnc))
+    family = env.text("NEURONKIT_INSTANCE_FAMILY", "trn2")
+    families = instance_families()
+    if family not in families:
+        raise RuntimeError(f"Unknown Neuron instance family {family!r}; simulated families: {sorted(families)}")
+    physical, hbm_per_physical, default_lnc = families[family]
+    lnc = env.whole("NEURON_LOGICAL_NC_CONFIG", default_lnc)
     if lnc not in (1, 2):
         raise RuntimeError(f"NEURON_LOGICAL_NC_CONFIG must be 1 or 2, got {lnc}")
     available = physical // lnc
     count = available
     init_error = ""
-    if visible := os.environ.get("NEURON_RT_VISIBLE_CORES"):
+    if visible := env.text("NEURON_RT_VISIBLE_CORES"):
         cores = parse_core_list(visible)
         if any(c >= available for c in cores):  # the device registers; its runtime fails to initialize
             init_error = (f"Neuron runtime initialization failed: NEURON_RT_VISIBLE_CORES={visible} names cores "
                           f"beyond the {available} available on this {family} instance")
         count = len(cores)
-    if (num := int(os.environ.get("NEURON_RT_NUM_CORES", "0") or 0)) > 0:
+    if (num := env.whole("NEURON_RT_NUM_CORES", 0)) > 0:
         count = min(count, num)
     if count >= MAX_DEVICES + 1:
         raise RuntimeError(f"{count} visible Neuron devices exceed {MAX_DEVICES}; reduce them with "
                            "NEURON_RT_NUM_CORES or NEURON_RT_VISIBLE_CORES")
     hbm = hbm_per_physical * lnc
-    if override := os.environ.get("NEURONKIT_HBM_PER_CORE"):
+    if override := env.text("NEURONKIT_HBM_PER_CORE"):
         hbm = parse_bytes(override)
     return SimConfig(
         instance_family=family,
         logical_nc_config=lnc,
         device_count=count,
         hbm_bytes_per_core=hbm,
-        strict=os.environ.get("NEURONKIT_STRICT", "0") == "1",
-        host_cc=os.environ.get("NEURON_RT_ENABLE_HOST_CC", "0") == "1",
+        strict=env.flag("NEURONKIT_STRICT"),
+        host_cc=env.flag("NEURON_RT_ENABLE_HOST_CC"),
         init_error=init_error,
     )

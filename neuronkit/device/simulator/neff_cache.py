@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from neuronkit import env
+
 log = logging.getLogger("neuronkit.neff_cache")
 COMPILER_CONFIG = "neuronx-cc --target=trn2 --optlevel=2 --model-type=transformer (simulated)"
 _CONFIG_DIGEST = hashlib.sha256(COMPILER_CONFIG.encode()).hexdigest()
@@ -29,13 +31,7 @@ _CONFIG_DIGEST = hashlib.sha256(COMPILER_CONFIG.encode()).hexdigest()
 
 def _limit(variable: str, unit: int) -> int:
     """A cache limit from the environment in its unit (0: unbounded, the source's default)."""
-    value = os.environ.get(variable, "").strip()
-    if not value:
-        return 0
-    try:
-        return int(value) * unit
-    except ValueError:
-        raise RuntimeError(f"Invalid {variable} value: {value}") from None
+    return env.whole(variable, 0) * unit
 
 
 class NeffCache:
@@ -51,11 +47,11 @@ class NeffCache:
         self.max_entries = _limit("NEURON_COMPILATION_CACHE_MAX_ENTRIES", 1)
         self.max_bytes = _limit("NEURON_COMPILATION_CACHE_MAX_SIZE_MB", 1 << 20)
         self.bytes = 0
-        disabled = os.environ.get("TORCH_NEURONX_NEFF_DISABLE_CACHE") == "1" or os.environ.get(
-            "TORCH_NEURONX_DISABLE_NEFF_CACHE", "").lower() in ("1", "true", "yes")
+        disabled = env.flag("TORCH_NEURONX_NEFF_DISABLE_CACHE") or env.flag(
+            "TORCH_NEURONX_DISABLE_NEFF_CACHE", true=("1", "true", "yes"))
         default_dir = Path(tempfile.gettempdir()) / "neff_cache"
         self.directory: Path | None = None if disabled else Path(
-            os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR", default_dir))
+            env.text("TORCH_NEURONX_NEFF_CACHE_DIR", str(default_dir)))
 
     def lookup(self, signature: tuple) -> tuple[str, bool]:
         """The cache key for an op signature and whether it was already compiled."""

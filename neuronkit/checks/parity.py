@@ -1,10 +1,11 @@
 """Eager-then-compile parity checks, staged: CPU reference, eager on neuron, generate, training,
 torch.compile, timings.
 
-The migration order the behaviour doc recommends (§2 eager first, §3 then `torch.compile`): each stage
-compares the device against the stage before it and records pass / warn / fail with its evidence. A
-stage that raises is recorded as `fail` with the error and the next stages still run; a stage whose
-input is missing (the eager outputs the compiled run is compared with) says `skipped` and why.
+The migration order the behaviour doc recommends (§2 eager first, §3 then `torch.compile`): the eager
+and compiled runs are each compared with the CPU reference, and every stage is a `StageResult` with
+pass / warn / fail and its evidence. A stage that raises is recorded as `error` with the traceback (the
+check could not reach a verdict) and the next stages still run; a stage whose input is missing (the CPU
+reference, or the compiled model timing needs) says `skipped` and why.
 """
 
 from __future__ import annotations
@@ -18,41 +19,26 @@ import os
 import re
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
 from neuronkit import inputs as example, models
+from neuronkit.calling import call, generation_prompt, greedy
+from neuronkit.checks.reference import Reference
 from neuronkit.compile import compare
 from neuronkit.compile.backend import neuron_backend
-from neuronkit.compile.buckets import sample_lengths, suggest_buckets
+from neuronkit.compile.buckets import advise_buckets
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
-from neuronkit.stages import StageResult, _json_safe
+from neuronkit.stages import CHECK_STAGES, StageResult, now, worst
 
-STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile", "timing")
-# What a stage compares against: it is skipped when that stage did not pass or warn.
-REQUIRES: dict[str, str] = {"eager": "cpu", "compile": "eager", "timing": "compile"}
-_OK = ("pass", "warn")
-_SEVERITY = {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}
+# What a stage compares against: it is skipped when that stage did not pass or warn. Eager and compiled
+# runs are both held to the CPU reference, so a compile check never re-runs eager.
+REQUIRES: dict[str, str] = {"eager": "cpu", "compile": "cpu", "timing": "compile"}
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
-
-
-@dataclass
-class StageCheck:
-    """One stage's verdict: `pass`, `warn`, `fail` or `skipped`, a one-line summary and the evidence."""
-
-    name: str
-    status: str
-    summary: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None  # the traceback when the stage raised
-    duration_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return _json_safe(asdict(self))
 
 
 @dataclass
@@ -62,7 +48,7 @@ class CheckReport:
 
     model: str
     dtype: str
-    stages: list[StageCheck]
+    stages: list[StageResult]
     weights: models.Weights = field(default_factory=lambda: models.Weights("module"))
 
     @property
@@ -72,16 +58,16 @@ class CheckReport:
     @property
     def status(self) -> str:
         """The worst stage status, at least `warn` with weight warnings (`skipped` only when nothing ran)."""
-        statuses = [s.status for s in self.stages] + ["warn"] * bool(self.warnings)
-        return max(statuses, key=_SEVERITY.__getitem__, default="skipped")
+        return worst([s.status for s in self.stages] + ["warn"] * bool(self.warnings))
 
     @property
     def ok(self) -> bool:
-        """True when no stage failed."""
-        return all(s.status != "fail" for s in self.stages)
+        """True when no stage failed or raised."""
+        return all(s.status not in ("fail", "error") for s in self.stages)
 
-    def stage(self, name: str) -> StageCheck | None:
-        return next((s for s in self.stages if s.name == name), None)
+    def stage(self, name: str) -> StageResult | None:
+        """The record of check stage `name`, None when it was not run."""
+        return next((s for s in self.stages if s.stage == name), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "dtype": self.dtype, "status": self.status, "ok": self.ok,
@@ -95,30 +81,6 @@ class CheckReport:
             Path(path).write_text(text)
         return text
 
-    def compile_evidence(self) -> dict[str, Any]:
-        """The workbook's compile-stage evidence (docs/run-directory.md): graphs, graph_breaks, recompiles,
-        compile_time_s, eager_step_ms, compiled_step_ms, speedup, parity, stages, buckets."""
-        compiled = self.stage("compile").evidence if self.stage("compile") else {}
-        timing = self.stage("timing").evidence if self.stage("timing") else {}
-        forward = timing.get("forward", {})
-        return {
-            "graphs": compiled.get("graphs"),
-            "graph_breaks": compiled.get("graph_breaks", []),
-            "recompiles": compiled.get("recompiles"),
-            "compile_time_s": compiled.get("compile_time_s"),
-            "eager_step_ms": forward.get("eager_ms"),
-            "compiled_step_ms": forward.get("compiled_ms"),
-            "speedup": forward.get("speedup"),
-            "parity": compiled.get("parity", {}),
-            "stages": [s.to_dict() for s in self.stages],
-            "buckets": compiled.get("buckets"),
-        }
-
-    def to_stage_result(self) -> StageResult:
-        """This check as the workbook's `compile` StageResult (skipped stages do not lower the status)."""
-        return StageResult("compile", self.status, _report_summary(self), self.compile_evidence(),
-                           duration_s=sum(s.duration_s for s in self.stages))
-
     def table(self) -> str:
         """A fixed-width table: stage, status, seconds, summary."""
         random = ", random weights" if self.weights.random else ""
@@ -126,7 +88,7 @@ class CheckReport:
         lines += [f"warning: {w}" for w in self.warnings]
         lines.append(f"{'stage':<9} {'status':<8} {'time':>7}  summary")
         for s in self.stages:
-            lines.append(f"{s.name:<9} {s.status.upper():<8} {s.duration_s:>6.1f}s  {s.summary}")
+            lines.append(f"{s.stage:<9} {s.status.upper():<8} {s.duration_s or 0:>6.1f}s  {s.summary}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -135,9 +97,10 @@ class CheckReport:
 
 
 def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tokenizer: Any = None,
-          stages: Iterable[str] = STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
+          stages: Iterable[str] = CHECK_STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
           lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
-          seq_len: int = 16, model_name: str | None = None, random_weights: bool = False) -> CheckReport:
+          seq_len: int = 16, model_name: str | None = None, random_weights: bool = False,
+          reference: Reference | None = None) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -148,7 +111,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     against the fp32 CPU reference with looser tolerances. `stages` may name a subset; the stages they
     compare against are added. A CPU module serves as the reference itself (in eval mode); the device
     runs copies. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
-    `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone."""
+    `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone.
+    `reference` (the CPU baseline's, `Reference.load`) replaces the `cpu` stage's run and the inputs:
+    the device is held to exactly the numbers the baseline recorded."""
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs)
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
@@ -158,7 +123,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len)
-    results: dict[str, StageCheck] = {}
+    if reference is not None:
+        session.inputs, session.reference = reference.inputs, reference
+    results: dict[str, StageResult] = {}
     for name in wanted:
         results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session, results)
     return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(results.values()),
@@ -167,31 +134,34 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
 
 def _resolve_stages(stages: Iterable[str]) -> list[str]:
     names = [stages] if isinstance(stages, str) else list(stages)
-    unknown = [n for n in names if n not in STAGES]
+    unknown = [n for n in names if n not in CHECK_STAGES]
     if unknown or not names:
-        raise NeuronkitInputError(f"unknown stage(s) {unknown or names!r}; choose from {', '.join(STAGES)}")
+        raise NeuronkitInputError(f"unknown stage(s) {unknown or names!r}; choose from {', '.join(CHECK_STAGES)}")
     wanted = set(names)
     for name in names:
         while name in REQUIRES:
             name = REQUIRES[name]
             wanted.add(name)
-    return [s for s in STAGES if s in wanted]
+    return [s for s in CHECK_STAGES if s in wanted]
 
 
-def _run_stage(name: str, fn: Callable, session: "_Session", results: dict[str, StageCheck]) -> StageCheck:
+_OUTCOME = {"skipped": "was skipped", "fail": "failed", "error": "raised an error"}
+
+
+def _run_stage(name: str, fn: Callable, session: "_Session", results: dict[str, StageResult]) -> StageResult:
     needed = REQUIRES.get(name)
-    if needed is not None and results[needed].status not in _OK:
-        return StageCheck(name, "skipped", f"skipped: compares against the {needed} stage, which "
-                                           f"{'was skipped' if results[needed].status == 'skipped' else 'failed'}")
+    if needed is not None and not results[needed].ok:
+        reason = f"skipped: compares against the {needed} stage, which {_OUTCOME[results[needed].status]}"
+        return StageResult(name, "skipped", reason, error=reason, duration_s=0.0, finished_at=now())
     evidence: dict[str, Any] = {}
     start = time.perf_counter()
     try:
         status, summary = fn(session, evidence)
         error = None
-    except Exception as exc:  # noqa: BLE001 - a failing stage is a result, and later stages still run
-        status, summary = "fail", f"{type(exc).__name__}: {_first_line(exc)}"
+    except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
+        status, summary = "error", f"{type(exc).__name__}: {_first_line(exc)}"
         error = "".join(traceback.format_exception(exc))
-    return StageCheck(name, status, summary, evidence, error, time.perf_counter() - start)
+    return StageResult(name, status, summary, evidence, error, time.perf_counter() - start, now())
 
 
 class _Session:
@@ -209,9 +179,9 @@ class _Session:
         self.settings = settings
         config = getattr(model, "config", None)
         self.config = config
-        # Hugging Face models: no KV cache in a parity forward (it is not an output worth comparing).
-        self.extra = {"use_cache": False} if getattr(config, "use_cache", None) is not None else {}
+        self.extra = forward_extras(model)
         self.cpu_out: Any = None
+        self.reference: Reference | None = None  # the CPU baseline's, read instead of running the CPU model
         self._neuron: tuple[torch.nn.Module, list[list[str]]] | None = None
         self.neuron_inputs: Any = None
         self.compiled: torch.nn.Module | None = None
@@ -269,18 +239,48 @@ def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq
 # Stages: each fills `evidence` as it goes (kept if it raises) and returns (status, summary).
 
 
+def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
+    """Keyword arguments of every parity forward: Hugging Face models run without a KV cache (it is not
+    an output worth comparing)."""
+    return {"use_cache": False} if getattr(getattr(model, "config", None), "use_cache", None) is not None else {}
+
+
+def cpu_reference(model: torch.nn.Module, inputs: Any, **extra: Any) -> Reference:
+    """The CPU model's named outputs on `inputs`, and the loss and gradient norm of one backward from
+    them (what a compiled training step is held to); the model's gradients are cleared afterwards."""
+    out = call(model, inputs, **extra)
+    loss = compare.loss_of(out)
+    loss.backward()
+    norm = compare.grad_norm(model)
+    model.zero_grad(set_to_none=True)
+    outputs = {name: t.detach() for name, t in compare.named_outputs(out)}
+    named = inputs if isinstance(inputs, dict) else dict(compare.named_outputs(inputs))
+    return Reference(named, outputs, loss.item(), norm)
+
+
 def _stage_cpu(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+    if s.reference is not None:
+        s.cpu_out = s.reference.outputs
+        outputs = list(s.reference.outputs.items())
+        evidence.update(outputs=_output_rows(outputs), reused=True, loss=s.reference.loss,
+                        grad_norm=s.reference.grad_norm)
+        return "pass", f"{len(outputs)} output(s) read from the CPU baseline's reference"
+    s.reference = cpu_reference(s.cpu_model, s.inputs, **s.extra)
+    s.cpu_out = s.reference.outputs
     with torch.no_grad():
-        s.cpu_out = compare.call(s.cpu_model, s.inputs, **s.extra)
-        forward_ms = interleaved_medians({"cpu": lambda: compare.call(s.cpu_model, s.inputs, **s.extra)},
+        forward_ms = interleaved_medians({"cpu": lambda: call(s.cpu_model, s.inputs, **s.extra)},
                                          runs=5, warmup=2)["cpu"]
-    outputs = compare.named_outputs(s.cpu_out)
-    loss = dict(outputs).get("loss")
+    outputs = list(s.cpu_out.items())
+    loss = s.cpu_out.get("loss")
     evidence.update(
-        outputs=[{"name": n, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for n, t in outputs],
-        forward_ms=forward_ms, loss=None if loss is None else loss.item(), threads=torch.get_num_threads(),
-        parameters=sum(p.numel() for p in s.cpu_model.parameters()))
+        outputs=_output_rows(outputs), reused=False, forward_ms=forward_ms,
+        loss=None if loss is None else loss.item(), grad_norm=s.reference.grad_norm,
+        threads=torch.get_num_threads(), parameters=sum(p.numel() for p in s.cpu_model.parameters()))
     return "pass", f"{len(outputs)} output(s), forward {forward_ms:.1f} ms on {torch.get_num_threads()} threads"
+
+
+def _output_rows(outputs: list[tuple[str, torch.Tensor]]) -> list[dict[str, Any]]:
+    return [{"name": n, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for n, t in outputs]
 
 
 def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
@@ -291,7 +291,7 @@ def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     torch.neuron.reset_peak_memory_stats()
     before = torch.neuron.neff_cache_stats()
     with torch.no_grad(), s.device_mode():
-        out = compare.call(model, s.neuron_inputs, **s.extra)
+        out = call(model, s.neuron_inputs, **s.extra)
     rows = compare.compare_outputs(s.cpu_out, out, s.tol)
     top1 = compare.top1_agreement(s.cpu_out, out)
     fallbacks = sorted(torch_neuronx.get_fallback_ops())
@@ -330,19 +330,13 @@ def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
         return "skipped", f"{type(s.cpu_model).__name__} does not generate (not a causal LM or encoder-decoder)"
     inputs = s.inputs if isinstance(s.inputs, dict) else {"input_ids": s.inputs}
-    prompt = {k: v[:1] for k, v in inputs.items() if not k.startswith("decoder_") and k != "labels"}
-    pad = getattr(s.tokenizer, "pad_token_id", None)
-    settings = {"max_new_tokens": s.settings["generate_tokens"], "do_sample": False,
-                "pad_token_id": pad if pad is not None else getattr(s.config, "pad_token_id", None)}
-    # A decoder-only model returns the prompt, then the new tokens; an encoder-decoder its decoder start
-    # token, then the new tokens.
+    prompt = {k: v[:1] for k, v in generation_prompt(inputs).items()}
+    tokens = s.settings["generate_tokens"]
+    cpu_tokens = greedy(s.cpu_model, prompt, tokens, s.tokenizer)[0].tolist()
+    model, _ = s.neuron()
+    with s.device_mode(), _fallbacks_into(evidence):
+        device_tokens = greedy(model, compare.move_inputs(prompt, "neuron"), tokens, s.tokenizer)[0].cpu().tolist()
     start = 1 if s.config.is_encoder_decoder else prompt["input_ids"].shape[1]
-    with torch.no_grad():
-        cpu_tokens = s.cpu_model.generate(**prompt, **settings)[0, start:].tolist()
-        model, _ = s.neuron()
-        with s.device_mode(), _fallbacks_into(evidence):
-            generated = model.generate(**compare.move_inputs(prompt, "neuron"), **settings)
-        device_tokens = generated[0, start:].cpu().tolist()
     diverge = next((i for i, (a, b) in enumerate(zip(cpu_tokens, device_tokens)) if a != b),
                    None if len(cpu_tokens) == len(device_tokens) else min(len(cpu_tokens), len(device_tokens)))
     evidence.update(prompt_tokens=start, cpu_tokens=cpu_tokens, neuron_tokens=device_tokens,
@@ -374,7 +368,7 @@ def _stage_train(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
             for step in range(steps):
                 torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
                 with mode():
-                    loss = compare.loss_of(compare.call(model, inputs, **s.extra))
+                    loss = compare.loss_of(call(model, inputs, **s.extra))
                 loss.backward()
                 losses.append(loss.item())
                 norms.append(compare.grad_norm(model))
@@ -402,28 +396,23 @@ def _stage_compile(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     explain = ExplainWithBackend(functools.partial(neuron_backend, options={"model_name": s.name}))
     compiled = torch.compile(model, backend=explain, recompile_limit=RECOMPILE_LIMIT)
     breaks_before = _graph_break_total()
-    # Eager reference in the same grad mode the compiled graphs are built for (forward + backward).
+    # The compiled graphs are built for training (forward + backward), and held to the CPU reference.
     model.zero_grad(set_to_none=True)
     with s.device_mode():
-        eager_out = compare.call(model, inputs, **s.extra)
-    eager_loss = compare.loss_of(eager_out)
-    eager_loss.backward()
-    eager_norm = compare.grad_norm(model)
-    model.zero_grad(set_to_none=True)
-    with s.device_mode():
-        out, s.compile_time_s = timed(lambda: compare.call(compiled, inputs, **s.extra))
+        out, s.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
     loss = compare.loss_of(out)
     _, backward_s = timed(loss.backward)
     norm = compare.grad_norm(model)
     model.zero_grad(set_to_none=True)
+    ref = s.reference
     graphs = len(explain.graphs)
     break_count = _graph_break_total() - breaks_before
-    rows = compare.compare_outputs(eager_out, out, s.tol)
-    top1 = compare.top1_agreement(eager_out, out)
-    training = {"loss_eager": eager_loss.item(), "loss_compiled": loss.item(), "grad_norm_eager": eager_norm,
+    rows = compare.compare_outputs(s.cpu_out, out, s.tol)
+    top1 = compare.top1_agreement(s.cpu_out, out)
+    training = {"loss_cpu": ref.loss, "loss_compiled": loss.item(), "grad_norm_cpu": ref.grad_norm,
                 "grad_norm_compiled": norm,
-                "loss_rel_err": compare.relative_error(loss.item(), eager_loss.item()),
-                "grad_norm_rel_err": compare.relative_error(norm, eager_norm)}
+                "loss_rel_err": compare.relative_error(loss.item(), ref.loss),
+                "grad_norm_rel_err": compare.relative_error(norm, ref.grad_norm)}
     training["ok"] = max(training["loss_rel_err"], training["grad_norm_rel_err"]) <= s.tol.train_rtol
     evidence.update(graphs=graphs, graph_breaks=_breaks(explain), graph_break_count=break_count,
                     compile_time_s=s.compile_time_s,
@@ -437,9 +426,9 @@ def _stage_compile(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     s.compiled = compiled
     bad = [r["name"] for r in rows if not r["ok"]] + ([] if training["ok"] else ["training step"])
     if bad:
-        return "fail", f"compiled {', '.join(bad)} off eager ({_worst(rows)})"
+        return "fail", f"compiled {', '.join(bad)} off the CPU reference ({_worst(rows)})"
     summary = (f"{graphs} graph(s), {break_count} graph break(s), {len(records)} NEFF(s), "
-               f"first call {s.compile_time_s:.1f} s; matches eager ({_worst(rows)})")
+               f"first call {s.compile_time_s:.1f} s; matches CPU ({_worst(rows)})")
     notes = _top1_note(top1, s.tol)
     if break_count or evidence["graph_breaks"]:
         reason = evidence["graph_breaks"][0]["reason"] if evidence["graph_breaks"] else "see graph_break_count"
@@ -458,13 +447,13 @@ def _stage_timing(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     def forward(m: torch.nn.Module) -> Callable[[], None]:
         def run() -> None:
             with s.device_mode():
-                compare.call(m, inputs, **s.extra)
+                call(m, inputs, **s.extra)
         return run
 
     def train_step(m: torch.nn.Module) -> Callable[[], None]:
         def run() -> None:
             with s.device_mode():
-                loss = compare.loss_of(compare.call(m, inputs, **s.extra))
+                loss = compare.loss_of(call(m, inputs, **s.extra))
             loss.backward()
             model.zero_grad(set_to_none=True)
         return run
@@ -500,7 +489,7 @@ def _recompiles(s: _Session, compiled: torch.nn.Module, explain: Any) -> dict[st
         return {"recompiles": None, "recompile_shapes": None}
     before = len(explain.graphs)
     with s.device_mode():
-        compare.call(compiled, other, **s.extra)
+        call(compiled, other, **s.extra)
     return {"recompiles": len(explain.graphs) - before,
             "recompile_shapes": [_shapes(s.neuron_inputs), _shapes(other)]}
 
@@ -578,11 +567,8 @@ def _first_sentence(text: str) -> str:
 
 def _buckets(s: _Session) -> dict[str, Any] | None:
     """Shape-bucket advice from the bundled sample prompts, when the model has a tokenizer."""
-    if s.tokenizer is None:
-        return None
-    limit = getattr(s.config.get_text_config(), "max_position_embeddings", None) if s.config else None
-    lengths = [min(n, limit) for n in sample_lengths(s.tokenizer)] if limit else sample_lengths(s.tokenizer)
-    return suggest_buckets(lengths, max_length=limit).to_dict()
+    plan = advise_buckets(s.tokenizer, s.config)
+    return plan.to_dict() if plan else None
 
 
 def _cache_delta(before: dict[str, Any]) -> dict[str, Any]:
@@ -609,8 +595,3 @@ def _worst(rows: Sequence[dict[str, Any]]) -> str:
 def _first_line(value: object) -> str:
     text = str(value).strip()
     return text.splitlines()[0] if text else type(value).__name__
-
-
-def _report_summary(report: CheckReport) -> str:
-    counts = {status: sum(s.status == status for s in report.stages) for status in _SEVERITY}
-    return ", ".join(f"{n} {status}" for status, n in counts.items() if n) + " stage(s)"

@@ -1,6 +1,6 @@
 """`neuronkit check MODEL [--json OUT] [--dtype float32|bfloat16] [--stages ...] [--random-weights]`: the
-staged parity checks (`neuronkit.compile.check`) as a table. Exit 0 when no stage fails, 1 when one does;
-bad input exits 2 through `neuronkit.cli`."""
+staged parity checks (`neuronkit.checks`) as a table. Exit 0 when no stage fails or raises, 1 when one
+does (`fail` or `error`); bad input exits 2 through `neuronkit.cli`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from neuronkit.errors import DTYPES
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the check subcommand's arguments."""
-    from neuronkit.compile.check import STAGES
+    from neuronkit.stages import CHECK_STAGES as STAGES
 
     parser.add_argument("model", metavar="MODEL",
                         help="checkpoint directory, config.json, or bundled name (tiny-qwen3, tiny-bert, qwen3-100m)")
@@ -33,8 +33,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the checks, print the table, write the JSON; 1 when a stage failed."""
-    from neuronkit.compile.check import check
+    """Run the checks, print the table, write the JSON; 1 when a stage failed or raised."""
+    from neuronkit.checks import check
 
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     report = check(args.model, args.inputs, stages=stages, dtype=args.dtype, seq_len=args.seq_len,

@@ -1,0 +1,64 @@
+"""What the workbook's device stages cost now that they read the CPU baseline's reference.
+
+Before, the workbook's compile stage (04) ran `neuronkit check`'s cpu, eager, compile and timing stages
+(compile was compared with a fresh eager run), and the eager stage (02) recomputed the CPU reference.
+Now both read notebook 01's saved `Reference`, and compile is held to it. Two arms per stage,
+interleaved run by run (`neuronkit.timing.interleaved_medians`), on the bundled model:
+
+    python bench/bench_stages.py --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import torch
+
+from neuronkit.checks import Reference, check
+from neuronkit.checks.parity import cpu_reference, forward_extras
+from neuronkit.inputs import example_inputs
+from neuronkit.models import load_checkpoint, load_tokenizer
+from neuronkit.timing import interleaved_medians
+
+MODEL = "tiny-qwen3"
+
+
+def saved_reference(folder: Path) -> Reference:
+    """The reference notebook 01 saves, read back as 02 and 04 read it."""
+    model, _ = load_checkpoint(MODEL)
+    inputs = example_inputs(model.config, load_tokenizer(MODEL), 1, 16)
+    return Reference.load(cpu_reference(model, inputs, **forward_extras(model)).save(folder / "reference.safetensors"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per arm (default 3)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = saved_reference(Path(tmp))
+
+        def run(stages: list[str], **kwargs: object):
+            def go() -> None:
+                torch._dynamo.reset()
+                report = check(MODEL, stages=stages, timing_runs=3, **kwargs)
+                if not report.ok:
+                    raise SystemExit(report.table())
+            return go
+
+        arms = {"compile before (cpu+eager+compile+timing)": run(["eager", "compile", "timing"]),
+                "compile now (reference+compile+timing)": run(["compile", "timing"], reference=reference),
+                "eager before (cpu+eager+generate+train)": run(["eager", "generate", "train"]),
+                "eager now (reference+eager+generate+train)": run(["eager", "generate", "train"], reference=reference)}
+        medians = interleaved_medians(arms, runs=args.rounds, warmup=1)
+    for name, ms in medians.items():
+        print(f"{name:<46} {ms / 1000:6.2f} s")
+    names = list(medians)
+    print(f"compile now / before: {medians[names[1]] / medians[names[0]]:.2f}x; "
+          f"eager now / before: {medians[names[3]] / medians[names[2]]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,497 @@
+"""The evidence each workbook stage records: one typed record per stage, the only model of that data.
+
+Every field carries its label and unit as metadata (`fact`), so the report, the notebooks and
+`docs/run-directory.md` (generated from these types: `python -m neuronkit.evidence docs/run-directory.md`)
+read them from one place instead of guessing a unit from a key's suffix. A stage builds its record and
+`neuronkit.stages.recording` stores it as JSON; readers get plain dicts keyed by field name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+
+# Units a field may carry, and how the report writes a number in it.
+UNITS: dict[str, str] = {
+    "": "a plain number or text",
+    "ms": "milliseconds",
+    "s": "seconds",
+    "µs": "microseconds",
+    "bytes": "bytes (shown in KiB/MiB/GiB)",
+    "%": "percent (0-100)",
+    "fraction": "a share between 0 and 1 (shown as a percent)",
+    "×": "a ratio",
+    "error": "an error or tolerance (shown in scientific notation)",
+    "shape": "a tensor shape (shown as 1 × 16 × 128)",
+    "count": "a count of things (thousands separated; parameters in k/M/B)",
+}
+
+
+def fact(label: str, unit: str = "", doc: str = "", default: Any = None, factory: Any = None) -> Any:
+    """A record field with its label, unit and one-line description (what docs/run-directory.md says)."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; expected one of {sorted(UNITS)}")
+    metadata = {"label": label, "unit": unit, "doc": doc}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Rows and blocks several stages share.
+
+
+@dataclass
+class ParityRow:
+    """One output compared with its reference (`neuronkit.compile.compare.compare_outputs`)."""
+
+    name: str = fact("Output")
+    ok: bool | None = fact("Within tolerance")
+    shape: list[int] | None = fact("Shape", "shape")
+    max_abs_err: float | None = fact("Max abs error", "error")
+    atol: float | None = fact("Abs tolerance", "error")
+    max_rel_err: float | None = fact("Max rel error", "error", "relative to the reference's largest magnitude")
+    rtol: float | None = fact("Rel tolerance", "error")
+    exact: bool | None = fact("Compared exactly", doc="integer outputs must be equal")
+    error: str | None = fact("Problem", doc="why the output could not be compared")
+
+
+@dataclass
+class Parity:
+    """Outputs of a device run against the CPU baseline's reference outputs."""
+
+    reference: str = fact("Measured against", doc="the run every output is compared with", default="CPU reference")
+    outputs: list[ParityRow] = fact("Outputs", factory=list)
+    top1_agreement: float | None = fact("Top-1 token agreement", "fraction")
+    generate_identical: bool | None = fact("Greedy generation identical")
+
+
+@dataclass
+class CheckStage:
+    """One `neuronkit check` stage a workbook stage ran (its evidence is lifted into the stage's record)."""
+
+    stage: str = fact("Check stage", default="")
+    status: str = fact("Status", default="")
+    summary: str = fact("Summary", default="")
+    duration_s: float | None = fact("Duration", "s")
+    error: str | None = fact("Error", doc="the traceback when the check stage raised, the reason when skipped")
+
+
+# ---------------------------------------------------------------------------------------------------
+# One record per stage.
+
+
+@dataclass
+class ModelInfo:
+    """What the model is, from its config alone."""
+
+    name: str = fact("Name")
+    path: str = fact("Path")
+    architecture: str = fact("Architecture")
+    model_type: str = fact("Model type")
+    num_parameters: int = fact("Parameters", "count")
+    dtype: str = fact("Dtype")
+    estimated_bytes: int = fact("Weights", "bytes", "parameters × bytes per element in the run's dtype")
+
+
+@dataclass
+class EnvironmentEvidence:
+    """Stage 00: the device this process has, the model, the run's parameters."""
+
+    device: dict[str, Any] = fact("Device", doc="`neuronkit.detect()` as a dict: `kind` real/simulated/none, "
+                                                "`reason`, `versions`, `device_count`, `instance_family`, "
+                                                "`hbm_bytes_per_core`, `env`", factory=dict)
+    model: ModelInfo = fact("Model", factory=ModelInfo)
+    params: dict[str, Any] = fact("Notebook parameters", factory=dict)
+    python: str = fact("Python", doc="the kernel's interpreter", default="")
+
+
+@dataclass
+class CpuBaselineEvidence:
+    """Stage 01: the CPU run every later stage is held to."""
+
+    forward_ms: float = fact("Forward time (median)", "ms", default=0.0)
+    logits_shape: list[int] = fact("Logits shape", "shape", factory=list)
+    loss: float | None = fact("Loss")
+    grad_norm: float | None = fact("Gradient norm", doc="of one backward from the loss: what compiled training "
+                                                       "is held to")
+    threads: int = fact("CPU threads", "count", default=0)
+    reference_path: str = fact("Reference outputs", doc="safetensors file of the inputs and outputs stages 02 "
+                                                        "and 04 compare with (`neuronkit.checks.Reference`)",
+                               default="")
+    generate: dict[str, Any] | None = fact("Generation", doc="`prompt`, `text`, `new_tokens` (causal LMs)")
+    fill_mask: dict[str, Any] | None = fact("Masked-word fill", doc="`text`, `predictions` (masked LMs)")
+    weights: dict[str, Any] = fact("Weights", doc="`source` checkpoint or random, `missing` and `unexpected` "
+                                                  "names, `warnings` (any makes the stage `warn`)", factory=dict)
+
+
+@dataclass
+class NeffCache:
+    """NEFF cache activity during the eager forward."""
+
+    hits: int = fact("Hits", "count", default=0)
+    disk_hits: int = fact("Disk hits", "count", default=0)
+    misses: int = fact("Misses", "count", default=0)
+    entries: int = fact("New entries", "count", default=0)
+    compile_s: float = fact("Compile time", "s", default=0.0)
+
+
+@dataclass
+class DeviceMemory:
+    """Device memory after the eager forward."""
+
+    allocated_bytes: int = fact("Allocated", "bytes", default=0)
+    max_allocated_bytes: int = fact("Peak allocated", "bytes", default=0)
+    hbm_bytes_per_core: int | None = fact("HBM per logical core", "bytes")
+
+
+@dataclass
+class EagerTraining:
+    """SGD steps on the CPU and on the device from the same weights."""
+
+    cpu_losses: list[float] = fact("CPU losses", factory=list)
+    neuron_losses: list[float] = fact("Neuron losses", factory=list)
+    grad_norm_cpu: list[float] = fact("CPU gradient norms", factory=list)
+    grad_norm_neuron: list[float] = fact("Neuron gradient norms", factory=list)
+    ok: bool = fact("Within tolerance", default=False)
+
+
+@dataclass
+class EagerGeneration:
+    """Greedy generation on the CPU and on the device."""
+
+    cpu_text: str | None = fact("CPU text")
+    neuron_text: str | None = fact("Neuron text")
+    first_divergence: int | None = fact("First differing token", "count")
+
+
+@dataclass
+class EagerEvidence:
+    """Stage 02: the model moved with `.to("neuron")`, against the CPU reference."""
+
+    parity: Parity = fact("Parity against the CPU reference", factory=Parity)
+    training: EagerTraining | None = fact("Training steps")
+    generate: EagerGeneration | None = fact("Greedy generation")
+    fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the forward pass, "
+                                                          "`generate()` or training", factory=list)
+    fallback_ops_by_phase: dict[str, list[str]] = fact("CPU fallback ops by phase", factory=dict)
+    autocast: str | None = fact("Autocast dtype", doc="the device ran under `torch.autocast('neuron')` in this "
+                                                      "dtype (null: float32, no autocast)")
+    untied_parameters: list[list[str]] = fact("Untied parameter groups", factory=list)
+    executed_ops: int | None = fact("Ops executed", "count")
+    neff_cache: NeffCache = fact("NEFF cache", factory=NeffCache)
+    memory: DeviceMemory = fact("Device memory", factory=DeviceMemory)
+    stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
+                                                       "reference read back; eager, generate, train)", factory=list)
+
+
+@dataclass
+class AuditSummary:
+    """The audit's counts (neuronkit/audit/classify.py)."""
+
+    distinct_ops: int = fact("Distinct ops", "count", default=0)
+    total_calls: int = fact("Op calls", "count", default=0)
+    support_pct_ops: float | None = fact("Native support (by op)", "%")
+    support_pct_calls: float | None = fact("Native support (by call)", "%")
+    blockers: list[dict[str, Any]] = fact("Blocker ops", doc="`category`, `op`, `calls`, `module_paths`",
+                                          factory=list)
+    by_category: dict[str, int] = fact("Distinct ops per category", factory=dict)
+    by_classification: dict[str, int] = fact("Distinct ops per classification", factory=dict)
+    findings: dict[str, int] = fact("Findings per severity", factory=dict)
+    fallbacks: list[dict[str, Any]] = fact("CPU-fallback ops", doc="`op`, `calls`, `module_paths`", factory=list)
+    nki_ops: list[str] | None = fact("Custom NKI ops")
+
+
+@dataclass
+class AuditEvidence:
+    """Stage 03: the op audit's JSON document (schema in docs/audit-schema.md); each finding keeps the
+    severity the policy gave it when the audit ran, which is what the report shows."""
+
+    summary: AuditSummary = fact("Summary", factory=AuditSummary)
+    ops: list[dict[str, Any]] = fact("Ops", doc="`op`, `calls`, `classification`, `category`, `dtypes`, "
+                                                "`shapes`, `module_paths`", factory=list)
+    findings: list[dict[str, Any]] = fact("Findings", doc="`category`, `severity`, `op`, `calls`, "
+                                                          "`module_paths`, `message`, `remedy`", factory=list)
+    severities: dict[str, str] = fact("Policy severities", doc="category → severity of the op-support "
+                                                              "policy the audit ran with", factory=dict)
+    remedies: dict[str, str] = fact("Policy remedies", doc="category → remedy, as the audit's policy says",
+                                    factory=dict)
+    model: dict[str, Any] = fact("Audited model", factory=dict)
+    versions: dict[str, str] = fact("Versions", factory=dict)
+    schema_version: int = fact("Audit schema version", default=1)
+
+
+@dataclass
+class GraphBreak:
+    """Where Dynamo split the model into more than one graph."""
+
+    reason: str = fact("Reason", default="")
+    where: str = fact("Where", default="")
+    detail: str = fact("Dynamo's text", default="")
+
+
+@dataclass
+class CompileTraining:
+    """One compiled forward and backward against the CPU reference's loss and gradient norm."""
+
+    loss_cpu: float | None = fact("CPU loss")
+    loss_compiled: float | None = fact("Compiled loss")
+    grad_norm_cpu: float | None = fact("CPU gradient norm")
+    grad_norm_compiled: float | None = fact("Compiled gradient norm")
+    loss_rel_err: float | None = fact("Loss rel error", "error")
+    grad_norm_rel_err: float | None = fact("Gradient norm rel error", "error")
+    ok: bool = fact("Within tolerance", default=False)
+
+
+@dataclass
+class BucketRow:
+    """One way to bucket the prompt lengths."""
+
+    strategy: str = fact("Strategy", default="")
+    buckets: list[int] = fact("Bucket lengths", factory=list)
+    compilations: int = fact("Compilations", "count", default=0)
+    padding_overhead: float = fact("Padding overhead", "%", default=0.0)
+    padded_tokens: int = fact("Padded tokens", "count", default=0)
+
+
+@dataclass
+class Buckets:
+    """Shape buckets for the prompt lengths (`neuronkit.compile.buckets.suggest_buckets`)."""
+
+    strategy: str = fact("Recommended strategy", default="")
+    buckets: list[int] = fact("Recommended bucket lengths", factory=list)
+    compilations: int = fact("Compilations with buckets", "count", default=0)
+    padding_overhead: float = fact("Padding overhead", "%", default=0.0)
+    distinct_shapes: int = fact("Compilations without buckets", "count", default=0)
+    max_buckets: int = fact("Bucket budget", "count", default=0)
+    lengths: list[int] = fact("Prompt lengths", factory=list)
+    alternatives: list[BucketRow] = fact("Alternatives", factory=list)
+
+
+@dataclass
+class CompileEvidence:
+    """Stage 04: `torch.compile(model, backend="neuron")`, held to the CPU reference, and its timings."""
+
+    graphs: int | None = fact("Graphs", "count")
+    graph_breaks: list[GraphBreak] = fact("Graph breaks", factory=list)
+    graph_break_count: int | None = fact("Graph breaks counted by Dynamo", "count")
+    recompiles: int | None = fact("Recompiles for a second input shape", "count")
+    recompile_shapes: list[dict[str, list[int]]] | None = fact("Shapes compiled")
+    neffs: int | None = fact("NEFFs compiled", "count")
+    fallback_ops: list[str] = fact("CPU fallback ops inside compiled graphs", factory=list)
+    compile_time_s: float | None = fact("First compiled call", "s")
+    backward_compile_time_s: float | None = fact("First backward", "s")
+    eager_step_ms: float | None = fact("Eager forward (median)", "ms")
+    compiled_step_ms: float | None = fact("Compiled forward (median)", "ms")
+    speedup: float | None = fact("Forward speed-up", "×")
+    eager_train_step_ms: float | None = fact("Eager training step (median)", "ms")
+    compiled_train_step_ms: float | None = fact("Compiled training step (median)", "ms")
+    train_speedup: float | None = fact("Training step speed-up", "×")
+    parity: Parity = fact("Parity against the CPU reference", factory=Parity)
+    training: CompileTraining | None = fact("Compiled training step")
+    buckets: Buckets | None = fact("Shape buckets")
+    graph_metrics: list[dict[str, Any]] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
+                                                                      "record per graph", factory=list)
+    stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
+                                                       "reference read back; compile, timing)", factory=list)
+
+
+@dataclass
+class TopOp:
+    """One op of the profile, by device time."""
+
+    name: str = fact("Op", default="")
+    calls: int = fact("Calls", "count", default=0)
+    device_time_us: float = fact("Device time", "µs", default=0.0)
+    cpu_time_us: float = fact("Host time", "µs", default=0.0)
+    classification: str = fact("Classification", default="")
+    est_trn2_us: float | None = fact("Roofline estimate on trn2", "µs")
+    bound: str | None = fact("Bound by")
+
+
+@dataclass
+class ProfilerOverhead:
+    """Median step time with and without the profiler."""
+
+    profiled_ms: float = fact("Profiled step", "ms", default=0.0)
+    plain_ms: float = fact("Plain step", "ms", default=0.0)
+    ratio: float = fact("Overhead", "×", default=0.0)
+
+
+@dataclass
+class ProfiledFallback:
+    """An op the profiler saw falling back to the CPU."""
+
+    name: str = fact("Op", default="")
+    calls: int = fact("Calls", "count", default=0)
+    bytes_copied: int = fact("Bytes copied", "bytes", default=0)
+
+
+@dataclass
+class ProfileEvidence:
+    """Stage 05: where device time goes, per op (NeuronConfig + NeuronProfiler)."""
+
+    top_ops: list[TopOp] = fact("Top ops by device time", factory=list)
+    distinct_ops: int = fact("Distinct ops", "count", default=0)
+    fallbacks: list[ProfiledFallback] = fact("CPU fallbacks", factory=list)
+    overhead: ProfilerOverhead = fact("Profiler overhead", factory=ProfilerOverhead)
+    trace_path: str | None = fact("Chrome trace (open in Perfetto)")
+    parquet_path: str | None = fact("Parquet export")
+    summary_path: str | None = fact("Summary table")
+    hardware: dict[str, Any] = fact("Roofline hardware", factory=dict)
+
+
+EVIDENCE: dict[str, type] = {
+    "environment": EnvironmentEvidence,
+    "cpu_baseline": CpuBaselineEvidence,
+    "eager": EagerEvidence,
+    "audit": AuditEvidence,
+    "compile": CompileEvidence,
+    "profile": ProfileEvidence,
+}
+
+
+def rows(cls: type, items: list[dict[str, Any]]) -> list[Any]:
+    """Dict rows (from a library call) as records of `cls`, keeping only the fields `cls` declares."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return [cls(**{k: v for k, v in item.items() if k in names}) for item in items]
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A record field as readers see it: its key, label, unit, description, and the record type of its
+    value (a block) or of its rows (a table), if it has one."""
+
+    name: str
+    label: str
+    unit: str
+    doc: str
+    type_text: str
+    block: type | None
+    row: type | None
+
+
+def specs(cls: type) -> list[FieldSpec]:
+    """The fields of record type `cls`, in declaration order."""
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    result = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        block = _record_type(hint)
+        row = next((_record_type(a) for a in _list_args(hint) if _record_type(a)), None)
+        result.append(FieldSpec(f.name, f.metadata.get("label", f.name), f.metadata.get("unit", ""),
+                                f.metadata.get("doc", ""), _type_text(hint), block, row))
+    return result
+
+
+def _non_none(hint: Any) -> list[Any]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(hint) if a is not type(None)]
+    return [hint]
+
+
+def _record_type(hint: Any) -> type | None:
+    return next((a for a in _non_none(hint) if dataclasses.is_dataclass(a)), None)
+
+
+def _list_args(hint: Any) -> list[Any]:
+    return [arg for a in _non_none(hint) if typing.get_origin(a) is list for arg in typing.get_args(a)]
+
+
+def _type_text(hint: Any) -> str:
+    optional = type(None) in typing.get_args(hint)
+    parts = []
+    for a in _non_none(hint):
+        origin = typing.get_origin(a)
+        if dataclasses.is_dataclass(a):
+            parts.append(a.__name__)
+        elif origin is list:
+            parts.append(f"list of {_type_text(typing.get_args(a)[0])}")
+        elif origin is dict:
+            parts.append("object")
+        else:
+            parts.append(getattr(a, "__name__", str(a)))
+    return " or ".join(parts) + (" or null" if optional else "")
+
+
+# ---------------------------------------------------------------------------------------------------
+# docs/run-directory.md, generated from the types above.
+
+_HEADER = """# The run directory: what each stage writes
+
+<!-- Generated from neuronkit/evidence.py by `python -m neuronkit.evidence docs/run-directory.md`;
+a test keeps it current. Edit the types, not this file. -->
+
+A workbook run (`neuronkit run MODEL --out DIR`, or the notebooks by hand) fills one directory:
+
+```
+DIR/
+  params.json                 the parameters the run was started with (model, dtype, ...)
+  stages/00_environment.json  one StageResult per stage (neuronkit/stages.py)
+  stages/01_cpu_baseline.json
+  stages/02_eager.json
+  stages/03_audit.json
+  stages/04_compile.json
+  stages/05_profile.json
+  artifacts/<stage>/...       bulky outputs: the CPU reference, executed notebooks, traces, Parquet, audit.json
+  report.html, report.json    the migration report (neuronkit report DIR)
+```
+
+Every record has `stage`, `status` (`pass` | `warn` | `fail` | `error` | `skipped`), `summary` (one
+sentence), `evidence` (below), `error` (traceback text when status is `error`, the reason when
+`skipped`), `duration_s`, `finished_at`, `schema_version` ({version}). `fail` is a verdict on the model;
+`error` means the stage's code raised, so there is no verdict. A stage that fails still writes its
+record; a stage skipped because an earlier one failed writes `skipped` with the reason. A record of an
+older schema version is refused with one line (run the stage again). The report reads only these
+records; it never re-runs a model and never claims more than they hold. `neuronkit check` stages
+(`{check}`) are the same StageResult type.
+
+## Evidence per stage
+
+Each stage's `evidence` is one record type of `neuronkit/evidence.py`; every field is always present
+(null when it does not apply). Units: {units}.
+"""
+
+
+def markdown() -> str:
+    """docs/run-directory.md: the record layout and every evidence field with its label and unit."""
+    from neuronkit.stages import CHECK_STAGES, SCHEMA_VERSION
+
+    units = "; ".join(f"`{u}` {d}" for u, d in UNITS.items() if u)
+    parts = [_HEADER.format(version=SCHEMA_VERSION, check="`, `".join(CHECK_STAGES), units=units)]
+    seen: list[type] = []
+    for stage, cls in EVIDENCE.items():
+        parts.append(_section(f"{stage}: `{cls.__name__}`", cls, seen))
+    parts.append("## Records inside the evidence\n")
+    index = 0
+    while index < len(seen):
+        cls = seen[index]
+        parts.append(_section(f"`{cls.__name__}`", cls, seen, level="###"))
+        index += 1
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _section(title: str, cls: type, seen: list[type], level: str = "###") -> str:
+    lines = [f"{level} {title}", "", " ".join((cls.__doc__ or "").split()), "",
+             "| key | type | label | unit | notes |", "|---|---|---|---|---|"]
+    for spec in specs(cls):
+        for nested in (spec.block, spec.row):
+            if nested is not None and nested not in seen:
+                seen.append(nested)
+        lines.append(f"| `{spec.name}` | {spec.type_text} | {spec.label} | {spec.unit} | {spec.doc} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    text = markdown()
+    if len(sys.argv) > 1:
+        Path(sys.argv[1]).write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")

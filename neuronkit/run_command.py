@@ -1,0 +1,41 @@
+"""The `neuronkit run` command line for a set of workbook parameters: what the report prints to repeat a
+run and what notebook 00 shows, built in one place so the two cannot drift from the CLI."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+# Parameters `neuronkit run` takes as named options; every other parameter goes as `-p NAME VALUE`.
+RUN_FLAGS: dict[str, str] = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size"}
+# Parameters that are the command's positional MODEL and its --out, never `-p`.
+_PLACES = ("model", "run_dir", "out")
+
+
+def run_command(model: str, out: str, params: dict[str, Any]) -> str:
+    """`neuronkit run MODEL --out OUT` with `params` as options, shell-quoted."""
+    command = ["neuronkit", "run", str(model), "--out", str(out)]
+    for key, value in params.items():
+        if key not in _PLACES:
+            command += [RUN_FLAGS[key]] if key in RUN_FLAGS else ["-p", key]
+            command.append(cli_value(value))
+    return shlex.join(command)
+
+
+def cli_value(value: Any) -> str:
+    """A value as `neuronkit run` reads it back: JSON, except that a string which is not JSON stays bare."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value)
+
+
+def parse_value(raw: str) -> Any:
+    """`8` → 8, `true` → True, `"a"` → 'a', anything that is not JSON stays a string (`cli_value`'s inverse)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
