@@ -3,6 +3,12 @@
 Kept apart from the stage records (`run_dir/stages/`): one file, `run_dir/distributed.json`, written by
 `write` and read by the report when present. A scenario has parity when every rank's parameters after the
 training steps match one CPU process's within `PARITY_TOL`.
+
+Fields: `ranks`, `devices` (`neuron:0`, ...), `backend`, `simulated`, `parity_tolerance`, `plan` (the plan's
+one-line verdict), `note`, and `scenarios` — per run: `max_param_diff`, `parity`, `losses` (mean over ranks
+per step), `reference_losses`, and for FSDP2 `full_param_bytes`, `param_bytes_per_rank`,
+`device_bytes_per_rank`. The report shows it as its "Scale out" card and under `distributed` in
+report.json, outside the verdict; a malformed file is ignored.
 """
 
 from __future__ import annotations
