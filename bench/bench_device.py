@@ -2,10 +2,13 @@
 
 CPU and neuron calls are interleaved (`neuronkit.timing.interleaved_medians`) so machine noise hits both
 alike; each round takes the median of its runs and the figure is the median over rounds (gpt-fast's
-discipline: warm up, then time with the device synchronized). Workloads: forward and training step (fwd + bwd + AdamW) on the bundled
-tiny-qwen3 and on a ~100M-parameter Qwen3 config with random weights.
+discipline: warm up, then time with the device synchronized). Workloads: forward and training step (fwd +
+bwd + AdamW) on the bundled tiny-qwen3 (batch 4 x 64 tokens; forward also at batch 1 x 32) and on a
+~100M-parameter Qwen3 config with random weights; and the fixed cost of one op, an 8-element add (blocks of
+2,000 calls, interleaved, microseconds per call). `--cpu-time` times this process's CPU time on one
+thread instead of wall time, for a machine other jobs load (their CPU use then does not count).
 
-    python bench/bench_device.py [--rounds 5] [--skip-100m]
+    python bench/bench_device.py [--rounds 5] [--skip-100m] [--cpu-time]
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import copy
 import os
 import statistics
+import time
 from typing import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -25,6 +29,7 @@ from neuronkit.resources import data_dir  # noqa: E402
 from neuronkit.timing import interleaved_medians  # noqa: E402
 
 DATA = data_dir() / "models"
+CLOCK = time.perf_counter
 
 
 def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int) -> dict[str, Callable]:
@@ -45,15 +50,17 @@ def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int
     return {"forward": forward, "train_step": train_step}
 
 
-def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int) -> list[str]:
+def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int,
+            kinds: tuple[str, ...] = ("forward", "train_step")) -> list[str]:
     cpu, neuron = torch.device("cpu"), torch.device("neuron")
     loads = {d: workloads(model, d, seq, batch) for d in (cpu, neuron)}
     rows = []
-    for kind in ("forward", "train_step"):
+    for kind in kinds:
         for d in (cpu, neuron):  # warm-up: first calls fill caches (and the simulated NEFF cache)
             for _ in range(2):
                 loads[d][kind]()
-        per_round = [interleaved_medians({"cpu": loads[cpu][kind], "neuron": loads[neuron][kind]}, runs, warmup=0)
+        per_round = [interleaved_medians({"cpu": loads[cpu][kind], "neuron": loads[neuron][kind]}, runs, warmup=0,
+                                         clock=CLOCK)
                      for _ in range(rounds)]
         c = statistics.median(r["cpu"] for r in per_round)
         n = statistics.median(r["neuron"] for r in per_round)
@@ -62,16 +69,43 @@ def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, 
     return rows
 
 
+def per_op(rounds: int) -> str:
+    """Microseconds per 8-element `a + b` on CPU and on `neuron` (float32), blocks of calls interleaved."""
+    calls = 2000
+    pairs = {name: (torch.ones(8, device=name), torch.ones(8, device=name)) for name in ("cpu", "neuron")}
+
+    def block(a: torch.Tensor, b: torch.Tensor) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(calls):
+                a + b
+        return run
+
+    per_round = [interleaved_medians({name: block(*pair) for name, pair in pairs.items()}, 5, warmup=1, clock=CLOCK)
+                 for _ in range(rounds)]
+    c = statistics.median(r["cpu"] for r in per_round) * 1000 / calls
+    n = statistics.median(r["neuron"] for r in per_round) * 1000 / calls
+    row = f"| 8-element add, per op | {c:.1f} µs | {n:.1f} µs | {n / c:.2f}x |"
+    print(row, flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip-100m", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true", help="process CPU time on one thread, not wall time")
     args = parser.parse_args()
+    if args.cpu_time:
+        global CLOCK
+        CLOCK = time.process_time
+        torch.set_num_threads(1)
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("| workload | CPU | simulated neuron | ratio |\n|---|---|---|---|")
     tiny = AutoModelForCausalLM.from_pretrained(DATA / "tiny-qwen3")
+    per_op(args.rounds)
     compare("tiny-qwen3", tiny, seq=64, batch=4, runs=15, rounds=args.rounds)
+    compare("tiny-qwen3", tiny, seq=32, batch=1, runs=15, rounds=args.rounds, kinds=("forward",))
     if not args.skip_100m:
         config = AutoConfig.from_pretrained(DATA / "qwen3-100m")
         big = AutoModelForCausalLM.from_config(config)

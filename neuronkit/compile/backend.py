@@ -338,12 +338,8 @@ def _run_as_one_neff(gm: torch.fx.GraphModule) -> Callable:
     forward = gm.forward
 
     def run(*args: Any) -> Any:
-        outer = compiled_graphs.in_compiled_graph
-        compiled_graphs.in_compiled_graph = True
-        try:
+        with compiled_graphs.running():
             return forward(*args)
-        finally:
-            compiled_graphs.in_compiled_graph = outer
 
     return run
 

@@ -205,7 +205,7 @@ def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, 
     if on_device.type != "neuron":
         return
     name = LAUNCH_PREFIX + kernel.__name__
-    tracking.executed_ops.add(name)
+    tracking.record_executed(name)
     observers = tracking.observers
     if device._profiler_enabled() and tracking.profiler_observers:
         observers = observers + tracking.profiler_observers

@@ -21,6 +21,15 @@ def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
     assert _new_entries(lambda: [x * 1.5, x * 2.5]) == 1
 
 
+def test_scalar_arguments_are_inputs_not_part_of_the_key():
+    """Fidelity audit row 8 for Scalar-typed arguments (`alpha`, `value`, `add.Scalar`'s `other`): an optimizer's
+    `addcdiv_(..., value=-step_size)` reuses one NEFF as the step size changes."""
+    x, y = torch.randn(4, 3, device=N), torch.rand(4, 3, device=N) + 1
+    assert _new_entries(lambda: [x.addcdiv(x, y, value=0.5), x.addcdiv(x, y, value=-0.25)]) == 1
+    assert _new_entries(lambda: [torch.add(x, y, alpha=2), torch.add(x, y, alpha=3)]) == 1
+    assert _new_entries(lambda: [torch.ops.aten.add.Scalar(x, 2), torch.ops.aten.add.Scalar(x, 5)]) == 1
+
+
 def test_static_int_arguments_stay_in_the_key():
     """S: dims are static arguments of the lowering (static_argnums/static_argnames in python_ops kernels)."""
     x = torch.randn(5, 6, device=N)

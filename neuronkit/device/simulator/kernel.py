@@ -1,10 +1,13 @@
-"""The simulated device's tensors and its one per-op kernel.
+"""The simulated device's state and the Python path of its per-op kernel.
 
 A neuron tensor is an ordinary PrivateUse1 TensorImpl whose storage points at CPU memory (zero copy;
-design/simulated-device.md, approach A2). Every ATen op that reaches the PrivateUse1 key runs here: the
-kernel applies the op-support policy (native → eager NEFF cache; no lowering → silent CPU fallback,
-recorded; first-release gaps → NotImplementedError), runs the op on CPU aliases of its arguments and
-maps the results back onto the device according to the schema's alias annotations.
+design/simulated-device.md, approach A2). Every ATen op that reaches the PrivateUse1 key runs the native
+kernel (csrc/kernel.cpp), which applies the op-support policy (native → eager NEFF cache; no lowering →
+silent CPU fallback, recorded; first-release gaps → NotImplementedError), runs the op on CPU aliases of
+its arguments and maps the results back onto the device according to the schema's alias annotations.
+It reads each overload's record from `describe` once, and sends here (`slow`) the calls that need
+Python: errors, input-aware rules, 64-bit narrowing, random ops, the device's host kernels (device_ops),
+profiling and observers, a compiled graph, and the first call of each NEFF signature (which compiles it).
 """
 
 from __future__ import annotations
@@ -28,10 +31,19 @@ _profiler_enabled = torch._C._autograd._profiler_enabled
 _enable_record_function = torch._C._autograd._enable_record_function
 _perf_ns = time.perf_counter_ns
 _Tensor = torch.Tensor
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 # Ops that may take host tensors beside device ones, as on CUDA (copies, index tensors).
 _CROSS_DEVICE_OK = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
                               "_index_put_impl_", "set_"})
+# Overloads the native kernel handles by kind rather than by policy: metadata-only ops run CPU's kernel on
+# the device tensor itself (views, set_); factories that only allocate get a fresh host buffer counted as
+# HBM; `_copy_from*` are host<->device copies (DMA, no NEFF).
+SPECIAL = {
+    **dict.fromkeys(("aten::as_strided", "aten::view", "aten::view.dtype", "aten::_reshape_alias", "aten::unfold",
+                     "aten::view_as_real", "aten::view_as_complex", "aten::set_.source_Storage_storage_offset",
+                     "aten::set_.source_Storage", "aten::set_.source_Tensor", "aten::set_"), "redispatch"),
+    "aten::empty.memory_format": "allocate", "aten::empty_strided": "allocate",
+    "aten::_copy_from": "copy", "aten::_copy_from_and_resize": "copy_resize",
+}
 
 
 class Device:
@@ -40,8 +52,24 @@ class Device:
     def __init__(self, policy: Policy, hbm: list[HbmAccount], strict: bool) -> None:
         self.policy = policy
         self.hbm = hbm  # one account per logical core, indexed by device index
-        self.cache = NeffCache()
+        self.cache = _DeviceCache()
         self.strict = strict
+        # An LRU-bounded cache reorders and evicts on every hit, so Python keeps all of it.
+        native.route_to_python(native.ROUTE_BOUNDED_CACHE, bool(self.cache.max_entries or self.cache.max_bytes))
+
+
+class _DeviceCache(NeffCache):
+    """The device's NEFF cache: Python compiles each first-seen signature (and persists it); the native
+    per-op path counts the later in-memory hits (csrc/kernel.cpp), which the statistics include."""
+
+    def stats(self) -> dict[str, object]:
+        stats = super().stats()
+        stats["hits"] += native.neff_hits()
+        return stats
+
+    def clear(self) -> None:
+        super().clear()
+        native.neff_forget()
 
 
 STATE: Device | None = None  # set by registration.install()
@@ -81,10 +109,13 @@ def _is_neuron(x: object) -> bool:
 
 
 class OpKernel:
-    """Runs one ATen overload for the PrivateUse1 key. Built once per overload from its schema."""
+    """The Python path of one ATen overload (csrc/kernel.cpp sends calls here that need Python: errors,
+    input-aware rules, 64-bit narrowing, random ops, the device's host kernels, profiling, a first-seen
+    NEFF signature). Built once per overload from its schema; `describe` gives the native kernel its
+    record."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
-                 "blocked", "checks", "arg_names", "qualified", "scalars", "random")
+                 "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
@@ -95,10 +126,11 @@ class OpKernel:
         # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
         self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
         self.arg_names = tuple(a.name for a in schema.arguments)
-        # Where a Python number is a Scalar (or a wrapped number in a Tensor argument), by position and
-        # name: a 0-d input of the NEFF, not part of its key.
-        self.scalars = frozenset(x for i, a in enumerate(schema.arguments)
-                                 if str(a.type).rstrip("?") in ("Scalar", "Tensor") for x in (i, a.name))
+        self.positional = sum(not a.kwarg_only for a in schema.arguments)  # the rest are keyword-only
+        # Where a Python number is a Scalar (the schema's type prints as `number`) or a wrapped number in a
+        # Tensor argument: a 0-d input of the NEFF, not part of its key.
+        self.scalars = frozenset(i for i, a in enumerate(schema.arguments)
+                                 if str(a.type).rstrip("?") in ("number", "Scalar", "Tensor"))
         self.rule: Rule = policy.rule(schema.name)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
@@ -114,20 +146,27 @@ class OpKernel:
         for i, a in enumerate(schema.arguments):
             if a.alias_info is not None:
                 for alias_set in a.alias_info.before_set:
-                    positions.setdefault(alias_set, (i, a.name, a.alias_info.is_write))
-        # For each return: None (fresh), or (arg position, arg name, written) of the argument it aliases.
-        self.returns = []
-        for r in schema.returns:
-            info = r.alias_info
-            self.returns.append(positions.get(next(iter(info.before_set))) if info and info.before_set else None)
+                    positions.setdefault(alias_set, (i, a.alias_info.is_write))
+        # For each return: None (fresh), or (arg position, written) of the argument it aliases.
+        self.returns = tuple(positions.get(next(iter(r.alias_info.before_set)))
+                             if r.alias_info and r.alias_info.before_set else None for r in schema.returns)
         self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
+        host_in_python = self.op is not op and self.name not in device_ops.NATIVE_IMPLS
+        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or self.checks or host_in_python
+                                                    or (strict and not self.native) else "kernel")
 
-    def __call__(self, *args, **kwargs):
+    def describe(self) -> tuple:
+        """The native kernel's record of this overload (csrc/kernel.cpp `record_for`)."""
+        return (self.kind, self.native, self.compiles, self.cross_device, self.resizes, list(self.returns),
+                sorted(self.scalars), self.name, self.random)
+
+    def __call__(self, values: list):
+        """Run the op on `values`, its arguments in schema order."""
         if self.blocked:
             raise_blocked(self.name, self.rule, STATE.strict)
         if self.checks:
-            call = call_rules.bind(self.arg_names, args, kwargs)
+            call = dict(zip(self.arg_names, values))
             for applies, rule in self.checks:
                 if applies(call):
                     raise_blocked(self.name, rule, STATE.strict)
@@ -135,94 +174,36 @@ class OpKernel:
         if profiling:
             _enable_record_function(False)
         try:
-            return self._run(args, kwargs, profiling)
+            return self._run(values, profiling)
         finally:
             if profiling:
                 _enable_record_function(True)
 
-    def _run(self, args: tuple, kwargs: dict, profiling: bool):
+    def _run(self, values: list, profiling: bool):
         state = STATE
-        host = None  # a host tensor seen among the arguments
-        cargs = []
-        index = -1  # the device index of the neuron arguments
-        target = -1  # where fresh results go: a device index, or None when `device=` names the host
-        generator = None  # a neuron generator passed to a random op
-        wide = False  # a 64-bit device tensor among the arguments: computed in 32 bit
-        for a in args:
-            if isinstance(a, _Tensor):
-                if a.device.type == "neuron":
-                    index = _device_index(a, index, self)
-                    dt = a.dtype
-                    if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
-                        wide = self._check_dtype(dt) or wide
-                    a = to_cpu(a)
-                elif a.dim() > 0 and a.device.type == "cpu":
-                    host = a
-            elif isinstance(a, (list, tuple)) and any(isinstance(x, _Tensor) for x in a):
-                converted = []
-                for x in a:
-                    if isinstance(x, _Tensor):
-                        if x.device.type == "neuron":
-                            index = _device_index(x, index, self)
-                            dt = x.dtype
-                            if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
-                                wide = self._check_dtype(dt) or wide
-                            x = to_cpu(x)
-                        elif x.dim() > 0:
-                            host = x
-                    converted.append(x)
-                a = type(a)(converted) if isinstance(a, tuple) else converted
-            elif isinstance(a, torch.device) and a.type == "neuron":
-                target = a.index if a.index is not None else native.current_device()
-                a = _CPU
-            elif isinstance(a, torch.Generator) and a.device.type == "neuron":
-                generator, a = a, None
-            cargs.append(a)
-        ckwargs = kwargs
-        if kwargs:
-            ckwargs = {}
-            for k, v in kwargs.items():
-                if isinstance(v, _Tensor):
-                    if v.device.type == "neuron":
-                        index = _device_index(v, index, self)
-                        dt = v.dtype
-                        if dt is torch.float64 or dt is torch.int64 or dt.is_complex:
-                            wide = self._check_dtype(dt) or wide
-                        v = to_cpu(v)
-                    elif v.dim() > 0:
-                        host = v
-                elif k == "device" and v is not None:
-                    dev = v if isinstance(v, torch.device) else torch.device(v)
-                    if dev.type == "neuron":
-                        target = dev.index if dev.index is not None else native.current_device()
-                        v = _CPU
-                    else:
-                        target = None
-                elif isinstance(v, torch.Generator) and v.device.type == "neuron":
-                    generator, v = v, None
-                elif k == "pin_memory" and v:
-                    raise NotImplementedError("pin_memory is not supported for neuron tensors")
-                ckwargs[k] = v
-        if host is not None and index >= 0 and not self.cross_device:
+        call = _HostCall(self)
+        cvalues = [call.convert(v, name) for v, name in zip(values, self.arg_names)]
+        if call.host is not None and call.index >= 0 and not self.cross_device:
             raise RuntimeError(
-                f"Expected all tensors to be on the same device, but found at least two devices, neuron:{index} "
-                f"and {host.device}! (when checking argument for {self.name})")
+                f"Expected all tensors to be on the same device, but found at least two devices, "
+                f"neuron:{call.index} and {call.host.device}! (when checking argument for {self.name})")
+        target = call.target
         if target == -1:
-            target = index if index >= 0 else native.current_device()
+            target = call.index if call.index >= 0 else native.current_device()
         if self.native:
-            tracking.executed_ops.add(self.name)
+            native.record_op(self.name, False)
         elif not compiled_graphs.in_compiled_graph:  # a compiled graph is lowered whole: no host fallback
             if state.strict:
                 raise RuntimeError(
                     f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
                     f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
-            tracking.fallback_ops.add(self.qualified)
+            native.record_op(self.qualified, True)
         key = None
         hit = False
         if self.compiles and not compiled_graphs.in_compiled_graph:
-            signature = _signature(self.name, self.overload, self.scalars, cargs, ckwargs)
-            if signature is not None:
-                key, hit = state.cache.lookup(signature)
+            sig = signature(self, cvalues)
+            if sig is not None:
+                key, hit = state.cache.lookup(sig)
         observers = tracking.observers
         if profiling and tracking.profiler_observers:
             observers = observers + tracking.profiler_observers
@@ -230,73 +211,66 @@ class OpKernel:
         if observed:
             start = _perf_ns()
         if self.random:
-            result = rng.draw(self._compute, cargs, ckwargs, wide, generator, target if target is not None else index)
+            index = target if target is not None else call.index
+            result = rng.draw(lambda: self._compute(cvalues, call.wide), call.generator, index)
         else:
-            result = self._compute(cargs, ckwargs, wide)
+            result = self._compute(cvalues, call.wide)
         if observed:
             duration = _perf_ns() - start
-        result = self._results(result, args, kwargs, target)
+        result = self._results(result, values, target)
         if observed:
-            _notify(observers, self, start, duration, key, hit, cargs, ckwargs, result)
+            _notify(observers, self, start, duration, key, hit, cvalues, result)
         return result
 
-    def _compute(self, cargs: list, kwargs: dict, wide: bool):
+    def _invoke(self, cvalues: list):
+        n = self.positional
+        return self.op(*cvalues[:n], **dict(zip(self.arg_names[n:], cvalues[n:])))
+
+    def _compute(self, cvalues: list, wide: bool):
         if wide and self.compiles:
-            return self._run_narrow(cargs, kwargs)
-        return self.op(*cargs, **kwargs)
+            return self._run_narrow(cvalues)
+        return self._invoke(cvalues)
 
-    def _check_dtype(self, dtype: torch.dtype) -> bool:
-        """True for a 64-bit dtype; complex raises unless the op only moves or views memory."""
-        if dtype.is_complex:
-            if not self.rule.is_view:
-                raise_complex(self.name, dtype)
-            return False
-        return True
-
-    def _run_narrow(self, cargs: list, kwargs: dict):
+    def _run_narrow(self, cvalues: list):
         """Run an op with 64-bit inputs as the device does (`python_ops/dtype_autocast.py`,
         `_process_value`): every non-0-d float64/int64 tensor argument (and every one inside a list,
-        0-d included; keyword arguments too, `out` excepted) is narrowed to 32 bit before the op, and
-        the outputs are restored to the 64-bit type. float64 is computed in float32. int64 values are
-        wrapped to the int32 range before and after the op but kept as int64 tensors, because CPU's
-        kernels insist on int64 for indices and targets (the device's kernels take int32); modular
-        arithmetic makes that equal to computing in int32. An in-place op writes its result back into
-        its 64-bit argument."""
+        0-d included; `out` excepted) is narrowed to 32 bit before the op, and the outputs are restored
+        to the 64-bit type. float64 is computed in float32. int64 values are wrapped to the int32 range
+        before and after the op but kept as int64 tensors, because CPU's kernels insist on int64 for
+        indices and targets (the device's kernels take int32); modular arithmetic makes that equal to
+        computing in int32. An in-place op writes its result back into its 64-bit argument."""
         had: set = set()
-        nargs = [_narrow(a, had) for a in cargs]
-        nkwargs = {k: v if k == "out" else _narrow(v, had) for k, v in kwargs.items()}
-        result = self.op(*nargs, **nkwargs)
+        narrowed = [v if name == "out" else _narrow(v, had) for v, name in zip(cvalues, self.arg_names)]
+        result = self._invoke(narrowed)
         for spec in self.returns:
-            if spec is not None and spec[2]:
-                pos, name, _ = spec
-                original, narrowed = (cargs[pos], nargs[pos]) if pos < len(cargs) else (
-                    kwargs.get(name), nkwargs.get(name))
-                if narrowed is not original:
-                    original.copy_(_wrap_int32(narrowed) if torch.int64 in had else narrowed)
-                    result = _replace(result, narrowed, original)
+            if spec is not None and spec[1]:
+                original, narrow = cvalues[spec[0]], narrowed[spec[0]]
+                if narrow is not original:
+                    original.copy_(_wrap_int32(narrow) if torch.int64 in had else narrow)
+                    result = _replace(result, narrow, original)
         if torch.float64 in had:
             result = _map_tensors(result, _widen_float)
         if torch.int64 in had:
             result = _map_tensors(result, _wrap_int32)
         return result
 
-    def _results(self, result, args, kwargs, target: int | None):
+    def _results(self, result, values: list, target: int | None):
         returns = self.returns
         if len(returns) == 1:
-            return self._one(result, returns[0], args, kwargs, target)
+            return self._one(result, returns[0], values, target)
         if not returns:
             return result
-        return tuple(self._one(r, spec, args, kwargs, target) for r, spec in zip(result, returns))
+        return tuple(self._one(r, spec, values, target) for r, spec in zip(result, returns))
 
-    def _one(self, r, spec, args, kwargs, target: int | None):
+    def _one(self, r, spec, values: list, target: int | None):
         if spec is None:  # a fresh result, on device `target` (None: it stays on the host)
             if isinstance(r, _Tensor):
                 return wrap(r, target) if target is not None else r
             if isinstance(r, list) and target is not None:
                 return [wrap(x, target) if isinstance(x, _Tensor) else x for x in r]
             return r
-        pos, name, written = spec
-        base = args[pos] if pos < len(args) else kwargs.get(name)
+        pos, written = spec
+        base = values[pos]
         if not _is_neuron(base):
             return r
         if written:  # in-place or out=: the device tensor itself, re-pointed if the host resized it
@@ -308,14 +282,58 @@ class OpKernel:
         return [_as_strided.redispatch(CPU_KEYS, base, x.size(), x.stride(), x.storage_offset()) for x in r]
 
 
-def _device_index(t: _Tensor, index: int, kernel: OpKernel) -> int:
-    """The device index an op runs on: its first neuron argument's. Another index among the arguments is
-    PyTorch's cross-device error, as on CUDA (copies excepted)."""
-    found = t.get_device()
-    if index < 0 or found == index or kernel.cross_device:
-        return found if index < 0 else index
-    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                       f"neuron:{index} and neuron:{found}! (when checking argument for {kernel.name})")
+class _HostCall:
+    """One call's arguments moved to the host, and what they said: the device index of the neuron tensors
+    (a second index is PyTorch's cross-device error, as on CUDA; copies excepted), a host tensor among
+    them, where fresh results go (`device=`), a neuron generator, a 64-bit device tensor."""
+
+    __slots__ = ("kernel", "index", "host", "target", "generator", "wide")
+
+    def __init__(self, kernel: OpKernel) -> None:
+        self.kernel = kernel
+        self.index = -1
+        self.host = None
+        self.target = -1  # a device index, -1 for "the arguments' device", None when `device=` is the host
+        self.generator = None
+        self.wide = False
+
+    def convert(self, value, name: str):
+        """`value` as the CPU kernel takes it."""
+        if isinstance(value, _Tensor):
+            return self.tensor(value)
+        if isinstance(value, (list, tuple)) and any(isinstance(x, _Tensor) for x in value):
+            return type(value)(self.tensor(x) if isinstance(x, _Tensor) else x for x in value)
+        if isinstance(value, torch.device):
+            if value.type != "neuron":
+                self.target = None
+                return value
+            self.target = value.index if value.index is not None else native.current_device()
+            return _CPU
+        if isinstance(value, torch.Generator) and value.device.type == "neuron":
+            self.generator = value
+            return None
+        if name == "pin_memory" and value:
+            raise NotImplementedError("pin_memory is not supported for neuron tensors")
+        return value
+
+    def tensor(self, t: _Tensor) -> _Tensor:
+        if t.device.type != "neuron":
+            if t.dim() > 0:
+                self.host = t
+            return t
+        found = t.get_device()
+        kernel = self.kernel
+        if self.index >= 0 and found != self.index and not kernel.cross_device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"neuron:{self.index} and neuron:{found}! (when checking argument for {kernel.name})")
+        if self.index < 0:
+            self.index = found
+        dt = t.dtype
+        if dt is torch.float64 or (dt is torch.int64 and t.numel()):  # an empty int64 has nothing to narrow
+            self.wide = True
+        elif dt.is_complex and not kernel.rule.is_view:
+            raise_complex(kernel.name, dt)
+        return to_cpu(t)
 
 
 def raise_blocked(name: str, rule: Rule, strict: bool = False) -> None:
@@ -334,19 +352,17 @@ def raise_complex(name: str, dtype: torch.dtype) -> None:
                        f"{STATE.policy.complex_remedy}")
 
 
-def _signature(name: str, overload: str, scalars: frozenset, cargs: list, kwargs: dict) -> tuple | None:
+def signature(kernel: OpKernel, cvalues: list) -> tuple | None:
     """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args; None
-    when an input is empty (nothing to compile). Python numbers passed as Scalars (or wrapped numbers in
-    Tensor arguments) become 0-d inputs in the real lowering, so their values are not part of the key;
-    other ints (dims, sizes) are static."""
-    parts = [name, overload]
-    for i, a in enumerate(cargs):
-        if isinstance(a, _Tensor) and not a.numel():
+    when a positional tensor is empty (nothing to compile). Python numbers passed as Scalars (or wrapped
+    numbers in Tensor arguments) become 0-d inputs in the real lowering, so their values are not part of
+    the key; other ints (dims, sizes) are static. csrc/kernel.cpp `signature` keys the same parts."""
+    parts = [kernel.name, kernel.overload]
+    scalars = kernel.scalars
+    for i, a in enumerate(cvalues):
+        if i < kernel.positional and isinstance(a, _Tensor) and not a.numel():
             return None
         parts.append(type(a) if i in scalars and isinstance(a, (int, float)) else _static(a))
-    if kwargs:
-        parts.extend((k, type(v) if k in scalars and isinstance(v, (int, float)) else _static(v))
-                     for k, v in sorted(kwargs.items()))
     return tuple(parts)
 
 
@@ -418,94 +434,39 @@ def _nbytes(values) -> int:
     return total
 
 
-def _notify(observers: list, kernel: OpKernel, start: int, duration: int, key, hit: bool, cargs, kwargs,
+def _notify(observers: list, kernel: OpKernel, start: int, duration: int, key, hit: bool, cvalues: list,
             result) -> None:
-    tensors = [a for a in cargs if isinstance(a, _Tensor)]
+    tensors = [a for a in cvalues[:kernel.positional] if isinstance(a, _Tensor)]
     event = tracking.OpEvent(
         name=kernel.name, overload=kernel.overload, category=kernel.rule.category,
         fallback=not kernel.native, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
         input_shapes=tuple(tuple(t.shape) for t in tensors), input_dtypes=tuple(str(t.dtype) for t in tensors),
-        bytes_in=_nbytes(cargs) + _nbytes(kwargs.values()),
+        bytes_in=_nbytes(cvalues),
         bytes_out=_nbytes(result if isinstance(result, (list, tuple)) else (result,)),
     )
     for observer in observers:
         observer(event)
 
 
-class CopyFrom:
-    """`_copy_from(src, dst)` / `_copy_from_and_resize`: host<->device copies (DMA; no NEFF)."""
-
-    __slots__ = ("resize",)
-
-    def __init__(self, resize: bool) -> None:
-        self.resize = resize
-
-    def __call__(self, src: _Tensor, dst: _Tensor, non_blocking: bool = False) -> _Tensor:
-        csrc = to_cpu(src) if _is_neuron(src) else src
-        if _is_neuron(dst):
-            cdst = to_cpu(dst)
-            if self.resize and cdst.shape != csrc.shape:
-                cdst.resize_(csrc.shape)
-                rebind(dst, cdst)
-            cdst.copy_(csrc)
-        else:
-            if self.resize:
-                dst.resize_(csrc.shape)
-            dst.copy_(csrc)
-        return dst
+_KERNELS: dict[str, OpKernel] = {}
 
 
-class RedispatchToCpu:
-    """Metadata-only ops (views, set_) run the CPU kernel directly on the device tensor: no copy."""
-
-    __slots__ = ("op",)
-
-    def __init__(self, op: torch._ops.OpOverload) -> None:
-        self.op = op
-
-    def __call__(self, *args, **kwargs):
-        return self.op.redispatch(CPU_KEYS, *args, **kwargs)
-
-
-class Allocate:
-    """Factories that only allocate (`empty`, `empty_strided`): a fresh host buffer, counted as HBM."""
-
-    __slots__ = ("op",)
-
-    def __init__(self, op: torch._ops.OpOverload) -> None:
-        self.op = op
-
-    def __call__(self, *args, **kwargs):
-        device = kwargs.get("device")
-        index = device.index if device is not None and device.index is not None else native.current_device()
-        kwargs["device"] = _CPU
-        kwargs.pop("pin_memory", None)
-        return wrap(self.op(*args, **kwargs), index)
+def kernel_for(qualified: str) -> OpKernel:
+    """The Python kernel of an overload by its qualified name (`aten::add.Tensor`), built once."""
+    kernel = _KERNELS.get(qualified)
+    if kernel is None:
+        namespace, _, rest = qualified.partition("::")
+        name, _, overload = rest.partition(".")
+        op = getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")
+        kernel = _KERNELS[qualified] = OpKernel(op, STATE.policy)
+    return kernel
 
 
-class FailedInit:
-    """Allocation when the runtime cannot initialize (a core past the count in NEURON_RT_VISIBLE_CORES):
-    the first tensor on the device raises the runtime's RuntimeError, as the real backend's lazy init
-    does, while `torch.neuron` stays importable."""
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(self.message)
+def describe(qualified: str) -> tuple:
+    """An overload's record for the native kernel, read once per overload."""
+    return kernel_for(qualified).describe()
 
 
-class Fallback:
-    """The boxed fallback for ops registered after install (custom libraries): one OpKernel per overload."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.kernels: dict[torch._ops.OpOverload, OpKernel] = {}
-
-    def __call__(self, op: torch._ops.OpOverload, *args, **kwargs):
-        kernel = self.kernels.get(op)
-        if kernel is None:
-            kernel = self.kernels[op] = OpKernel(op, self.policy)
-        return kernel(*args, **kwargs)
+def slow(qualified: str, values: list):
+    """The Python path of one call (csrc/kernel.cpp `python_path`)."""
+    return kernel_for(qualified)(values)

@@ -9,19 +9,37 @@ import torch  # noqa: F401 - the extension links against torch's libraries, whic
 
 try:
     from neuronkit.device.simulator._native import (  # noqa: F401 - re-exported
+        clear_tracking,
+        composite_explicit_overloads,
         counters,
         current_device,
         default_generator,
         device_count,
         exchange_device,
+        fused_attention,
+        fused_attention_backward,
         init,
+        install_kernel,
+        lend_generator,
+        neff_forget,
+        neff_hits,
+        record_op,
         reset_accumulated,
         reset_peak,
+        route_to_python,
         set_device,
         to_cpu,
+        tracked_ops,
         wrap,
     )
 except ImportError as exc:
     raise ImportError(
         f"neuronkit's native device runtime is not built ({exc}); build it with `pip install -e . "
         f"--no-build-isolation` (or, in a source tree, `python setup.py build_ext --inplace`)") from None
+
+# Why the native per-op kernel sends every op to the Python path (bits for `route_to_python`): observers
+# want an event per op, a compiled graph compiles no per-op NEFFs, an LRU-bounded NEFF cache reorders on
+# every hit.
+ROUTE_OBSERVERS = 1
+ROUTE_COMPILED_GRAPH = 2
+ROUTE_BOUNDED_CACHE = 4

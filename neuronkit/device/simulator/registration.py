@@ -14,23 +14,12 @@ from __future__ import annotations
 import sys
 
 import torch
-from torch.library import Library
 
 from neuronkit.device.simulator import autocast, features, kernel, module, native, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.policy import load_policy
 from neuronkit.post_import import when_imported
-
-_LIBS: list[Library] = []  # registrations live as long as their Library object
-
-# Metadata-only ops: the CPU kernel runs directly on the device tensor and shares its storage.
-_REDISPATCH = (
-    "as_strided.default", "view.default", "view.dtype", "_reshape_alias.default", "unfold.default",
-    "view_as_real.default", "view_as_complex.default", "set_.source_Storage_storage_offset",
-    "set_.source_Storage", "set_.source_Tensor", "set_.default",
-)
-_ALLOCATE = ("empty.memory_format", "empty_strided.default")
 
 def install(config: SimConfig | None = None) -> None:
     """Register the simulated device. Called once, by the autoload entry point or `neuronkit.device`."""
@@ -67,57 +56,30 @@ def _skip_simulator_frames(trace_rules) -> None:
     trace_rules.add("neuronkit.device.simulator")
 
 
-def _overloads(policy, strict: bool) -> list[tuple[str, torch._ops.OpOverload]]:
-    """Every ATen overload that reaches the PrivateUse1 key: those without a composite kernel, plus two
-    kinds upstream implements as CompositeExplicitAutograd: natively lowered ops (the real backend
-    registers them itself, e.g. native_layer_norm, which would otherwise decompose into batch norm) and
-    gaps the device raises for (e.g. _make_dual), which must stop at the device. Under
-    NEURONKIT_STRICT=1 every documented gap stops there too (e.g. hann_window, which otherwise
-    decomposes)."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
+def _named_overloads(policy, strict: bool) -> list[str]:
+    """The ATen overloads the kernel must be registered for by name: those upstream implements as
+    CompositeExplicitAutograd (or its non-functional variant), which outranks the boxed fallback that
+    every other op without a composite kernel reaches. Two kinds of them stop at the device: natively
+    lowered ops (the real backend registers them itself, e.g. native_layer_norm, which would otherwise
+    decompose into batch norm) and gaps the device raises for (e.g. _make_dual); under
+    NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which otherwise decomposes)."""
     found = []
-    for qualified in torch._C._dispatch_get_all_op_names():
-        if not qualified.startswith("aten::") or has(qualified, "CompositeImplicitAutograd"):
-            continue
+    for tagged in native.composite_explicit_overloads():  # "E" CompositeExplicitAutograd, "N" non-functional
+        explicit, qualified = tagged[0] == "E", tagged[1:]
         rule = policy.rule(qualified)
         stops = rule.blocked or (strict and bool(rule.documented))
-        if has(qualified, "CompositeExplicitAutograd") and not stops and (
+        if explicit and not stops and (
                 not policy.runs_natively(qualified) or rule.is_view or rule.runtime == "decompose"):
             continue
         found.append(qualified)
-    return [(q, _resolve(q)) for q in found]
-
-
-def _resolve(qualified: str) -> torch._ops.OpOverload:
-    name, _, overload = qualified[len("aten::"):].partition(".")
-    return getattr(getattr(torch.ops.aten, name), overload or "default")
-
-
-def _impl_name(short: str) -> str:
-    return short.removesuffix(".default")
+    found.extend(kernel.SPECIAL)  # the ones handled by kind, whatever composite kernels upstream has
+    return sorted({q[len("aten::"):] for q in found})
 
 
 def _register_kernels(policy, config: SimConfig) -> None:
-    lib = Library("aten", "IMPL")
-    _LIBS.append(lib)
-    special = set(_REDISPATCH) | set(_ALLOCATE) | {"_copy_from.default", "_copy_from_and_resize.default"}
-    for qualified, op in _overloads(policy, config.strict):
-        short = qualified[len("aten::"):]
-        key = short if "." in short else f"{short}.default"
-        if key in special:
-            continue
-        lib.impl(short, kernel.OpKernel(op, policy), "PrivateUse1")
-    for short in _REDISPATCH:
-        lib.impl(_impl_name(short), kernel.RedispatchToCpu(_resolve("aten::" + short)), "PrivateUse1")
-    for short in _ALLOCATE:
-        allocate = kernel.FailedInit(config.init_error) if config.init_error else kernel.Allocate(
-            _resolve("aten::" + short))
-        lib.impl(_impl_name(short), allocate, "PrivateUse1")
-    lib.impl("_copy_from", kernel.CopyFrom(resize=False), "PrivateUse1")
-    lib.impl("_copy_from_and_resize", kernel.CopyFrom(resize=True), "PrivateUse1")
-    generic = Library("_", "IMPL")
-    _LIBS.append(generic)
-    generic.fallback(kernel.Fallback(policy), "PrivateUse1")
+    """One native boxed kernel for every op on the device (csrc/kernel.cpp), reading each overload's
+    record from kernel.py once and calling its Python path where it must."""
+    native.install_kernel(kernel.describe, kernel.slow, _named_overloads(policy, config.strict), config.init_error or "")
 
 
 def installed() -> bool:

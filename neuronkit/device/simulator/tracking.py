@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from neuronkit.device.simulator import native
+
 
 class OpEvent(NamedTuple):
     """One op the simulated device ran, as seen by an observer."""
@@ -24,9 +26,27 @@ class OpEvent(NamedTuple):
     bytes_out: int
 
 
-executed_ops: set[str] = set()
-fallback_ops: set[str] = set()
-observers: list[Callable[[OpEvent], None]] = []
+class _Observers(list):
+    """The observers of every op; while there are any, the native kernel sends each op to the Python path,
+    which builds the events."""
+
+    def _changed(self) -> None:
+        native.route_to_python(native.ROUTE_OBSERVERS, bool(self))
+
+    def append(self, observer: Callable[[OpEvent], None]) -> None:
+        super().append(observer)
+        self._changed()
+
+    def remove(self, observer: Callable[[OpEvent], None]) -> None:
+        super().remove(observer)
+        self._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
+
+
+observers: list[Callable[[OpEvent], None]] = _Observers()
 # Called only for ops that run while the PyTorch profiler is recording (free otherwise): how
 # neuronkit.profiling sees device work inside a `torch.profiler.profile` window.
 profiler_observers: list[Callable[[OpEvent], None]] = []
@@ -35,16 +55,20 @@ profiler_observers: list[Callable[[OpEvent], None]] = []
 def get_fallback_ops() -> list[str]:
     """Ops that fell back to CPU, as a list (S: NeuronBindings.cpp:981-986), named as the boxed fallback
     names them: `aten::<name>` plus the overload when it is not the default (`aten::add.Tensor`)."""
-    return sorted(fallback_ops)
+    return native.tracked_ops(True)
 
 
 def get_executed_ops() -> list[str]:
     """Ops that executed on the device, as a list (S: NeuronBindings.cpp:988-994; python_ops/base.py:826
     logs the registered op name, `aten::<name>`)."""
-    return sorted(executed_ops)
+    return native.tracked_ops(False)
+
+
+def record_executed(name: str) -> None:
+    """Count `name` as executed on the device (ops that run outside the per-op kernel, e.g. NKI kernels)."""
+    native.record_op(name, False)
 
 
 def clear_op_tracking() -> None:
     """Forget the ops seen so far."""
-    executed_ops.clear()
-    fallback_ops.clear()
+    native.clear_tracking()

@@ -1,4 +1,5 @@
 // The Python face of the native runtime: `neuronkit.device.simulator._native`.
+#include "kernel.h"
 #include "runtime.h"
 
 // torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
@@ -53,4 +54,42 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", &reset_peak, py::arg("index"));
   m.def("reset_accumulated", &reset_accumulated, py::arg("index"));
   m.def("default_generator", &python_default_generator, py::arg("index"));
+  m.def(
+      "lend_generator",
+      [](const py::object& source, const py::function& run) {
+        py::object result;
+        lend_generator(reinterpret_cast<THPGenerator*>(source.ptr())->cdata, [&] { result = run(); });
+        return result;
+      },
+      "run() drawing from generator `source` through the host's default generator", py::arg("source"),
+      py::arg("run"));
+  m.def("install_kernel", &install_kernel, "Register the per-op kernel for PrivateUse1", py::arg("describe"),
+        py::arg("slow"), py::arg("overloads"), py::arg("init_error"));
+  m.def("fused_attention", &fused_attention, "The device's fused SDPA kernel on host tensors", py::arg("query"),
+        py::arg("key"), py::arg("value"), py::arg("attn_bias") = py::none(), py::arg("dropout_p") = 0.0,
+        py::arg("is_causal") = false, py::arg("return_debug_mask") = false, py::kw_only(),
+        py::arg("scale") = py::none());
+  m.def(
+      "fused_attention_backward",
+      [](const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+         const std::optional<at::Tensor>& attn_bias, const py::object& /*grad_input_mask*/, const py::object& /*out*/,
+         const at::Tensor& logsumexp, const py::object& /*cum_seq_q*/, const py::object& /*cum_seq_k*/,
+         const py::object& /*max_q*/, const py::object& /*max_k*/, double /*dropout_p*/, bool is_causal,
+         const py::object& /*philox_seed*/, const py::object& /*philox_offset*/, std::optional<double> scale) {
+        return fused_attention_backward(grad_out, query, key, value, attn_bias.value_or(at::Tensor()), logsumexp,
+                                        is_causal, scale);
+      },
+      "The gradients of fused_attention (schema order)", py::arg("grad_out"), py::arg("query"), py::arg("key"),
+      py::arg("value"), py::arg("attn_bias"), py::arg("grad_input_mask"), py::arg("out"), py::arg("logsumexp"),
+      py::arg("cum_seq_q"), py::arg("cum_seq_k"), py::arg("max_q"), py::arg("max_k"), py::arg("dropout_p"),
+      py::arg("is_causal"), py::arg("philox_seed"), py::arg("philox_offset"), py::kw_only(),
+      py::arg("scale") = py::none());
+  m.def("composite_explicit_overloads", &composite_explicit_overloads);
+  m.def("record_op", &record_op, py::arg("name"), py::arg("fallback"));
+  m.def("tracked_ops", &tracked_ops, "Sorted names of the ops executed (or, fallback=True, fallen back)",
+        py::arg("fallback"));
+  m.def("clear_tracking", &clear_tracking);
+  m.def("neff_hits", &neff_hits, "NEFF-cache hits counted by the native per-op path");
+  m.def("neff_forget", &neff_forget, "Forget the native path's NEFF signatures and hits");
+  m.def("route_to_python", &route_to_python, py::arg("reason"), py::arg("on"));
 }

@@ -44,6 +44,23 @@ c10::DeviceIndex resolve(c10::DeviceIndex index) {
 
 }  // namespace
 
+void lend_generator(const at::Generator& source, const std::function<void()>& run) {
+  auto host = at::detail::getDefaultCPUGenerator();
+  auto saved = host.get_state();
+  host.set_state(source.get_state());
+  auto give_back = [&] {
+    const_cast<at::Generator&>(source).set_state(host.get_state());
+    host.set_state(saved);
+  };
+  try {
+    run();
+  } catch (...) {
+    give_back();
+    throw;
+  }
+  give_back();
+}
+
 const at::Generator& default_generator(c10::DeviceIndex index) {
   index = resolve(index);
   std::lock_guard<std::mutex> lock(g_mutex);

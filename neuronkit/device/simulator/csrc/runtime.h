@@ -56,6 +56,9 @@ bool is_pinned(const void* ptr);
 // generator.cpp: one default generator per core, and new ones.
 const at::Generator& default_generator(c10::DeviceIndex index);
 at::Generator new_generator(c10::DeviceIndex index);
+// Run `run` with the host's default generator holding `source`'s state, which goes back to `source`
+// afterwards; the host generator's own state is restored (CPU kernels take only CPU generators).
+void lend_generator(const at::Generator& source, const std::function<void()>& run);
 
 // hooks.cpp
 void register_hooks();

@@ -1,0 +1,109 @@
+// The device's fused-attention kernel, forward and backward, run on the host where CPU's flash kernel would
+// otherwise run: `aten::_scaled_dot_product_fused_attention_overrideable[_backward]`, SDPA's device kernel for
+// 4-D inputs with no mask, a causal mask, or any boolean/additive mask (S = parmoham-aws/test-repo-parmoham
+// @ 98154b8: csrc/aten/SdpBackendSelection.cpp:35-47; the decomposition it lowers,
+// python_ops/torch_mlir/ops/scaled_dot_product_attention.py::compute_attention, backward at :229).
+// In C++ rather than Python because it runs twice per layer: as Python functions its ~25 host ops cost
+// more than the attention itself on a small model.
+#include "kernel.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+
+namespace neuronkit {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Scaled logits in float32 with the causal mask or the additive bias: causal wins over a bias; a boolean
+// bias is an allow-mask.
+at::Tensor logits_of(const at::Tensor& query, const at::Tensor& key, const std::optional<at::Tensor>& bias,
+                     bool is_causal, double scale) {
+  auto logits = at::matmul(query, key.transpose(-2, -1)).to(at::kFloat) * scale;
+  if (is_causal) {
+    auto allowed = at::ones({query.size(-2), key.size(-2)}, at::TensorOptions().dtype(at::kBool)).tril_();
+    return logits.masked_fill(allowed.logical_not(), kNegInf);
+  }
+  if (bias && bias->defined() && bias->numel() > 0) {
+    return bias->scalar_type() == at::kBool ? logits.masked_fill(bias->logical_not(), kNegInf)
+                                            : logits + bias->to(at::kFloat);
+  }
+  return logits;
+}
+
+// Softmax from the log-sum-exp. A row with every key masked (a left-padded query) gets zeros, as
+// PyTorch's `_safe_softmax` gives; S's decomposition would give NaN there (exp(-inf - -inf)): not verified
+// on hardware, listed as a known difference in docs/fidelity.md.
+at::Tensor probabilities(const at::Tensor& logits, const at::Tensor& lse) {
+  auto probs = at::exp(logits - lse.unsqueeze(-1));
+  return probs.masked_fill_(at::isneginf(lse).unsqueeze(-1), 0.0);
+}
+
+// `values` in `layout`'s dtype and memory layout, as the op's meta kernel promises (a traced graph views
+// the output on that assumption).
+at::Tensor like(const at::Tensor& layout, const at::Tensor& values) { return at::empty_like(layout).copy_(values); }
+
+double scale_of(const at::Tensor& query, std::optional<double> scale) {
+  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+}
+
+at::Tensor empty(at::ScalarType dtype) { return at::empty({0}, at::TensorOptions().dtype(dtype)); }
+
+}  // namespace
+
+FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                               const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                               bool return_debug_mask, std::optional<double> scale) {
+  auto logits = logits_of(query, key, attn_bias, is_causal, scale_of(query, scale));
+  auto lse = at::logsumexp(logits, {-1});
+  auto probs = probabilities(logits, lse);
+  if (dropout_p > 0.0) {
+    probs = at::dropout(probs, dropout_p, /*train=*/true);
+  }
+  auto output = like(query, at::matmul(probs.to(query.scalar_type()), value));
+  auto cum = empty(at::kInt);
+  return {output, lse, cum, cum.clone(), query.size(-2), key.size(-2), empty(at::kLong), empty(at::kLong),
+          empty(query.scalar_type())};
+}
+
+FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const at::Tensor& query,
+                                             const at::Tensor& key, const at::Tensor& value,
+                                             const at::Tensor& attn_bias, const at::Tensor& logsumexp,
+                                             bool is_causal, std::optional<double> scale) {
+  double s = scale_of(query, scale);
+  auto probs = probabilities(logits_of(query, key, attn_bias, is_causal, s), logsumexp);
+  auto grad = grad_out.to(at::kFloat);
+  auto grad_value = at::matmul(probs.transpose(-2, -1), grad);
+  auto grad_probs = at::matmul(grad, value.to(at::kFloat).transpose(-2, -1));
+  auto grad_logits = probs * (grad_probs - (grad_probs * probs).sum(-1, /*keepdim=*/true));
+  auto grad_query = at::matmul(grad_logits, key.to(at::kFloat)) * s;
+  auto grad_key = at::matmul(grad_logits.transpose(-2, -1), query.to(at::kFloat)) * s;
+  at::Tensor grad_bias;
+  if (attn_bias.defined() && attn_bias.numel() > 0 && at::isFloatingType(attn_bias.scalar_type()) && !is_causal) {
+    grad_bias = grad_logits.sum_to_size(attn_bias.sizes()).to(attn_bias.scalar_type());
+  } else {
+    grad_bias = empty(query.scalar_type());
+  }
+  return {like(query, grad_query), like(key, grad_key), like(value, grad_value), grad_bias};
+}
+
+void boxed_fused_attention(Stack* stack) {
+  auto a = torch::jit::pop(*stack, 8);
+  auto r = fused_attention(a[0].toTensor(), a[1].toTensor(), a[2].toTensor(), a[3].toOptional<at::Tensor>(),
+                           a[4].toDouble(), a[5].toBool(), a[6].toBool(), a[7].toOptional<double>());
+  torch::jit::push(*stack, std::get<0>(r), std::get<1>(r), std::get<2>(r), std::get<3>(r), c10::SymInt(std::get<4>(r)),
+                   c10::SymInt(std::get<5>(r)), std::get<6>(r), std::get<7>(r), std::get<8>(r));
+}
+
+void boxed_fused_attention_backward(Stack* stack) {
+  // (grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q, cum_seq_k, max_q,
+  //  max_k, dropout_p, is_causal, philox_seed, philox_offset, *, scale)
+  auto a = torch::jit::pop(*stack, 17);
+  auto r = fused_attention_backward(a[0].toTensor(), a[1].toTensor(), a[2].toTensor(), a[3].toTensor(),
+                                    a[4].isNone() ? at::Tensor() : a[4].toTensor(), a[7].toTensor(), a[13].toBool(), a[16].toOptional<double>());
+  torch::jit::push(*stack, std::get<0>(r), std::get<1>(r), std::get<2>(r), std::get<3>(r));
+}
+
+}  // namespace neuronkit

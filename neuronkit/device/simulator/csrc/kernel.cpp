@@ -1,0 +1,597 @@
+// The per-op kernel of the simulated device: one boxed kernel for every op that reaches PrivateUse1.
+//
+// Real backend: every aten op the device lowers is a C++ kernel that compiles (or finds in the NEFF cache)
+// and runs its graph; the rest reach a boxed CPU fallback that copies to the host, runs CPU's kernel and
+// records the op (torch_neuronx/csrc/aten/NeuronFallback.cpp, NeuronBindings.cpp get_fallback_ops). Here
+// device memory is host memory, so both run CPU's kernel on CPU aliases of the device tensors (no copy).
+//
+// Each overload gets a Record once, built from the Python policy (data/op_support.toml through
+// neuronkit.policy; kernel.py `describe`). The common call (a native or plain fallback op with no
+// input-aware rule, no 64-bit or complex device tensor, no device generator, profiler off) runs entirely
+// here: tracking, the NEFF-cache hit count, the CPU kernel, results mapped back by the schema's alias
+// annotations. Anything else (errors, call rules, narrowing, random ops, the device's own host kernels,
+// profiler records, a first-seen NEFF signature) goes to the Python slow path, `kernel.py` `slow`.
+#include "kernel.h"
+#include "runtime.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/DynamicTypes.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace torch::jit {
+// pybind_utils.h declares these; that header costs more to compile than this whole file.
+c10::IValue toIValue(py::handle obj, const c10::TypePtr& type, std::optional<int32_t> N);
+py::object toPyObject(c10::IValue ivalue);
+}  // namespace torch::jit
+
+namespace neuronkit {
+namespace {
+
+enum class Kind { Kernel, Python, Redispatch, Allocate, Copy, CopyResize };
+
+struct Record {
+  Kind kind = Kind::Python;
+  bool native = false;       // lowered by the device: counted as executed, compiled into a NEFF
+  bool compiles = false;     // native and not a view: one eager NEFF per signature
+  bool cross_device = false; // may mix host and device tensors (copies, index tensors)
+  bool resizes = false;      // out= or resize_: the device tensor is re-pointed if the host resized it
+  bool random = false;       // draws from the core's default generator
+  std::vector<int> alias;    // per return: the argument it aliases, or -1 for a fresh result
+  std::vector<bool> written; // per return: that argument is written (in-place / out=)
+  std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
+  int pin_memory = -1;       // position of a `pin_memory` argument
+  void (*host)(Stack*) = nullptr;  // the device's own host kernel (attention.cpp), else CPU's kernel
+  std::string name, qualified;
+  std::atomic<uint64_t> seen_epoch{0};  // tracking epoch this op was last recorded in
+};
+
+std::mutex g_mutex;  // records, tracking sets, NEFF signatures
+std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<Record>> g_records;
+std::set<std::string> g_executed, g_fallback;
+std::atomic<uint64_t> g_epoch{1};
+std::unordered_set<std::string> g_signatures;
+std::atomic<uint64_t> g_neff_hits{0};
+std::atomic<int> g_python_route{0};  // reasons (bits) every op takes the Python path
+std::string g_init_error;
+py::object* g_describe = nullptr;  // kernel.describe(qualified) -> record fields
+py::object* g_slow = nullptr;      // kernel.slow(qualified, values) -> result
+
+std::string qualified_name(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+Kind kind_of(const std::string& kind) {
+  if (kind == "kernel") return Kind::Kernel;
+  if (kind == "redispatch") return Kind::Redispatch;
+  if (kind == "allocate") return Kind::Allocate;
+  if (kind == "copy") return Kind::Copy;
+  if (kind == "copy_resize") return Kind::CopyResize;
+  return Kind::Python;
+}
+
+const Record& record_for(const c10::OperatorHandle& op) {
+  const auto* key = &op.schema();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto found = g_records.find(key);
+    if (found != g_records.end()) return *found->second;
+  }
+  auto record = std::make_unique<Record>();
+  record->qualified = qualified_name(op);
+  if (record->qualified == "aten::_scaled_dot_product_fused_attention_overrideable") {
+    record->host = &boxed_fused_attention;
+  } else if (record->qualified == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
+    record->host = &boxed_fused_attention_backward;
+  }
+  const auto& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].name() == "pin_memory") record->pin_memory = static_cast<int>(i);
+  }
+  {
+    py::gil_scoped_acquire gil;
+    auto fields = (*g_describe)(record->qualified).cast<py::tuple>();
+    record->kind = kind_of(fields[0].cast<std::string>());
+    record->native = fields[1].cast<bool>();
+    record->compiles = fields[2].cast<bool>();
+    record->cross_device = fields[3].cast<bool>();
+    record->resizes = fields[4].cast<bool>();
+    for (auto spec : fields[5].cast<py::list>()) {
+      if (spec.is_none()) {
+        record->alias.push_back(-1);
+        record->written.push_back(false);
+      } else {
+        auto pair = spec.cast<py::tuple>();
+        record->alias.push_back(pair[0].cast<int>());
+        record->written.push_back(pair[1].cast<bool>());
+      }
+    }
+    record->scalar.assign(arguments.size(), false);
+    for (auto position : fields[6].cast<py::list>()) record->scalar[position.cast<size_t>()] = true;
+    record->name = fields[7].cast<std::string>();
+    record->random = fields[8].cast<bool>();
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto& slot = g_records[key];
+  if (!slot) slot = std::move(record);
+  return *slot;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The Python slow path: the stack as Python values in schema order, the result pushed back.
+
+py::object to_python(const c10::Argument& argument, const c10::IValue& value) {
+  if (value.isNone()) return py::none();
+  auto type = argument.real_type();
+  if (auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  switch (type->kind()) {
+    case c10::TypeKind::ScalarTypeType:
+      return py::reinterpret_borrow<py::object>(
+          reinterpret_cast<PyObject*>(torch::getTHPDtype(static_cast<c10::ScalarType>(value.toInt()))));
+    case c10::TypeKind::LayoutType:
+      return py::reinterpret_borrow<py::object>(
+          reinterpret_cast<PyObject*>(torch::getTHPLayout(static_cast<c10::Layout>(value.toInt()))));
+    case c10::TypeKind::MemoryFormatType:
+      return py::cast(static_cast<c10::MemoryFormat>(value.toInt()));
+    default:
+      break;
+  }
+  if (value.isTensor() && value.toTensor().unsafeGetTensorImpl()->is_wrapped_number()) {
+    const auto& t = value.toTensor();  // a Python number passed where the schema says Tensor
+    if (t.scalar_type() == at::kBool) return py::bool_(t.item<bool>());
+    if (at::isIntegralType(t.scalar_type(), false)) return py::int_(t.item<int64_t>());
+    if (at::isComplexType(t.scalar_type())) return py::cast(t.item<c10::complex<double>>());
+    return py::float_(t.item<double>());
+  }
+  return torch::jit::toPyObject(value);
+}
+
+void python_path(const c10::OperatorHandle& op, Stack* stack, const Record& record) {
+  const auto& schema = op.schema();
+  auto arguments = torch::jit::pop(*stack, schema.arguments().size());
+  py::gil_scoped_acquire gil;
+  py::list values(arguments.size());
+  for (size_t i = 0; i < arguments.size(); ++i) values[i] = to_python(schema.arguments()[i], arguments[i]);
+  arguments.clear();
+  py::object out = (*g_slow)(record.qualified, values);
+  const auto& returns = schema.returns();
+  if (returns.size() == 1) {
+    torch::jit::push(stack, torch::jit::toIValue(out, returns[0].type(), std::nullopt));
+  } else if (!returns.empty()) {
+    auto outs = out.cast<py::sequence>();
+    for (size_t i = 0; i < returns.size(); ++i) {
+      torch::jit::push(stack, torch::jit::toIValue(outs[i], returns[i].type(), std::nullopt));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The fast path.
+
+bool is_device(const at::Tensor& t) { return t.defined() && t.device().type() == kNeuron; }
+
+// A device tensor the Python path must handle: float64 and non-empty int64 are narrowed, complex raises.
+// An empty int64 tensor (SDPA's philox seed and offset) has no values to narrow.
+bool wide(const at::Tensor& t) {
+  auto dtype = t.scalar_type();
+  return dtype == at::kDouble || (dtype == at::kLong && t.numel() > 0) || at::isComplexType(dtype);
+}
+
+// What the call's tensors say: the device index of its neuron tensors, and whether the Python path must
+// handle it (a 64-bit or complex device tensor, two devices, a host tensor where the op takes none).
+struct Scan {
+  int index = -1;
+  bool host = false;
+  bool python = false;
+
+  void tensor(const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (t.device().type() == kNeuron) {
+      int found = t.device().index();
+      if (wide(t) || (index >= 0 && found != index)) python = true;
+      index = found;
+    } else if (t.dim() > 0) {
+      host = true;
+    }
+  }
+};
+
+template <typename Fn>
+void each_tensor(const c10::IValue& value, Fn&& fn) {
+  if (value.isTensor()) {
+    fn(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorList().vec()) fn(t);
+  } else if (value.isList()) {
+    for (const c10::IValue& element : value.toListRef()) {
+      if (element.isTensor()) fn(element.toTensor());
+    }
+  }
+}
+
+void put(std::string& key, const void* data, size_t size) { key.append(static_cast<const char*>(data), size); }
+
+template <typename T>
+void put(std::string& key, T value) {
+  put(key, &value, sizeof(value));
+}
+
+void put_tensor(std::string& key, const at::Tensor& t) {
+  if (!t.defined()) {
+    key.push_back('N');
+    return;
+  }
+  key.push_back('T');
+  put(key, static_cast<int8_t>(t.scalar_type()));
+  put(key, static_cast<int64_t>(t.dim()));
+  put(key, t.sizes().data(), t.dim() * sizeof(int64_t));
+}
+
+// One argument's part of the NEFF signature, as kernel.py `signature` builds it: tensor shapes and dtypes,
+// static values, and only the type of a Python number in a Scalar (or wrapped-number Tensor) position.
+// False for a value the fast path does not key (the Python path keys it).
+bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
+  if (value.isNone()) {
+    key.push_back('N');
+  } else if (value.isTensor()) {
+    const auto& t = value.toTensor();
+    if (scalar && t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      if (at::isComplexType(t.scalar_type())) return false;  // Python keys a complex number by value
+      key.push_back('w');
+      put(key, static_cast<int8_t>(t.scalar_type()));
+    } else {
+      put_tensor(key, t);
+    }
+  } else if (scalar && value.isScalar()) {
+    if (value.isComplexDouble()) return false;
+    key.push_back(value.isBool() ? 'b' : value.isInt() ? 'i' : 'f');
+  } else if (value.isInt()) {
+    key.push_back('I');
+    put(key, value.toInt());
+  } else if (value.isSymInt()) {
+    key.push_back('I');
+    put(key, value.toSymInt().expect_int());
+  } else if (value.isDouble()) {
+    key.push_back('D');
+    put(key, value.toDouble());
+  } else if (value.isBool()) {
+    key.push_back(value.toBool() ? 'Y' : 'n');
+  } else if (value.isString()) {
+    const auto& s = value.toStringRef();
+    key.push_back('S');
+    put(key, s.size());
+    put(key, s.data(), s.size());
+  } else if (value.isDevice()) {
+    key.push_back('C');  // a device argument names the host once the call runs there
+  } else if (value.isList()) {
+    const auto& list = value.toListRef();
+    key.push_back('[');
+    put(key, list.size());
+    for (const auto& element : list) {
+      if (!put_value(key, element, false)) return false;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The call's NEFF signature; empty when it has none (an empty positional tensor: nothing to compile) or
+// when the fast path cannot key it.
+std::pair<std::string, bool> signature(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
+                                       const Record& record) {
+  std::string key;
+  key.reserve(128);
+  put(key, &schema);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& value = args[i];
+    if (!schema.arguments()[i].kwarg_only() && value.isTensor() && value.toTensor().defined() &&
+        !value.toTensor().unsafeGetTensorImpl()->is_wrapped_number() && value.toTensor().numel() == 0) {
+      return {std::string(), true};
+    }
+    if (!put_value(key, value, record.scalar[i])) return {std::string(), false};
+  }
+  return {std::move(key), true};
+}
+
+at::Tensor host_view(const at::Tensor& t) {
+  auto alias = to_cpu(t);
+  return t.is_neg() ? at::_neg_view(alias) : alias;
+}
+
+c10::IValue to_host(const c10::IValue& value) {
+  if (value.isTensor()) {
+    const auto& t = value.toTensor();
+    return is_device(t) ? c10::IValue(host_view(t)) : value;
+  }
+  if (value.isTensorList()) {
+    auto list = value.toTensorList().vec();
+    for (auto& t : list) {
+      if (is_device(t)) t = host_view(t);
+    }
+    return c10::IValue(c10::List<at::Tensor>(list));
+  }
+  if (value.isList()) {
+    bool any = false;
+    for (const auto& element : value.toListRef()) any = any || (element.isTensor() && is_device(element.toTensor()));
+    if (!any) return value;
+    auto list = value.toList().copy();
+    for (size_t i = 0; i < list.size(); ++i) {
+      c10::IValue element = list.get(i);
+      if (element.isTensor() && is_device(element.toTensor())) list.set(i, c10::IValue(host_view(element.toTensor())));
+    }
+    return c10::IValue(list);
+  }
+  return value;
+}
+
+// Point device tensor `t` at `cpu`'s memory and geometry after a host kernel resized it.
+void rebind(const at::Tensor& t, const at::Tensor& cpu) {
+  const c10::DispatchKeySet cpu_keys(c10::DispatchKey::CPU);
+  if (cpu.storage().data_ptr().get() != t.storage().data_ptr().get()) {
+    auto fresh = wrap(cpu, t.device().index());
+    at::_ops::set__source_Storage_storage_offset::redispatch(cpu_keys, const_cast<at::Tensor&>(t), fresh.storage(),
+                                                             cpu.sym_storage_offset(), cpu.sym_sizes(),
+                                                             cpu.sym_strides());
+  } else if (cpu.sizes() != t.sizes() || cpu.strides() != t.strides() ||
+             cpu.storage_offset() != t.storage_offset()) {
+    at::_ops::set__source_Storage_storage_offset::redispatch(cpu_keys, const_cast<at::Tensor&>(t), t.storage(),
+                                                             cpu.sym_storage_offset(), cpu.sym_sizes(),
+                                                             cpu.sym_strides());
+  }
+}
+
+at::Tensor view_of(const at::Tensor& base, const at::Tensor& r) {
+  return at::_ops::as_strided::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), base, r.sym_sizes(),
+                                          r.sym_strides(), r.sym_storage_offset());
+}
+
+c10::IValue fresh_result(const c10::IValue& value, int target) {
+  if (target < 0) return value;  // `device=` named the host
+  if (value.isTensor()) {
+    const auto& t = value.toTensor();
+    return t.defined() && t.device().is_cpu() ? c10::IValue(wrap(t, target)) : value;
+  }
+  if (value.isTensorList()) {
+    auto list = value.toTensorList().vec();
+    for (auto& t : list) {
+      if (t.defined() && t.device().is_cpu()) t = wrap(t, target);
+    }
+    return c10::IValue(c10::List<at::Tensor>(list));
+  }
+  return value;
+}
+
+c10::IValue aliased_result(const c10::IValue& value, const c10::IValue& base, bool written, bool resizes) {
+  if (!base.isTensor() || !is_device(base.toTensor())) return value;
+  const auto& device = base.toTensor();
+  if (written) {
+    if (resizes && value.isTensor()) rebind(device, value.toTensor());
+    return base;
+  }
+  if (value.isTensor()) return c10::IValue(view_of(device, value.toTensor()));
+  if (value.isTensorList()) {
+    auto list = value.toTensorList().vec();
+    for (auto& t : list) t = view_of(device, t);
+    return c10::IValue(c10::List<at::Tensor>(list));
+  }
+  return value;
+}
+
+void track(const Record& record) {
+  uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (record.seen_epoch.load(std::memory_order_relaxed) == epoch) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  (record.native ? g_executed.insert(record.name) : g_fallback.insert(record.qualified));
+  const_cast<Record&>(record).seen_epoch.store(epoch, std::memory_order_relaxed);
+}
+
+void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& record) {
+  if (g_python_route.load(std::memory_order_relaxed) || torch::profiler::impl::profilerEnabled()) {
+    return python_path(op, stack, record);
+  }
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  auto args = torch::jit::last(*stack, nargs);
+  Scan scan;
+  int target = -1;
+  bool target_set = false;
+  for (size_t i = 0; i < nargs; ++i) {
+    const auto& value = args[i];
+    if (value.isDevice()) {
+      const auto device = value.toDevice();
+      target_set = true;
+      target = device.type() == kNeuron ? (device.has_index() ? device.index() : current_device()) : -1;
+      if (device.type() != kNeuron && !device.is_cpu()) scan.python = true;
+    } else if (value.isGenerator()) {
+      scan.python = scan.python || value.toGenerator().device().type() == kNeuron;
+    } else if (static_cast<int>(i) == record.pin_memory) {
+      scan.python = scan.python || (value.isBool() && value.toBool());
+    } else {
+      each_tensor(value, [&](const at::Tensor& t) { scan.tensor(t); });
+    }
+  }
+  if (scan.python || (scan.host && scan.index >= 0 && !record.cross_device)) return python_path(op, stack, record);
+  if (!target_set) target = scan.index >= 0 ? scan.index : current_device();
+  if (record.compiles) {
+    auto [key, keyed] = signature(schema, args, record);
+    if (!keyed) return python_path(op, stack, record);
+    if (!key.empty()) {
+      bool known;
+      {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        known = !g_signatures.insert(std::move(key)).second;
+      }
+      if (!known) return python_path(op, stack, record);  // a first-seen signature: Python compiles it
+      g_neff_hits.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  track(record);
+  std::vector<c10::IValue> originals(args.begin(), args.end());
+  for (size_t i = 0; i < nargs; ++i) {
+    auto& slot = (*stack)[stack->size() - nargs + i];
+    if (slot.isDevice()) {
+      slot = c10::IValue(c10::Device(c10::kCPU));
+    } else {
+      slot = to_host(slot);
+    }
+  }
+  auto compute = [&] {
+    if (record.host) {
+      record.host(stack);
+    } else {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    }
+  };
+  if (record.random) {
+    lend_generator(default_generator(target >= 0 ? target : scan.index >= 0 ? scan.index : current_device()),
+                   compute);
+  } else {
+    compute();
+  }
+  const size_t nret = record.alias.size();
+  for (size_t j = 0; j < nret; ++j) {
+    auto& slot = (*stack)[stack->size() - nret + j];
+    int pos = record.alias[j];
+    slot = pos < 0 ? fresh_result(slot, target)
+                   : aliased_result(slot, originals[pos], record.written[j], record.resizes);
+  }
+}
+
+// `empty.memory_format`, `empty_strided`: a fresh host buffer on the named (or current) core.
+void allocate(const c10::OperatorHandle& op, Stack* stack, const Record& record) {
+  TORCH_CHECK(g_init_error.empty(), g_init_error);
+  const size_t nargs = op.schema().arguments().size();
+  int index = current_device();
+  for (size_t i = 0; i < nargs; ++i) {
+    auto& slot = (*stack)[stack->size() - nargs + i];
+    if (slot.isDevice()) {
+      if (slot.toDevice().has_index()) index = slot.toDevice().index();
+      slot = c10::IValue(c10::Device(c10::kCPU));
+    } else if (static_cast<int>(i) == record.pin_memory) {
+      slot = c10::IValue();
+    }
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  stack->back() = c10::IValue(wrap(stack->back().toTensor(), index));
+}
+
+// `_copy_from(src, dst)` / `_copy_from_and_resize`: host<->device copies (DMA; no NEFF).
+void copy(const c10::OperatorHandle& op, Stack* stack, bool resize) {
+  const size_t nargs = op.schema().arguments().size();
+  auto args = torch::jit::last(*stack, nargs);
+  at::Tensor src = args[0].toTensor(), dst = args[1].toTensor();
+  torch::jit::drop(*stack, nargs);
+  at::Tensor host_src = is_device(src) ? host_view(src) : src;
+  if (is_device(dst)) {
+    at::Tensor host_dst = host_view(dst);
+    if (resize && host_dst.sizes() != host_src.sizes()) {
+      host_dst.resize_(host_src.sizes());
+      rebind(dst, host_dst);
+    }
+    host_dst.copy_(host_src);
+  } else {
+    if (resize) dst.resize_(host_src.sizes());
+    dst.copy_(host_src);
+  }
+  torch::jit::push(stack, dst);
+}
+
+void kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, Stack* stack) {
+  const Record& record = record_for(op);
+  switch (record.kind) {
+    case Kind::Kernel:
+      return run_kernel(op, stack, record);
+    case Kind::Redispatch:
+      return op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    case Kind::Allocate:
+      return allocate(op, stack, record);
+    case Kind::Copy:
+      return copy(op, stack, false);
+    case Kind::CopyResize:
+      return copy(op, stack, true);
+    case Kind::Python:
+      return python_path(op, stack, record);
+  }
+}
+
+}  // namespace
+
+void install_kernel(py::object describe, py::object slow, const std::vector<std::string>& overloads,
+                    const std::string& init_error) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    g_describe = new py::object(std::move(describe));  // live as long as the process, as the registrations
+    g_slow = new py::object(std::move(slow));
+    g_init_error = init_error;
+    // Every op without a composite kernel reaches the fallback; overloads upstream implements as
+    // CompositeExplicitAutograd (which outranks a fallback) are registered by name.
+    auto* all = new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    all->fallback(torch::CppFunction::makeFromBoxedFunction<&kernel>());
+    auto* aten = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    for (const auto& name : overloads) aten->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&kernel>());
+  });
+}
+
+std::vector<std::string> composite_explicit_overloads() {
+  using c10::DispatchKey;
+  std::vector<std::string> found;
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(DispatchKey::CompositeImplicitAutograd)) continue;
+    bool explicit_ = op->hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd);
+    if (explicit_ || op->hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+      found.push_back((explicit_ ? "E" : "N") + (name.overload_name.empty() ? name.name : name.name + "." + name.overload_name));
+    }
+  }
+  return found;
+}
+
+void record_op(const std::string& name, bool fallback) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  (fallback ? g_fallback : g_executed).insert(name);
+}
+
+std::vector<std::string> tracked_ops(bool fallback) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto& ops = fallback ? g_fallback : g_executed;
+  return {ops.begin(), ops.end()};
+}
+
+void clear_tracking() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_executed.clear();
+  g_fallback.clear();
+  g_epoch.fetch_add(1);
+}
+
+uint64_t neff_hits() { return g_neff_hits.load(); }
+
+void neff_forget() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_signatures.clear();
+  g_neff_hits.store(0);
+}
+
+void route_to_python(int reason, bool on) {
+  if (on) {
+    g_python_route.fetch_or(reason);
+  } else {
+    g_python_route.fetch_and(~reason);
+  }
+}
+
+}  // namespace neuronkit

@@ -1,0 +1,53 @@
+// The per-op kernel (kernel.cpp): installation, and the records Python reads (op tracking, NEFF-cache hits).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/stack.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace neuronkit {
+
+using Stack = std::vector<c10::IValue>;
+
+// Register the boxed kernel for PrivateUse1: as the fallback of every op, and by name for `overloads`.
+// `describe(qualified)` gives an overload's record fields; `slow(qualified, values)` runs the Python path.
+void install_kernel(py::object describe, py::object slow, const std::vector<std::string>& overloads,
+                    const std::string& init_error);
+
+// ATen overloads with a CompositeExplicitAutograd ("E" prefix) or only a non-functional one ("N"), and no
+// CompositeImplicitAutograd kernel: the ones that outrank a backend fallback.
+std::vector<std::string> composite_explicit_overloads();
+
+// Op tracking (torch_neuronx.get_executed_ops / get_fallback_ops): the one record, kept here.
+void record_op(const std::string& name, bool fallback);
+std::vector<std::string> tracked_ops(bool fallback);
+void clear_tracking();
+
+// NEFF-cache hits the fast path counted on signatures Python compiled first.
+uint64_t neff_hits();
+void neff_forget();
+
+// attention.cpp: the device's fused SDPA kernel on host tensors, plain and boxed (stack in schema order).
+using FusedAttention = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, int64_t, int64_t, at::Tensor,
+                                  at::Tensor, at::Tensor>;
+using FusedAttentionGrads = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                               const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                               bool return_debug_mask, std::optional<double> scale);
+FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const at::Tensor& query,
+                                             const at::Tensor& key, const at::Tensor& value,
+                                             const at::Tensor& attn_bias, const at::Tensor& logsumexp,
+                                             bool is_causal, std::optional<double> scale);
+void boxed_fused_attention(Stack* stack);
+void boxed_fused_attention_backward(Stack* stack);
+
+// Send every op to the Python path while `reason` (a bit) is on: observers, a compiled graph, a bounded cache.
+void route_to_python(int reason, bool on);
+
+}  // namespace neuronkit
