@@ -27,7 +27,8 @@
 # training step of one and two layers under FakeTensorMode measures activations and collectives. No
 # weights are read and nothing is allocated, so it works for any size of model on this machine.
 #
-# Running DDP and FSDP2 on several simulated cores is not part of neuronkit yet; this notebook plans.
+# Then it trains: short DDP and FSDP2 runs on two simulated cores, launched with torchrun as on the
+# instance, each checked against the same steps in one process on the CPU.
 
 # %% tags=["parameters"]
 # Parameters (papermill can inject other values in a cell right after this one).
@@ -40,6 +41,8 @@ tp: int = 1                        # tensor-parallel degree for your model's pla
 seq_len: int = 256                 # tokens per sequence
 micro_batch: int = 1               # sequences per rank per micro-batch
 dtype: str = "bfloat16"
+run_dir: str = "../runs/tiny-qwen3"  # the workbook's run directory: the scale-out record goes here
+train_ranks: int = 2               # simulated cores for the DDP and FSDP2 runs (0 skips them)
 
 # %% [markdown]
 # ## Your model on one instance
@@ -113,10 +116,63 @@ for name in ("FSDP2 ×64", "TP 4 × FSDP2 16"):
         print(f"    {c.kind:<15} {c.group:<5} over {c.link:<10} {c.nbytes / 2**30:6.2f} GiB  ({c.carries})")
 
 # %% [markdown]
+# ## DDP and FSDP2 on two simulated cores
+#
+# The same launch as on a trn2 instance: `torchrun --nproc_per_node 2 --rdzv-backend c10d ...`. Each rank
+# calls `dist.init_process_group()`, which picks the `neuron` process group and, as torch-neuronx does,
+# gives the rank `neuron:<LOCAL_RANK>` (`NEURON_RT_VISIBLE_CORES` set to the local rank). Each rank trains
+# your model (a causal LM of up to 1 GiB in float32; otherwise the bundled tiny-qwen3) for two SGD steps on its half of a batch of 4 × 16 tokens, in float32; then it repeats the
+# steps on the whole batch in one process on the CPU and compares every parameter. The simulator moves
+# the collectives' bytes with gloo on the host: the numbers are the device's, the time is not NeuronLink's.
+
+# %%
+from neuronkit.distributed import launch, record
+
+scale_out = None
+if train_ranks:
+    train_model = model
+    if reason := launch.untrainable(model):
+        train_model = "tiny-qwen3"
+        print(f"{reason}: training the bundled tiny-qwen3 instead, to show the runs")
+    results = launch.run(["ddp", "fsdp2"], nproc=train_ranks, model=train_model, timeout=600)
+    scale_out = record.summarize(results, plan=yours.verdict())
+    record.write(run_dir, scale_out)
+    print(f"ranks on {', '.join(scale_out['devices'])} through the {scale_out['backend']} process group")
+    for name, s in scale_out["scenarios"].items():
+        losses = " → ".join(f"{x:.4f}" for x in s["losses"])
+        reference = " → ".join(f"{x:.4f}" for x in s["reference_losses"])
+        print(f"{name:>6}: loss {losses} (one CPU process: {reference}); largest parameter difference "
+              f"{s['max_param_diff']:.1e}: {'parity' if s['parity'] else 'NO PARITY'}")
+
+# %% [markdown]
+# FSDP2 keeps a shard of every parameter on each core and gathers whole layers only while it computes
+# with them: each core's memory holds its share of the parameters between steps.
+
+# %%
+if scale_out:
+    fsdp = scale_out["scenarios"]["fsdp2"]
+    print(f"whole model: {fsdp['full_param_bytes']:,} bytes of parameters")
+    for device, shard, held in zip(scale_out["devices"], fsdp["param_bytes_per_rank"], fsdp["device_bytes_per_rank"]):
+        print(f"  {device}: {shard:,} bytes of parameter shards; {held:,} bytes allocated on the core after sharding")
+
+# %% [markdown]
+# The record (`distributed.json` in the run directory) gives the report its distributed card. When notebooks
+# 00–06 ran into the same run directory, render the report again to include it:
+
+# %%
+from pathlib import Path
+
+if scale_out and (Path(run_dir) / "stages").is_dir():
+    neuronkit.report(run_dir)
+
+# %% [markdown]
 # ## Next
 #
 # - Try your own layout from the command line: `neuronkit plan MODEL --tp 4 --fsdp 16 --seq-len 4096`
 #   (exit status 0 when it fits, 1 when it does not: a CI gate for a config change), or
 #   `neuronkit plan MODEL --sweep`.
+# - Your own script on several simulated cores: `torchrun --nproc_per_node 2 train.py`, with
+#   `dist.init_process_group()` and `init_device_mesh("neuron", ...)` as on the instance. The device's limits
+#   come with it: no `all_to_all` between 2 processes, no runtime use before `init_process_group`.
 # - Plans count bf16 parameters, gradients and AdamW state without a float32 master copy, and leave out
 #   the runtime's reserve and compiled-graph scratch space: keep a few GiB of headroom.

@@ -164,7 +164,8 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path):
     notebook = ROOT / "notebooks" / "07_scale_out.ipynb"
     out = tmp_path / "07.ipynb"
     papermill.execute_notebook(str(notebook), str(out), kernel_name=KERNEL_NAME, cwd=str(notebook.parent),
-                               parameters={"model": "tiny-qwen3", "seq_len": 128}, progress_bar=False)
+                               parameters={"model": "tiny-qwen3", "seq_len": 128, "run_dir": str(tmp_path / "run")},
+                               progress_bar=False)
     text = "\n".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
                      for o in c.get("outputs", []))
     assert "DDP ×64: dp=64 on 1 × trn2.48xlarge (64 ranks): does NOT fit" in text
@@ -172,3 +173,8 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path):
     images = [o for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     assert len(images) == 1
+    # then DDP and FSDP2 on two simulated cores, with parity against one CPU process, recorded for the report
+    assert "ranks on neuron:0, neuron:1 through the neuron:neuron process group" in text
+    assert text.count(": parity") == 2 and "NO PARITY" not in text
+    record = json.loads((tmp_path / "run" / "distributed.json").read_text())
+    assert record["scenarios"]["fsdp2"]["param_bytes_per_rank"] == [279296, 279296]

@@ -14,6 +14,7 @@ from neuronkit.report.charts import render_charts
 from neuronkit.report.model import ReportModel, build_model
 from neuronkit.report.render import render_html
 from neuronkit.callable_package import make_callable
+from neuronkit.distributed import record as distributed_record
 from neuronkit.stages import RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
@@ -36,8 +37,11 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(out / "report.html", out / "report.json")
-    paths.html.write_text(render_html(model, render_charts(model.charts, host_timing=model.device != "real")), encoding="utf-8")
-    paths.json.write_text(json.dumps(model.to_json(), indent=2, default=str) + "\n", encoding="utf-8")
+    scale_out = distributed_record.read(run_dir)  # notebook 07's card, outside the stage model
+    charts = render_charts(model.charts, host_timing=model.device != "real")
+    paths.html.write_text(render_html(model, charts, scale_out), encoding="utf-8")
+    doc = {**model.to_json(), **({"distributed": scale_out} if scale_out else {})}
+    paths.json.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return paths
 
 

@@ -77,8 +77,9 @@ def render_card(record: StageResult) -> str:
         items=evidence_items(record.stage, record.evidence))
 
 
-def render_html(model: ReportModel, charts: list[Chart]) -> str:
-    """The report page. Every model string is escaped by jinja2; the data JSON is embedded inert."""
+def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None) -> str:
+    """The report page, with the scale-out card when `distributed` (notebook 07's record) is given. Every
+    model string is escaped by jinja2; the data JSON is embedded inert."""
     template = _environment().get_template("report.html.j2")
     return template.render(
         m=model,
@@ -93,6 +94,8 @@ def render_html(model: ReportModel, charts: list[Chart]) -> str:
         data_json=embedded_json(_embedded(model)),
         finding_rows=FINDING_ROWS,
         version=neuronkit.__version__,
+        distributed=distributed,
+        zip=zip,
     )
 
 

@@ -40,6 +40,13 @@ def install(config: SimConfig | None = None) -> None:
     features.install(policy)
     shim.install()
     when_imported("torch._dynamo.trace_rules", _skip_simulator_frames)
+    when_imported("torch.distributed.distributed_c10d", _register_process_group)
+
+
+def _register_process_group(c10d) -> None:
+    """Backend "neuron" for torch.distributed, as the real package registers it when it loads."""
+    from neuronkit.distributed import backend
+    backend.register()
 
 
 def _skip_simulator_frames(trace_rules) -> None:
