@@ -1,6 +1,6 @@
 """The migration report: one self-contained HTML page and a JSON twin, built from a run directory's records.
 
-    from neuronkit.report import report
+    from neuronkit import report
     paths = report("runs/gpt2")      # writes runs/gpt2/report.html and runs/gpt2/report.json
 """
 
@@ -10,10 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronkit.report.charts import render_charts
-from neuronkit.report.model import ReportModel, build_model
-from neuronkit.report.render import render_html
-from neuronkit.callable_package import make_callable
+from neuronkit.reporting.charts import render_charts
+from neuronkit.reporting.model import ReportModel, build_model
+from neuronkit.reporting.render import render_html
 from neuronkit.stages import RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
@@ -39,6 +38,3 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     paths.html.write_text(render_html(model, render_charts(model.charts, host_timing=model.device != "real")), encoding="utf-8")
     paths.json.write_text(json.dumps(model.to_json(), indent=2, default=str) + "\n", encoding="utf-8")
     return paths
-
-
-make_callable(__name__, report)
