@@ -40,7 +40,7 @@ LLAMA_8B = {
 _CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
-from neuronkit.audit import audit
+from neuronkit.op_audit import audit
 imported = time.perf_counter()
 report = audit(sys.argv[1], backward=sys.argv[2] == "train", optimizer_step=sys.argv[2] == "train")
 done = time.perf_counter()
@@ -57,7 +57,7 @@ def overhead(rounds: int, seq_lens: list[int]) -> list[dict]:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from neuronkit import inputs as example, models
-    from neuronkit.audit import audit
+    from neuronkit.op_audit import audit
 
     class EmptyDispatch(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

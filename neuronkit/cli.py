@@ -17,10 +17,10 @@ from neuronkit.errors import NeuronkitInputError
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "detect": ("neuronkit.device.detect", "report whether the neuron device is real, simulated or absent"),
-    "audit": ("neuronkit.audit.cli", "list the aten ops a model runs and classify them against Neuron support"),
+    "audit": ("neuronkit.op_audit.cli", "list the aten ops a model runs and classify them against Neuron support"),
     "check": ("neuronkit.checks.cli", "staged parity checks: CPU, eager on neuron, training, compiled"),
     "run": ("neuronkit.workbook.cli", "run the whole workbook with papermill and write the report"),
-    "report": ("neuronkit.report.cli", "render report.html and report.json from a run directory"),
+    "report": ("neuronkit.reporting.cli", "render report.html and report.json from a run directory"),
     "plan": ("neuronkit.distributed.cli", "per-rank memory and collectives of a parallel layout, before renting"),
 }
 

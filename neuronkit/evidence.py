@@ -192,7 +192,7 @@ class EagerEvidence:
 
 @dataclass
 class AuditSummary:
-    """The audit's counts (neuronkit/audit/classify.py)."""
+    """The audit's counts (neuronkit/op_audit/classify.py)."""
 
     distinct_ops: int = fact("Distinct ops", "count", default=0)
     total_calls: int = fact("Op calls", "count", default=0)

@@ -33,7 +33,7 @@ run_dir: str = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote
 # %%
 import json
 
-from neuronkit.report import report
+from neuronkit import report
 from neuronkit.workbook import display, lesson
 
 paths = report(run_dir)

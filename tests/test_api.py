@@ -21,6 +21,18 @@ def test_dir_lists_the_public_api_and_nothing_else():
         assert getattr(neuronkit, name) is not None
 
 
+def test_api_functions_stay_functions_after_their_packages_load():
+    """`neuronkit.audit` and `neuronkit.report` are functions; their packages (op_audit, reporting) have
+    other names, so importing a submodule (as the CLI does) cannot rebind them."""
+    import types
+
+    import neuronkit.op_audit.cli  # noqa: F401
+    import neuronkit.reporting.cli  # noqa: F401
+
+    for name in ("audit", "report", "check", "profile", "plan"):
+        assert isinstance(getattr(neuronkit, name), types.FunctionType), name
+
+
 def test_reports_render_as_html_in_a_notebook():
     check_html = neuronkit.check("tiny-bert", stages=["cpu"])._repr_html_()
     audit_html = neuronkit.audit("tiny-bert")._repr_html_()

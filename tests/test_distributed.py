@@ -237,7 +237,7 @@ def test_the_record_summarizes_parity_and_shards():
 
 
 def test_the_report_gets_a_distributed_card_from_the_record(tmp_path):
-    from neuronkit.report import report
+    from neuronkit import report
     from neuronkit.stages import RunDir, StageResult
 
     RunDir(tmp_path).write(StageResult("environment", "pass", "ok", {}))

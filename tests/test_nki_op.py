@@ -227,7 +227,7 @@ def test_wrap_nki_called_directly_in_a_compiled_function(fresh_dynamo):
 
 
 def test_report_lists_custom_nki_ops(tmp_path):
-    from neuronkit.report import report as render_report
+    from neuronkit.reporting import report as render_report
     from neuronkit.stages import RunDir, StageResult
 
     audit = neuronkit.audit(AddModel(), (torch.rand(128, 512), torch.rand(128, 512)))

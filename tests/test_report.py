@@ -15,8 +15,8 @@ from markupsafe import escape
 from neuronkit import cli
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
-from neuronkit.report import ReportPaths, report
-from neuronkit.report import render as render_module
+from neuronkit.reporting import ReportPaths, report
+from neuronkit.reporting import render as render_module
 from neuronkit.stages import STAGES, RunDir, StageResult
 
 EVIL = "</script><script>alert(1)</script>"
@@ -482,7 +482,7 @@ def test_a_chart_of_one_bar_is_left_out(tmp_path: Path) -> None:
 
 
 def test_op_names_wrap_at_separators_never_mid_word() -> None:
-    from neuronkit.report.render import op_name
+    from neuronkit.reporting.render import op_name
 
     assert op_name("aten::native_layer_norm.default") == \
         "aten::<wbr>native_<wbr>layer_<wbr>norm.<wbr>default"
@@ -490,7 +490,7 @@ def test_op_names_wrap_at_separators_never_mid_word() -> None:
 
 
 def test_evidence_tables_read_name_verdict_figures_details() -> None:
-    from neuronkit.report.evidence import evidence_items
+    from neuronkit.reporting.evidence import evidence_items
 
     (table,) = [item for item in evidence_items("eager", {"parity": parity()}) if item.kind == "table"]
     assert table.columns == ["Output", "Within tolerance", "Max abs error", "Abs tolerance", "Max rel error",

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from neuronkit.report import report
+from neuronkit.reporting import report
 from test_report import EVIL, full_run
 
 CHROMIUM = Path("/usr/bin/chromium")

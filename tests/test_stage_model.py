@@ -10,7 +10,7 @@ import pytest
 
 from neuronkit import evidence
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.report.evidence import evidence_items
+from neuronkit.reporting.evidence import evidence_items
 from neuronkit.stages import CHECK_STAGES, SCHEMA_VERSION, STAGES, STATUSES, RunDir, StageResult, recording, worst
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "run-directory.md"

@@ -29,12 +29,12 @@ class StageView:
         self.result = result
 
     def _repr_html_(self) -> str:
-        from neuronkit.report.render import render_card
+        from neuronkit.reporting.render import render_card
 
         return render_card(self.result)
 
     def __repr__(self) -> str:
-        from neuronkit.report.evidence import evidence_items
+        from neuronkit.reporting.evidence import evidence_items
 
         r = self.result
         lines = [f"{r.stage}: {r.status} — {r.summary}"]

@@ -145,7 +145,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     nb = result.notebooks[-1]
     log(_line(len(result.notebooks), nb))
     if nb.error:
-        from neuronkit.report import report  # the report notebook failed: render without it
+        from neuronkit.reporting import report  # the report notebook failed: render without it
 
         report(run.path)
     result.report_html = run.path / "report.html"

@@ -80,7 +80,7 @@ def compare_widget(run_dir: str | Path) -> Any:
     """Two stage pickers showing the chosen records side by side (JupyterLab)."""
     import ipywidgets as widgets
 
-    from neuronkit.report.render import render_card
+    from neuronkit.reporting.render import render_card
 
     run = RunDir(run_dir)
     stages = [stage for stage, record in run.results().items() if record is not None]

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neuronkit.audit import audit
+from neuronkit.op_audit import audit
 
 N = "neuron"
 

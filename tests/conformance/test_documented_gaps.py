@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neuronkit.audit import audit
+from neuronkit.op_audit import audit
 from neuronkit.policy import RUNTIMES, load_policy
 
 N = "neuron"

@@ -25,9 +25,9 @@ from transformers import PretrainedConfig
 
 import neuronkit
 from neuronkit import inputs as example, models
-from neuronkit.audit.classify import classify
-from neuronkit.audit.recorder import BACKWARD, OpRecorder
-from neuronkit.audit.report import AuditReport
+from neuronkit.op_audit.classify import classify
+from neuronkit.op_audit.recorder import BACKWARD, OpRecorder
+from neuronkit.op_audit.report import AuditReport
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy

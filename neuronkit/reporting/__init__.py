@@ -1,6 +1,6 @@
 """The migration report: one self-contained HTML page and a JSON twin, built from a run directory's records.
 
-    from neuronkit.report import report
+    from neuronkit import report
     paths = report("runs/gpt2")      # writes runs/gpt2/report.html and runs/gpt2/report.json
 """
 
@@ -10,10 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronkit.report.charts import render_charts
-from neuronkit.report.model import ReportModel, build_model
-from neuronkit.report.render import render_html
-from neuronkit.callable_package import make_callable
+from neuronkit.reporting.charts import render_charts
+from neuronkit.reporting.model import ReportModel, build_model
+from neuronkit.reporting.render import render_html
 from neuronkit.distributed import record as distributed_record
 from neuronkit.stages import RunDir
 
@@ -43,6 +42,3 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     doc = {**model.to_json(), **({"distributed": scale_out} if scale_out else {})}
     paths.json.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return paths
-
-
-make_callable(__name__, report)

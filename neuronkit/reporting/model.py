@@ -14,7 +14,7 @@ from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
-from neuronkit.report.evidence import EvidenceItem, evidence_items
+from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
 from neuronkit.stages import RunDir, StageResult
 

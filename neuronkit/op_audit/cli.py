@@ -29,7 +29,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     fail_on = _categories(args.fail_on)
-    from neuronkit.audit import audit  # after validating arguments: loads transformers
+    from neuronkit.op_audit import audit  # after validating arguments: loads transformers
 
     report = audit(args.model, backward=args.backward, optimizer_step=args.optimizer_step,
                    generate=args.generate, dtype=args.dtype,

@@ -11,11 +11,11 @@ import jinja2
 from markupsafe import Markup, escape
 
 import neuronkit
-from neuronkit.report.charts import Chart
+from neuronkit.reporting.charts import Chart
 from neuronkit.evidence import AuditSummary
-from neuronkit.report.evidence import block_fields, evidence_items
+from neuronkit.reporting.evidence import block_fields, evidence_items
 from neuronkit.policy import SEVERITIES
-from neuronkit.report.model import ReportModel
+from neuronkit.reporting.model import ReportModel
 from neuronkit.stages import StageResult
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

@@ -16,7 +16,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report, then print the verdict and where the files went."""
-    from neuronkit.report import report  # deferred: matplotlib and torch load only when a report is made
+    from neuronkit.reporting import report  # deferred: matplotlib and torch load only when a report is made
 
     paths = report(args.run_dir, args.out)
     verdict = json.loads(paths.json.read_text(encoding="utf-8"))["verdict_label"]

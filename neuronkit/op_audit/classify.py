@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from neuronkit.audit.recorder import OpStats
+from neuronkit.op_audit.recorder import OpStats
 from neuronkit.nki import is_nki_op
 from neuronkit.policy import (
     COMPLEX_DTYPE,
