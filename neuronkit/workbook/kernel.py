@@ -8,6 +8,7 @@ missing, exactly as `python -m ipykernel install --sys-prefix --name neuronkit` 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -37,6 +38,30 @@ PRELOAD = ("import torch, transformers, pandas, matplotlib.pyplot, neuronkit.mod
            "neuronkit.workbook.lesson")
 
 
+def fork_server(name: str, env: dict[str, str]) -> Any:
+    """A started fork server (`neuronkit.workbook.zygote.ForkServer`) for kernel `name`, importing under
+    environment `env` (the kernels' own), or None where kernels cannot fork or `name` is another
+    interpreter's kernel (the fork server can only fork this one)."""
+    from neuronkit.workbook import zygote
+
+    if not zygote.available() or not _runs_this_python(name):
+        return None
+    return zygote.ForkServer(name, DISPLAY_NAME, env)
+
+
+def _runs_this_python(name: str) -> bool:
+    """Whether kernel `name` runs this interpreter (a missing one will be installed for it)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        command = KernelSpecManager().get_kernel_spec(name).argv[0]
+    except NoSuchKernel:
+        return True
+    if command in ("python", "python3"):  # jupyter_client runs these as sys.executable
+        return True
+    return os.path.abspath(command) == os.path.abspath(sys.executable)
+
+
 class WarmKernels:
     """Kernels started one notebook ahead: while notebook N runs, notebook N+1's kernel starts and
     imports PRELOAD, so the workbook pays kernel start-up and imports mostly in parallel with the work.
@@ -45,9 +70,10 @@ class WarmKernels:
     notebook is done) and keeps `ahead` more started; `close()` shuts down any kernel never taken.
     """
 
-    def __init__(self, name: str, cwd: str, arguments: list[str], count: int, ahead: int = 1) -> None:
+    def __init__(self, name: str, cwd: str, arguments: list[str], count: int, ahead: int = 1,
+                 kernel_spec_manager: Any = None) -> None:
         self._name, self._cwd, self._arguments = name, cwd, [*arguments, f"--IPKernelApp.exec_lines={PRELOAD}"]
-        self._remaining, self._ahead = count, ahead
+        self._remaining, self._ahead, self._specs = count, ahead, kernel_spec_manager
         self._ready: list[Any] = []
         for _ in range(min(ahead + 1, count)):  # the first notebook's kernel and the ones ahead of it
             self._start()
@@ -56,7 +82,7 @@ class WarmKernels:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
-        km = AsyncKernelManager(kernel_name=self._name)
+        km = AsyncKernelManager(kernel_name=self._name, **({"kernel_spec_manager": self._specs} if self._specs else {}))
         run_sync(km.start_kernel)(extra_arguments=self._arguments, cwd=self._cwd)
         self._ready.append(km)
         self._remaining -= 1

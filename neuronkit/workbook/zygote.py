@@ -1,0 +1,250 @@
+"""A fork server for the notebooks' kernels: one process imports torch, transformers, matplotlib, pandas,
+neuronkit and ipykernel once, then every notebook's kernel is a `fork()` of it, started in milliseconds
+instead of seconds of imports.
+
+Each kernel is still its own process, forked from a server that has only imported modules: importing
+creates no device state (the simulated device registers, but allocates nothing and runs no op), no NEFF
+cache statistics, no op tracking and no notebook variables, and starts no intra-op or zmq threads (torch
+starts its thread pool at the first parallel op, the kernel creates its zmq context after the fork). So a
+notebook still cannot see another notebook's state, exactly as with one fresh process per notebook.
+
+How a kernel starts: the kernelspec's command is `kernel_launcher.py` (see there), which sends its
+arguments, working directory, environment and standard streams over a unix socket; the server forks; the
+child takes them over and runs `ipykernel` as `python -m ipykernel_launcher` would. The server reaps its
+children and tells each launcher its kernel's exit status; it kills a kernel whose launcher went away, and
+exits (killing its kernels) when the process that started it does. A kernel whose environment differs from
+the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is declined, and the launcher
+starts an ordinary kernel instead. Linux only (`available()`); elsewhere the runner keeps warm kernels.
+
+    python -m neuronkit.workbook.zygote SOCKET     # what ForkServer starts
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from neuronkit.workbook.kernel_launcher import HEADER
+
+# Modules every notebook imports (kernel.PRELOAD's) and the kernel's own; imported once, by the server.
+IMPORTS = ("torch", "transformers", "pandas", "matplotlib.pyplot", "neuronkit.models", "neuronkit.workbook.display",
+           "neuronkit.workbook.lesson", "ipykernel.kernelapp", "ipykernel.ipkernel", "matplotlib_inline.backend_inline")
+# Variables that may differ between the server and a kernel: jupyter_client's per-kernel ones (parent pid,
+# session, interrupt event), and ones read only when used, never at import: torch writes its default
+# TORCHINDUCTOR_CACHE_DIR into the environment at first use (torch/_inductor/runtime/cache_dir_utils.py),
+# which the runner's own checks trigger.
+MAY_DIFFER = ("JPY_", "IPY_", "TORCHINDUCTOR_CACHE_DIR")
+# The matplotlib backend ipykernel selects before a notebook's first import (IPKernelApp.init_gui_pylab).
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+POLL_S = 0.05
+
+
+def available() -> bool:
+    """Whether kernels can be forked here: Linux (fork with file-descriptor passing over unix sockets)."""
+    return sys.platform == "linux" and hasattr(os, "fork") and hasattr(socket, "send_fds")
+
+
+class ForkServer:
+    """The server process and the kernelspec that starts kernels through it. `kernel_spec_manager` finds
+    kernel `name` (this interpreter, launched through the server); the server imports under environment
+    `env`, which should be the kernels' own (it declines kernels with another); `close()` stops it."""
+
+    def __init__(self, name: str, display_name: str, env: dict[str, str]) -> None:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        self._dir = Path(tempfile.mkdtemp(prefix="neuronkit-kernels-"))
+        self.socket = str(self._dir / "zygote.sock")
+        spec = self._dir / "kernels" / name
+        spec.mkdir(parents=True)
+        launcher = Path(__file__).with_name("kernel_launcher.py")
+        argv = [sys.executable, "-I", "-S", str(launcher), self.socket, "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": display_name,
+                                                      "language": "python", "interrupt_mode": "signal"}))
+        self.kernel_spec_manager = KernelSpecManager(kernel_dirs=[str(spec.parent)])
+        # Its own session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts kernels down.
+        # Started in its own empty directory: `-m` puts the working directory first on sys.path.
+        self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote", self.socket],
+                                         stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
+                                         start_new_session=True)
+
+    def close(self) -> None:
+        """Stop the server (it kills any kernel still running) and remove its socket and kernelspec."""
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _preload() -> None:
+    """Import IMPORTS as a kernel would see them: the cwd out of sys.path (ipykernel_launcher does the
+    same), matplotlib's inline backend chosen."""
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
+    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+    import importlib
+
+    for module in IMPORTS:
+        importlib.import_module(module)
+
+
+def _receive(conn: socket.socket) -> dict[str, Any] | None:
+    """One launcher's request: argv, cwd, env, and its stdin/stdout/stderr as `fds`; None if malformed."""
+    try:
+        head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
+    except OSError:
+        return None
+    try:
+        head += _exactly(conn, HEADER.size - len(head))
+        request = json.loads(_exactly(conn, HEADER.unpack(head)[0]))
+        if len(fds) == 3:
+            return {**request, "fds": fds}
+    except (OSError, ValueError):
+        pass
+    for fd in fds:
+        os.close(fd)
+    return None
+
+
+def _exactly(conn: socket.socket, size: int) -> bytes:
+    """`size` more bytes from the connection (ConnectionError if it closes first)."""
+    data = b""
+    while len(data) < size:
+        more = conn.recv(size - len(data))
+        if not more:
+            raise ConnectionError("the launcher went away mid-request")
+        data += more
+    return data
+
+
+def _differences(imported_under: dict[str, str], env: dict[str, str]) -> list[str]:
+    """Variables, other than the per-kernel ones, that a kernel's environment sets differently."""
+    keys = {*imported_under, *env}
+    return sorted(k for k in keys if not k.startswith(MAY_DIFFER) and imported_under.get(k) != env.get(k))
+
+
+def _serve(listener: socket.socket, imported_under: dict[str, str]) -> dict[str, Any] | None:
+    """Fork a kernel per request until told to stop or orphaned; returns the request in a forked child,
+    None in the server when it is done."""
+    parent, stopping = os.getppid(), []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    kernels: dict[int, socket.socket | None] = {}  # kernel pid -> its launcher's connection
+    while not stopping and os.getppid() == parent:
+        for key, _ in selector.select(POLL_S):
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                request = _receive(conn)
+                differ = _differences(imported_under, request["env"]) if request else []
+                if request is None or differ:
+                    for fd in request["fds"] if request else []:
+                        os.close(fd)
+                    if differ:
+                        print(f"neuronkit fork server: the kernel's environment sets {', '.join(differ)} otherwise "
+                              "than the server imported under: starting an ordinary kernel", file=sys.stderr)
+                    _send(conn, "cold")
+                    conn.close()
+                    continue
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    for other in (listener, *filter(None, kernels.values())):
+                        other.close()
+                    conn.close()
+                    return request
+                for fd in request["fds"]:
+                    os.close(fd)
+                _send(conn, f"pid {pid}")
+                kernels[pid] = conn
+                selector.register(conn, selectors.EVENT_READ, pid)
+            elif not key.fileobj.recv(64):  # the launcher is gone (killed): so goes its kernel
+                selector.unregister(key.fileobj)
+                key.fileobj.close()
+                kernels[key.data] = None
+                _kill(key.data)
+        _reap(kernels, selector)
+    for pid in kernels:
+        _kill(pid)
+    return None
+
+
+def _reap(kernels: dict[int, socket.socket | None], selector: selectors.BaseSelector) -> None:
+    """Collect exited kernels and tell each launcher its kernel's exit code (negative: killed by signal)."""
+    while kernels:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = kernels.pop(pid, None)
+        if conn is not None:
+            selector.unregister(conn)
+            _send(conn, f"exit {os.waitstatus_to_exitcode(status)}")
+            conn.close()
+
+
+def _send(conn: socket.socket, line: str) -> None:
+    try:
+        conn.sendall(f"{line}\n".encode())
+    except OSError:
+        pass  # the launcher is gone; its kernel is killed when its connection reads as closed
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _become_kernel(request: dict[str, Any]) -> None:
+    """In the forked child: take over the launcher's streams, directory and environment, then run the
+    kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
+    for signum, handler in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        signal.signal(signum, handler)
+    for target, fd in enumerate(request["fds"]):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    if "numpy.random" in sys.modules:  # a fresh process seeds numpy's global generator from the OS
+        sys.modules["numpy.random"].seed()
+    from ipykernel import kernelapp
+
+    sys.argv = [sys.argv[0], *request["argv"]]
+    kernelapp.launch_new_instance(argv=[*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
+
+
+def main(argv: list[str]) -> int:
+    """Listen on socket argv[0] (connections queue while the imports run), import, then serve."""
+    imported_under = dict(os.environ)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(argv[0])
+    listener.listen(64)
+    _preload()
+    request = _serve(listener, imported_under)
+    if request is None:
+        return 0
+    _become_kernel(request)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
