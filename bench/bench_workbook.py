@@ -1,13 +1,16 @@
 """Wall time of the whole workbook on the bundled model: `neuronkit run tiny-qwen3`, end to end.
 
-Two arms, interleaved run by run (`neuronkit.timing.interleaved_medians`): `warm` (the default: each
-notebook's kernel starts and imports torch/transformers while the previous notebook runs) and `cold`
-(`--cold-kernels`: papermill starts each kernel when its notebook begins, as before). Each run is a
-fresh `neuronkit run` process into a fresh run directory; the figure is the median over `--rounds`.
+Arms interleaved run by run (`neuronkit.timing.interleaved_medians`), chosen with `--arms`: `fork` (the
+default: each notebook's kernel is forked from one process that imported torch & co. once, one notebook
+ahead), `warm` (`--no-fork-kernels`: each kernel a fresh interpreter importing them, one notebook ahead)
+and `cold` (`--cold-kernels`: papermill starts each kernel when its notebook begins). Each run is a
+fresh `neuronkit run` process into a fresh run directory; the figure is the median over `--rounds`, with
+the 1-minute load average before each run (the machine is shared: read every figure with its load).
 With `--baseline DIR` the arms are instead this tree and another checkout of neuronkit (its notebooks and
-library, through PYTHONPATH), both with warm kernels: how much a change to the notebooks costs.
+library, through PYTHONPATH), each with its default kernels: how much a change costs or saves.
 
-    python bench/bench_workbook.py --rounds 3
+    python bench/bench_workbook.py --rounds 3                  # fork vs warm
+    python bench/bench_workbook.py --rounds 3 --arms fork,cold
     python bench/bench_workbook.py --rounds 3 --baseline /tmp/neuronkit-main
 """
 
@@ -23,13 +26,19 @@ from pathlib import Path
 from neuronkit.timing import interleaved_medians
 
 
-def workbook(out_root: Path, *flags: str, tree: Path | None = None):
+# Each arm's `neuronkit run` flags.
+ARMS = {"fork": (), "warm": ("--no-fork-kernels",), "cold": ("--cold-kernels",)}
+
+
+def workbook(out_root: Path, *flags: str, tree: Path | None = None, loads: list[str] | None = None):
     """A function running `neuronkit run tiny-qwen3` into a new directory under out_root each call (with
-    `tree`, the neuronkit found there)."""
+    `tree`, the neuronkit found there), noting the load average before each run in `loads`."""
     counter = iter(range(1_000_000))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **({"PYTHONPATH": str(tree)} if tree else {})}
 
     def run() -> None:  # run outside any checkout: `python -m` would import the neuronkit in its cwd first
+        if loads is not None:
+            loads.append(f"{os.getloadavg()[0]:.1f}")
         out_root.mkdir(parents=True, exist_ok=True)
         out = out_root / f"run{next(counter)}"
         proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "run", "tiny-qwen3", "--out", str(out),
@@ -43,16 +52,22 @@ def workbook(out_root: Path, *flags: str, tree: Path | None = None):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per arm (default 3)")
+    parser.add_argument("--arms", default="fork,warm", help=f"two of {', '.join(ARMS)} (default fork,warm)")
     parser.add_argument("--baseline", type=Path, help="another neuronkit checkout to compare this tree with")
     args = parser.parse_args()
     here = Path(__file__).resolve().parent.parent
+    names = args.arms.split(",")
+    if len(names) != 2 or not set(names) <= set(ARMS):
+        parser.error(f"--arms takes two of {', '.join(ARMS)}, e.g. fork,warm")
+    loads: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        arms = ({"this": workbook(Path(tmp) / "this", tree=here),
-                 "baseline": workbook(Path(tmp) / "baseline", tree=args.baseline.resolve())} if args.baseline else
-                {"warm": workbook(Path(tmp) / "warm"), "cold": workbook(Path(tmp) / "cold", "--cold-kernels")})
+        trees = {"this": here, "baseline": args.baseline.resolve()} if args.baseline else {}
+        arms = ({arm: workbook(Path(tmp) / arm, tree=tree, loads=loads.setdefault(arm, []))
+                 for arm, tree in trees.items()} if trees else
+                {arm: workbook(Path(tmp) / arm, *ARMS[arm], loads=loads.setdefault(arm, [])) for arm in names})
         medians = interleaved_medians(arms, runs=args.rounds, warmup=0)
     for arm, ms in medians.items():
-        print(f"{arm:>8}: {ms / 1e3:6.1f} s")
+        print(f"{arm:>8}: {ms / 1e3:6.1f} s   (load average before each run: {', '.join(loads[arm])})")
     first, second = medians
     print(f"{first} / {second}: {medians[first] / medians[second]:.2f}x")
     return 0
