@@ -80,8 +80,10 @@ def main(argv: list[str]) -> int:
         return 1
     code = int(reply[1])
     if code < 0:  # killed by a signal: end the same way, as the kernel process would have
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # the two whose handling cannot change
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
+        return 128 - code  # the signal's default action does not end a process (e.g. SIGCHLD)
     return code
 
 

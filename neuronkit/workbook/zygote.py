@@ -224,8 +224,12 @@ def _become_kernel(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    if "numpy.random" in sys.modules:  # a fresh process seeds numpy's global generator from the OS
+    # A fresh process seeds these from the OS; forks would share the server's. (Python's `random` reseeds
+    # itself after a fork; the neuron devices' generators are created and seeded at first use, after it.)
+    if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
+    if "torch" in sys.modules:
+        sys.modules["torch"].default_generator.seed()
     from ipykernel import kernelapp
 
     sys.argv = [sys.argv[0], *request["argv"]]

@@ -1,0 +1,186 @@
+"""Kernels forked from the workbook's fork server (neuronkit.workbook.zygote): each notebook still gets a
+kernel of its own (no variables, device memory, NEFF-cache statistics or op tracking from another), the
+kernel manager's interrupt, liveness and kill still reach the kernel itself, and where forking cannot
+serve (no server, another environment, another platform) an ordinary kernel starts instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from neuronkit.workbook import kernel, zygote
+from neuronkit.workbook.runner import KERNEL_ENV
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.skipif(not zygote.available(), reason="forks on Linux only")]
+
+# What a notebook could see of another's: a variable, device memory, the NEFF cache, op tracking.
+STATE = """
+import json, os, torch, torch_neuronx
+print(json.dumps({"var": "leftover" in globals(), "memory": torch.neuron.memory_allocated(0),
+                  "neff": torch.neuron.neff_cache_stats()["entries"], "ops": len(torch_neuronx.get_executed_ops()),
+                  "ppid": os.getppid(), "draw": torch.rand(1).item(), "neuron_draw": torch.rand(1, device="neuron").item()}))
+"""
+USE = """
+leftover = torch.ones(256, device="neuron") * 2
+torch.randn(3)
+import numpy
+print(numpy.random.random())
+"""
+
+
+# The kernels' environment, as the runner gives it (fixed here: pytest changes PYTEST_CURRENT_TEST as it goes).
+ENV = {**KERNEL_ENV, **os.environ}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One fork server for the module, importing under the kernels' environment as the runner does."""
+    started = zygote.ForkServer(kernel.KERNEL_NAME, kernel.DISPLAY_NAME, ENV)
+    yield started
+    started.close()
+
+
+def _start(server, env: dict[str, str] = ENV) -> tuple[KernelManager, object]:
+    """A kernel started through the server, in the runner's kernel environment unless `env` is given."""
+    km = KernelManager(kernel_name=kernel.KERNEL_NAME, kernel_spec_manager=server.kernel_spec_manager)
+    km.start_kernel(env=env)
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    return km, kc
+
+
+def _run(kc, code: str, timeout: float = 60) -> tuple[str, str | None]:
+    """A cell's printed text and the name of the error it raised, if any."""
+    out, error = [], []
+
+    def hook(msg) -> None:
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            error.append(msg["content"]["ename"])
+
+    kc.execute_interactive(code, output_hook=hook, timeout=timeout)
+    return "".join(out), (error[0] if error else None)
+
+
+def _stop(km: KernelManager, kc) -> None:
+    kc.stop_channels()
+    if km.is_alive():
+        km.shutdown_kernel(now=True)
+    km.cleanup_resources()
+
+
+def _server_pid(server) -> int:
+    return server._process.pid  # noqa: SLF001 - which process forked the kernel is the point of the test
+
+
+def test_each_kernel_is_a_fork_that_sees_nothing_of_the_kernel_before_it(server) -> None:
+    first, kc1 = _start(server)
+    try:
+        before = json.loads(_run(kc1, STATE)[0])
+        numpy_first = _run(kc1, USE)[0]
+        used = json.loads(_run(kc1, STATE)[0])
+    finally:
+        _stop(first, kc1)
+    second, kc2 = _start(server)
+    try:
+        after = json.loads(_run(kc2, STATE)[0])
+        numpy_second = _run(kc2, USE)[0]
+    finally:
+        _stop(second, kc2)
+    assert before["ppid"] == after["ppid"] == _server_pid(server), "the kernels were not forked by the server"
+    assert used["var"] and used["memory"] > 0 and used["ops"] > 0 and used["neff"] > 0
+    for seen in (before, after):  # what a fresh interpreter starts with: nothing
+        assert {k: seen[k] for k in ("var", "memory", "neff", "ops")} == {"var": False, "memory": 0, "neff": 0, "ops": 0}
+    # A fresh interpreter seeds torch's, the neuron devices' and numpy's generators at random: so does each fork.
+    assert before["draw"] != after["draw"] and before["neuron_draw"] != after["neuron_draw"]
+    assert numpy_first != numpy_second
+
+
+def test_interrupt_liveness_and_kill_reach_the_forked_kernel(server) -> None:
+    km, kc = _start(server)
+    try:
+        pid = int(_run(kc, "import os; print(os.getpid())")[0])
+        assert pid != km.provisioner.pid  # the launcher stands in for it
+        msg_id = kc.execute("import time; time.sleep(60)")
+        time.sleep(1)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=20)
+        assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["ename"] == "KeyboardInterrupt"
+        assert _run(kc, "print(6 * 7)")[0].strip() == "42", "the kernel does not work after an interrupt"
+        km.shutdown_kernel(now=True)  # SIGKILL to the launcher's process group: the server kills the kernel
+        assert not km.is_alive()
+        _gone_within(pid, 5)
+    finally:
+        _stop(km, kc)
+
+
+def test_a_kernel_that_dies_ends_its_launcher_with_the_same_signal(server) -> None:
+    km, kc = _start(server)
+    try:
+        kc.execute("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+        deadline = time.monotonic() + 10
+        while km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not km.is_alive(), "the launcher outlived its kernel: the runner's watchdog would not see it die"
+        assert km.provisioner.process.returncode == -signal.SIGKILL
+    finally:
+        _stop(km, kc)
+
+
+def test_a_kernel_in_another_environment_starts_as_an_ordinary_kernel(server) -> None:
+    km, kc = _start(server, env={**ENV, "NEURONKIT_EXAMPLE_SETTING": "1"})
+    try:
+        out = _run(kc, "import os; print(os.getppid(), os.environ['NEURONKIT_EXAMPLE_SETTING'])")[0].split()
+        assert out == [str(os.getpid()), "1"], "declined by the server, the launcher should have become the kernel"
+    finally:
+        _stop(km, kc)
+
+
+def test_without_a_server_the_launcher_starts_an_ordinary_kernel(server, tmp_path: Path) -> None:
+    spec = json.loads((Path(server.kernel_spec_manager.kernel_dirs[0]) / kernel.KERNEL_NAME / "kernel.json").read_text())
+    spec["argv"][spec["argv"].index(server.socket)] = str(tmp_path / "no-server.sock")
+    (tmp_path / "kernels" / "nowhere").mkdir(parents=True)
+    (tmp_path / "kernels" / "nowhere" / "kernel.json").write_text(json.dumps(spec))
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    km = KernelManager(kernel_name="nowhere", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=120)
+        assert _run(kc, "import os; print(os.getppid())")[0].strip() == str(os.getpid())
+    finally:
+        _stop(km, kc)
+
+
+def test_no_fork_server_where_kernels_cannot_fork_or_run_another_python(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert kernel.fork_server(kernel.KERNEL_NAME, dict(os.environ)) is None
+    monkeypatch.undo()
+    other = tmp_path / "share" / "jupyter" / "kernels" / "elsewhere"
+    other.mkdir(parents=True)
+    (other / "kernel.json").write_text(json.dumps({"argv": ["/opt/other/bin/python", "-m", "ipykernel_launcher", "-f",
+                                                            "{connection_file}"], "display_name": "x", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
+    assert kernel.fork_server("elsewhere", dict(os.environ)) is None
+
+
+def _gone_within(pid: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"kernel process {pid} outlived its launcher")
