@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,9 @@ ARMS = {"fork": (), "warm": ("--no-fork-kernels",), "cold": ("--cold-kernels",)}
 
 def workbook(out_root: Path, *flags: str, tree: Path | None = None, loads: list[str] | None = None):
     """A function running `neuronkit run tiny-qwen3` into a new directory under out_root each call (with
-    `tree`, the neuronkit found there), noting the load average before each run in `loads`."""
+    `tree`, the neuronkit found there), noting in `loads` the load average before each run and the CPU
+    seconds the run's processes used (kernels and fork server included: each is waited for by its
+    parent), which other jobs on the machine change far less than the wall time."""
     counter = iter(range(1_000_000))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **({"PYTHONPATH": str(tree)} if tree else {})}
 
@@ -41,12 +44,21 @@ def workbook(out_root: Path, *flags: str, tree: Path | None = None, loads: list[
             loads.append(f"{os.getloadavg()[0]:.1f}")
         out_root.mkdir(parents=True, exist_ok=True)
         out = out_root / f"run{next(counter)}"
+        cpu = _children_cpu()
         proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "run", "tiny-qwen3", "--out", str(out),
                                *flags], capture_output=True, text=True, env=env, cwd=out_root)
+        if loads is not None:
+            loads[-1] += f" ({_children_cpu() - cpu:.0f} s CPU)"
         if proc.returncode != 0:
             raise SystemExit(f"neuronkit run {' '.join(flags)} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
 
     return run
+
+
+def _children_cpu() -> float:
+    """User + system seconds of this process's finished children (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -67,7 +79,7 @@ def main() -> int:
                 {arm: workbook(Path(tmp) / arm, *ARMS[arm], loads=loads.setdefault(arm, [])) for arm in names})
         medians = interleaved_medians(arms, runs=args.rounds, warmup=0)
     for arm, ms in medians.items():
-        print(f"{arm:>8}: {ms / 1e3:6.1f} s   (load average before each run: {', '.join(loads[arm])})")
+        print(f"{arm:>8}: {ms / 1e3:6.1f} s   (each run: load average before it, CPU: {', '.join(loads[arm])})")
     first, second = medians
     print(f"{first} / {second}: {medians[first] / medians[second]:.2f}x")
     return 0
