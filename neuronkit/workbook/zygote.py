@@ -16,7 +16,7 @@ exits (killing its kernels) when the process that started it does. A kernel whos
 the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is declined, and the launcher
 starts an ordinary kernel instead. Linux only (`available()`); elsewhere the runner keeps warm kernels.
 
-    python -m neuronkit.workbook.zygote SOCKET     # what ForkServer starts
+    python -m neuronkit.workbook.zygote FD     # what ForkServer starts, FD its listening unix socket
 """
 
 from __future__ import annotations
@@ -71,10 +71,17 @@ class ForkServer:
                                                       "language": "python", "interrupt_mode": "signal"}))
         self.kernel_spec_manager = KernelSpecManager(kernel_dirs=[str(spec.parent)])
         # Its own session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts kernels down.
+        # Listening before the server even imports neuronkit (which imports torch): a kernel asked for
+        # early waits in the queue instead of finding no server and starting the slow way.
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.socket)
+        listener.listen(64)
         # Started in its own empty directory: `-m` puts the working directory first on sys.path.
-        self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote", self.socket],
-                                         stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
-                                         start_new_session=True)
+        with listener:
+            self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote",
+                                              str(listener.fileno())], pass_fds=[listener.fileno()],
+                                             stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
+                                             start_new_session=True)
 
     def close(self) -> None:
         """Stop the server (it kills any kernel still running) and remove its socket and kernelspec."""
@@ -237,11 +244,10 @@ def _become_kernel(request: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Listen on socket argv[0] (connections queue while the imports run), import, then serve."""
+    """Import, then serve on the listening socket whose descriptor is argv[0] (ForkServer's, bound
+    before this process started, so connections have queued meanwhile)."""
     imported_under = dict(os.environ)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(argv[0])
-    listener.listen(64)
+    listener = socket.socket(fileno=int(argv[0]))
     _preload()
     request = _serve(listener, imported_under)
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
