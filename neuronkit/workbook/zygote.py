@@ -46,6 +46,8 @@ MAY_DIFFER = ("JPY_", "IPY_", "TORCHINDUCTOR_CACHE_DIR")
 # The matplotlib backend ipykernel selects before a notebook's first import (IPKernelApp.init_gui_pylab).
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 POLL_S = 0.05
+# A launcher sends its whole request as soon as it connects; one that does not is not waited for.
+REQUEST_TIMEOUT_S = 10
 
 
 def available() -> bool:
@@ -70,13 +72,13 @@ class ForkServer:
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": display_name,
                                                       "language": "python", "interrupt_mode": "signal"}))
         self.kernel_spec_manager = KernelSpecManager(kernel_dirs=[str(spec.parent)])
-        # Its own session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts kernels down.
         # Listening before the server even imports neuronkit (which imports torch): a kernel asked for
         # early waits in the queue instead of finding no server and starting the slow way.
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.socket)
         listener.listen(64)
-        # Started in its own empty directory: `-m` puts the working directory first on sys.path.
+        # In its own empty directory (`-m` puts the working directory first on sys.path) and its own
+        # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
             self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote",
                                               str(listener.fileno())], pass_fds=[listener.fileno()],
@@ -142,10 +144,10 @@ def _differences(imported_under: dict[str, str], env: dict[str, str]) -> list[st
     return sorted(k for k in keys if not k.startswith(MAY_DIFFER) and imported_under.get(k) != env.get(k))
 
 
-def _serve(listener: socket.socket, imported_under: dict[str, str]) -> dict[str, Any] | None:
-    """Fork a kernel per request until told to stop or orphaned; returns the request in a forked child,
-    None in the server when it is done."""
-    parent, stopping = os.getppid(), []
+def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int) -> dict[str, Any] | None:
+    """Fork a kernel per request until told to stop or orphaned (process `parent` gone); returns the
+    request in a forked child, None in the server when it is done."""
+    stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
@@ -154,7 +156,9 @@ def _serve(listener: socket.socket, imported_under: dict[str, str]) -> dict[str,
         for key, _ in selector.select(POLL_S):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
+                conn.settimeout(REQUEST_TIMEOUT_S)
                 request = _receive(conn)
+                conn.settimeout(None)
                 differ = _differences(imported_under, request["env"]) if request else []
                 if request is None or differ:
                     for fd in request["fds"] if request else []:
@@ -246,10 +250,10 @@ def _become_kernel(request: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     """Import, then serve on the listening socket whose descriptor is argv[0] (ForkServer's, bound
     before this process started, so connections have queued meanwhile)."""
-    imported_under = dict(os.environ)
+    imported_under, parent = dict(os.environ), os.getppid()
     listener = socket.socket(fileno=int(argv[0]))
     _preload()
-    request = _serve(listener, imported_under)
+    request = _serve(listener, imported_under, parent)
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
         sys.stdout.flush()
         sys.stderr.flush()
