@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -163,7 +164,7 @@ def test_without_a_server_the_launcher_starts_an_ordinary_kernel(server, tmp_pat
         _stop(km, kc)
 
 
-def test_no_fork_server_where_kernels_cannot_fork_or_run_another_python(monkeypatch, tmp_path: Path) -> None:
+def test_no_fork_server_where_kernels_cannot_fork_run_another_python_or_bind_a_socket(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(sys, "platform", "darwin")
     assert kernel.fork_server(kernel.KERNEL_NAME, dict(os.environ)) is None
     monkeypatch.undo()
@@ -173,6 +174,12 @@ def test_no_fork_server_where_kernels_cannot_fork_or_run_another_python(monkeypa
                                                             "{connection_file}"], "display_name": "x", "language": "python"}))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
     assert kernel.fork_server("elsewhere", dict(os.environ)) is None
+    monkeypatch.delenv("JUPYTER_PATH")
+    deep = tmp_path / ("d" * 120)  # longer than a unix socket's path may be
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert kernel.fork_server(kernel.KERNEL_NAME, dict(os.environ)) is None
+    assert list(deep.iterdir()) == [], "the failed server left its directory behind"
 
 
 def _gone_within(pid: int, seconds: float) -> None:

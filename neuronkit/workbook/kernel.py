@@ -1,5 +1,6 @@
 """The Jupyter kernels the notebooks run on: kernelspec `neuronkit` (this environment's Python), started
-one notebook ahead so that kernel start-up and imports overlap the previous notebook's work.
+one notebook ahead so that kernel start-up and imports overlap the previous notebook's work; on Linux
+each one forked from a process that imported the libraries once (`fork_server`, neuronkit.workbook.zygote).
 
 papermill and nbval start the kernel a notebook names; a kernel that resolves to another interpreter
 would import another torch (papermill#625), so the runner installs this one into `sys.prefix` when it is
@@ -46,7 +47,10 @@ def fork_server(name: str, env: dict[str, str]) -> Any:
 
     if not zygote.available() or not _runs_this_python(name):
         return None
-    return zygote.ForkServer(name, DISPLAY_NAME, env)
+    try:
+        return zygote.ForkServer(name, DISPLAY_NAME, env)
+    except OSError:  # e.g. a TMPDIR too long for a unix socket's path: warm kernels serve instead
+        return None
 
 
 def _runs_this_python(name: str) -> bool:

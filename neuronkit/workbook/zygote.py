@@ -75,8 +75,13 @@ class ForkServer:
         # Listening before the server even imports neuronkit (which imports torch): a kernel asked for
         # early waits in the queue instead of finding no server and starting the slow way.
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.socket)
-        listener.listen(64)
+        try:
+            listener.bind(self.socket)
+            listener.listen(64)
+        except OSError:
+            listener.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
         # In its own empty directory (`-m` puts the working directory first on sys.path) and its own
         # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
