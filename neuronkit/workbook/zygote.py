@@ -16,7 +16,7 @@ exits (killing its kernels) when the process that started it does. A kernel whos
 the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is declined, and the launcher
 starts an ordinary kernel instead. Linux only (`available()`); elsewhere the runner keeps warm kernels.
 
-    python -m neuronkit.workbook.zygote FD     # what ForkServer starts, FD its listening unix socket
+    python -m neuronkit.workbook.zygote FD DIR   # what ForkServer starts: FD its listening socket, in DIR
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class ForkServer:
         # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
             self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote",
-                                              str(listener.fileno())], pass_fds=[listener.fileno()],
+                                              str(listener.fileno()), str(self._dir)], pass_fds=[listener.fileno()],
                                              stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
                                              start_new_session=True)
 
@@ -254,12 +254,14 @@ def _become_kernel(request: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> int:
     """Import, then serve on the listening socket whose descriptor is argv[0] (ForkServer's, bound
-    before this process started, so connections have queued meanwhile)."""
+    before this process started, so connections have queued meanwhile); when done, remove directory
+    argv[1] (socket and kernelspec), which a runner killed outright could not."""
     imported_under, parent = dict(os.environ), os.getppid()
     listener = socket.socket(fileno=int(argv[0]))
     _preload()
     request = _serve(listener, imported_under, parent)
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
+        shutil.rmtree(argv[1], ignore_errors=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
