@@ -5,6 +5,7 @@
 // torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
+#include <pybind11/stl.h>
 
 namespace py = pybind11;
 
@@ -91,5 +92,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("clear_tracking", &clear_tracking);
   m.def("neff_hits", &neff_hits, "NEFF-cache hits counted by the native per-op path");
   m.def("neff_forget", &neff_forget, "Forget the native path's NEFF signatures and hits");
+  m.def("slow_calls", &slow_calls, "Calls that took the Python path, per overload");
+  m.def("call_rule", &call_rule, "Whether input-aware rule `name` fires on a call of `qualified` (arguments by name)",
+        py::arg("name"), py::arg("qualified"), py::arg("call"));
+  m.def("call_rule_names", &call_rule_names, "The input-aware rules the runtime defines");
   m.def("route_to_python", &route_to_python, py::arg("reason"), py::arg("on"));
 }
