@@ -25,6 +25,7 @@ try:
         lend_generator,
         neff_forget,
         neff_hits,
+        place_process,
         record_op,
         reset_accumulated,
         reset_peak,

@@ -46,6 +46,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("current_device", &current_device);
   m.def("set_device", &set_device, py::arg("index"));
   m.def("exchange_device", &exchange_device, py::arg("index"));
+  m.def("place_process", &place_process,
+        "Place this process as a process group does: device_count() becomes the local world size, and only "
+        "neuron:<local_rank> may be selected or hold memory",
+        py::arg("local_world_size"), py::arg("local_rank"));
   m.def("wrap", &wrap, "A device tensor over a CPU tensor's memory, counted against the core's HBM",
         py::arg("cpu"), py::arg("index"));
   m.def("to_cpu", &to_cpu, "A CPU tensor over a device tensor's memory", py::arg("device"));
