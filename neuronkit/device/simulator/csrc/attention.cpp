@@ -26,14 +26,6 @@ const double kExpZeroBelow = std::exp(-86.5);
 // exp(x) in place, with the exponentials of x < -86.5 (underflow) set to zero.
 at::Tensor floored_exp_(at::Tensor x) { return at::threshold_(x.clamp_min_(kExpFloor).exp_(), kExpZeroBelow, 0.0); }
 
-// log(sum(exp(logits))) over the last dimension, as at::logsumexp computes it (the row maximum out first;
-// a row of -inf keeps -inf), with floored_exp_ above.
-at::Tensor log_sum_exp(const at::Tensor& logits) {
-  auto max = at::amax(logits, {-1}, /*keepdim=*/true);
-  max.masked_fill_(max.abs() == std::numeric_limits<double>::infinity(), 0.0);
-  return floored_exp_(logits - max).sum(-1).log_().add_(max.squeeze(-1));
-}
-
 // -inf where `allowed` is false, 0 elsewhere: a mask as an additive bias of the mask's own (small) shape,
 // so applying it is one broadcast add (x + 0 is x; x + -inf is -inf: the same logits as a masked fill).
 at::Tensor additive(const at::Tensor& allowed) {
@@ -55,13 +47,29 @@ at::Tensor logits_of(const at::Tensor& query, const at::Tensor& key, const std::
   return logits;
 }
 
-// Softmax from the log-sum-exp, in place over `logits`. A row with every key masked (a left-padded query)
-// gets zeros, as PyTorch's `_safe_softmax` gives; S's decomposition would give NaN there (exp(-inf - -inf)):
-// not verified on hardware, listed as a known difference in docs/fidelity.md.
-at::Tensor probabilities(at::Tensor logits, const at::Tensor& lse) {
-  auto probs = floored_exp_(logits.sub_(lse.unsqueeze(-1)));
+// Zeros for the rows with every key masked (a left-padded query; their log-sum-exp is -inf), as PyTorch's
+// `_safe_softmax` gives; S's decomposition would give NaN there (exp(-inf - -inf)): not verified on
+// hardware, listed as a known difference in docs/fidelity.md.
+at::Tensor zero_dead_rows(at::Tensor probs, const at::Tensor& lse) {
   auto dead = at::isneginf(lse);
   return dead.any().item<bool>() ? probs.masked_fill_(dead.unsqueeze(-1), 0.0) : probs;
+}
+
+// The forward softmax as S computes it (compute_attention: the row maximum out, exp, the sum, probabilities
+// as exp / sum, lse = max + log(sum)), in place over `logits`; returns (probabilities, lse).
+std::pair<at::Tensor, at::Tensor> softmax_and_lse(at::Tensor logits) {
+  auto max = at::amax(logits, {-1}, /*keepdim=*/true);
+  max.masked_fill_(at::isinf(max), 0.0);  // a dead row: exp(-inf - 0) is 0, its lse -inf
+  auto exp = floored_exp_(logits.sub_(max));
+  auto sum = exp.sum(-1, /*keepdim=*/true);
+  auto lse = (max + at::log(sum)).squeeze(-1);
+  return {zero_dead_rows(exp.div_(sum), lse), lse};
+}
+
+// The backward's probabilities from the forward's lse (S compute_attention_backward: exp(logits - lse)),
+// in place over `logits`.
+at::Tensor probabilities(at::Tensor logits, const at::Tensor& lse) {
+  return zero_dead_rows(floored_exp_(logits.sub_(lse.unsqueeze(-1))), lse);
 }
 
 // `values` in `layout`'s dtype and memory layout, as the op's meta kernel promises (a traced graph views
@@ -79,9 +87,7 @@ at::Tensor empty(at::ScalarType dtype) { return at::empty({0}, at::TensorOptions
 FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
                                bool return_debug_mask, std::optional<double> scale) {
-  auto logits = logits_of(query, key, attn_bias, is_causal, scale_of(query, scale));
-  auto lse = log_sum_exp(logits);
-  auto probs = probabilities(logits, lse);
+  auto [probs, lse] = softmax_and_lse(logits_of(query, key, attn_bias, is_causal, scale_of(query, scale)));
   if (dropout_p > 0.0) {
     probs = at::dropout(probs, dropout_p, /*train=*/true);
   }
