@@ -129,8 +129,8 @@ def _s_compute_attention(q, k, v, scale, mask):
 
 
 def test_the_fused_kernel_computes_the_softmax_as_the_device_does():
-    """Probabilities are exp(x - max) / sum and lse = max + log(sum), as S's decomposition; logits that
-    a mask sets to -inf (exp underflows) give exactly zero."""
+    """S: python_ops/torch_mlir/ops/scaled_dot_product_attention.py compute_attention (probabilities are
+    exp(x - max) / sum, lse = max + log(sum)); logits a mask sets to -inf give exactly zero."""
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 16, 8, generator=g) * 4 for _ in range(3))
     causal = torch.ones(16, 16, dtype=torch.bool).tril()

@@ -111,9 +111,9 @@ def _is_neuron(x: object) -> bool:
 
 class OpKernel:
     """The Python path of one ATen overload (csrc/kernel.cpp sends calls here that need Python: errors,
-    input-aware rules, 64-bit narrowing, random ops, the device's host kernels, profiling, a first-seen
-    NEFF signature). Built once per overload from its schema; `describe` gives the native kernel its
-    record."""
+    including a call an input-aware rule flags; a device generator; the device's host kernels; profiling
+    and observers; a first-seen NEFF signature). Built once per overload from its schema; `describe`
+    gives the native kernel its record."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
                  "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind",
