@@ -159,8 +159,9 @@ def test_a_call_rule_enters_python_only_when_it_fires():
     x = torch.randn(2, 3, 4, 5, device=N)
     x.clone(), x.clone()
     assert _python_calls(lambda: x.clone()) == {}
-    with pytest.raises(NotImplementedError, match=r"\[channels_last\]"):
-        x.clone(memory_format=torch.channels_last)
+    for _ in range(2):  # the second call has a known NEFF signature: the rule, not the cache, decides
+        with pytest.raises(NotImplementedError, match=r"\[channels_last\]"):
+            x.clone(memory_format=torch.channels_last)
 
 
 def test_the_call_rules_are_the_native_ones_and_answer_python_calls():

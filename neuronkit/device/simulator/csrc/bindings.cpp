@@ -2,12 +2,18 @@
 #include "kernel.h"
 #include "runtime.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 // torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 #include <pybind11/stl.h>
 
 namespace py = pybind11;
+
+namespace torch::jit {
+// pybind_utils.h declares it; that header costs more to compile than this whole file.
+c10::IValue toIValue(py::handle obj, const c10::TypePtr& type, std::optional<int32_t> N);
+}  // namespace torch::jit
 
 namespace neuronkit {
 namespace {
@@ -29,6 +35,25 @@ py::tuple counters_tuple(c10::DeviceIndex index) {
   return py::make_tuple(c.capacity, c.current, c.peak, c.allocations, c.frees, c.num_ooms, c.bytes_allocated,
                         c.bytes_freed);
 }
+
+}  // namespace
+
+bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call) {
+  const auto dot = qualified.find('.');
+  const auto overload = dot == std::string::npos ? std::string() : qualified.substr(dot + 1);
+  auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(qualified.substr(0, dot).c_str(), overload.c_str());
+  const int rule = call_rule_id(name);
+  const auto& argument = handle.schema().arguments()[call_rule_check(rule, handle.schema()).position];
+  c10::IValue value;
+  if (call.contains(argument.name())) {
+    value = torch::jit::toIValue(call[argument.name().c_str()], argument.real_type(), std::nullopt);
+  } else if (argument.default_value()) {
+    value = *argument.default_value();
+  }
+  return call_rule_fires(rule, value);
+}
+
+namespace {
 
 py::object python_default_generator(c10::DeviceIndex index) {
   return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(index)));

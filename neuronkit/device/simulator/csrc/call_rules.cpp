@@ -3,17 +3,13 @@
 // the per-op kernel (kernel.cpp) tests them on the dispatcher stack, and Python (the kernel's slow path that
 // builds the error, the op audit) calls the same predicates through the binding `call_rule`.
 // S = the pre-release source parmoham-aws/test-repo-parmoham.
-#include "kernel.h"
+#include "call_rules.h"
 
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/MemoryFormat.h>
+#include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
 
 #include <array>
-
-namespace torch::jit {
-c10::IValue toIValue(py::handle obj, const c10::TypePtr& type, std::optional<int32_t> N);
-}  // namespace torch::jit
 
 namespace neuronkit {
 namespace {
@@ -73,24 +69,6 @@ CallRuleCheck call_rule_check(int rule, const c10::FunctionSchema& schema) {
   return {rule, static_cast<int>(*position)};
 }
 
-bool call_rule_fires(const CallRuleCheck& check, c10::ArrayRef<c10::IValue> args) {
-  return rule_at(check.rule).fires(args[check.position]);
-}
-
-bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call) {
-  const auto dot = qualified.find('.');
-  c10::OperatorName op_name(qualified.substr(0, dot), dot == std::string::npos ? "" : qualified.substr(dot + 1));
-  auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(op_name.name.c_str(), op_name.overload_name.c_str());
-  const auto& schema = handle.schema();
-  const auto& rule = rule_at(call_rule_id(name));
-  const auto& argument = schema.arguments()[call_rule_check(call_rule_id(name), schema).position];
-  c10::IValue value;
-  if (call.contains(rule.argument)) {
-    value = torch::jit::toIValue(call[rule.argument], argument.real_type(), std::nullopt);
-  } else if (argument.default_value()) {
-    value = *argument.default_value();
-  }
-  return rule.fires(value);
-}
+bool call_rule_fires(int rule, const c10::IValue& value) { return rule_at(rule).fires(value); }
 
 }  // namespace neuronkit

@@ -503,6 +503,9 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
   auto args = torch::jit::last(*stack, nargs);
+  for (const auto& check : record.rules) {
+    if (call_rule_fires(check, args)) return python_path(op, stack, record);  // Python builds the error
+  }
   Scan scan;
   int target = -1;
   bool target_set = false;

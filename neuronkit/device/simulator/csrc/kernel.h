@@ -1,8 +1,9 @@
 // The per-op kernel (kernel.cpp): installation, and the records Python reads (op tracking, NEFF-cache hits).
 #pragma once
 
+#include "call_rules.h"
+
 #include <ATen/core/Tensor.h>
-#include <ATen/core/function_schema.h>
 #include <ATen/core/stack.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -49,17 +50,8 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
 void boxed_fused_attention(Stack* stack);
 void boxed_fused_attention_backward(Stack* stack);
 
-// call_rules.cpp: the input-aware policy rules (data/op_support.toml `call_rule`), defined once.
-struct CallRuleCheck {
-  int rule;      // index into the rule table
-  int position;  // the schema position of the argument it reads
-};
-int call_rule_id(const std::string& name);  // throws for a name the table lacks
-std::vector<std::string> call_rule_names();
-CallRuleCheck call_rule_check(int rule, const c10::FunctionSchema& schema);  // throws if the op lacks the argument
-bool call_rule_fires(const CallRuleCheck& check, c10::ArrayRef<c10::IValue> args);
-// For Python: does rule `name` fire on a call of `qualified` (`aten::clone`, `aten::add.Tensor`) whose
-// arguments are `call` (by schema name; a missing one takes the schema's default)?
+// bindings.cpp: does rule `name` fire on a call of `qualified` (`aten::clone`, `aten::add.Tensor`) whose
+// arguments are `call` (by schema name; a missing one takes the schema's default)? For Python.
 bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call);
 
 // Calls that took the Python path so far, per overload (`aten::add.Tensor`): what still costs Python.
