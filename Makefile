@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 	@command -v $(PYTHON) >/dev/null || { echo "neuronkit needs Python 3.11 ($(PYTHON) not found)"; exit 1; }
 	@$(MAKE) --no-print-directory build-deps
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "torch==2.13.0" "setuptools>=68"
+	$(PY) -m pip install --quiet "torch==2.13.0" "setuptools>=68" ninja
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
