@@ -159,7 +159,8 @@ def _run_stage(name: str, fn: Callable, session: "_Session", results: dict[str, 
         status, summary = fn(session, evidence)
         error = None
     except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
-        status, summary = "error", f"{type(exc).__name__}: {_first_line(exc)}"
+        cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
+        status, summary = "error", f"{type(cause).__name__}: {_first_line(cause)}"
         error = "".join(traceback.format_exception(exc))
     return StageResult(name, status, summary, evidence, error, time.perf_counter() - start, now())
 
