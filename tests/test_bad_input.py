@@ -123,6 +123,13 @@ def test_run_refuses_a_bad_notebook_parameter_before_any_kernel(tmp_path, capsys
     assert expected in _one_line_error(capsys) and not (tmp_path / "run").exists()
 
 
+def test_run_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    out = tmp_path / "report.txt"
+    out.write_text("mine")
+    assert main(["run", "tiny-bert", "--out", str(out)]) == 2
+    assert f"--out {out} is a file, not a directory" in _one_line_error(capsys) and out.read_text() == "mine"
+
+
 def test_run_on_a_config_alone_names_what_to_do(tmp_path, capsys):
     folder = tmp_path / "bare"
     folder.mkdir()

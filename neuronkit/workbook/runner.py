@@ -195,6 +195,8 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
 
 def _empty_run_dir(path: Path, overwrite: bool) -> None:
     """Refuse a non-empty run directory (a report mixing two runs), or clear a previous run's with `overwrite`."""
+    if path.exists() and not path.is_dir():
+        raise NeuronkitInputError(f"--out {path} is a file, not a directory; choose a new directory")
     if not path.is_dir() or not any(path.iterdir()):
         return
     if not overwrite:
