@@ -119,6 +119,30 @@ def test_audit_finds_no_blocker_in_masked_attention(name):
     assert report.op("aten::_scaled_dot_product_fused_attention_overrideable")["classification"] == "native"
 
 
+def _s_compute_attention(q, k, v, scale, mask):
+    """S python_ops/torch_mlir/ops/scaled_dot_product_attention.py compute_attention, for float32 inputs."""
+    logits = (q @ k.transpose(-2, -1)) * scale + torch.where(mask, 0.0, float("-inf"))
+    max_logits = torch.max(logits, dim=-1, keepdim=True)[0]
+    exp_logits = torch.exp(logits - max_logits)
+    sum_exp = torch.sum(exp_logits, dim=-1, keepdim=True)
+    return (exp_logits / sum_exp) @ v, max_logits.squeeze(-1) + torch.log(sum_exp.squeeze(-1))
+
+
+def test_the_fused_kernel_computes_the_softmax_as_the_device_does():
+    """S: python_ops/torch_mlir/ops/scaled_dot_product_attention.py compute_attention (probabilities are
+    exp(x - max) / sum, lse = max + log(sum)); logits a mask sets to -inf give exactly zero."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 16, 8, generator=g) * 4 for _ in range(3))
+    causal = torch.ones(16, 16, dtype=torch.bool).tril()
+    out, lse = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        q.to(N), k.to(N), v.to(N), None, 0.0, True)[:2]
+    want_out, want_lse = _s_compute_attention(q, k, v, 8 ** -0.5, causal)
+    torch.testing.assert_close(lse.cpu(), want_lse, rtol=0, atol=1e-6)
+    torch.testing.assert_close(out.cpu(), want_out, rtol=1e-6, atol=1e-6)
+    first = F.scaled_dot_product_attention(q[:, :, :1].to(N), k.to(N), v.to(N), is_causal=True)
+    assert torch.equal(first.cpu(), v[:, :, :1])  # one allowed key: probability exactly 1, the rest 0
+
+
 @pytest.mark.parametrize("enable_gqa", [False, True])
 @pytest.mark.parametrize("kv_heads", [1, 2])
 def test_sdpa_repeats_fewer_kv_heads_and_sums_their_gradients(kv_heads, enable_gqa):
