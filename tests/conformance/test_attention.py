@@ -141,3 +141,25 @@ def test_the_fused_kernel_computes_the_softmax_as_the_device_does():
     torch.testing.assert_close(out.cpu(), want_out, rtol=1e-6, atol=1e-6)
     first = F.scaled_dot_product_attention(q[:, :, :1].to(N), k.to(N), v.to(N), is_causal=True)
     assert torch.equal(first.cpu(), v[:, :, :1])  # one allowed key: probability exactly 1, the rest 0
+
+
+@pytest.mark.parametrize("enable_gqa", [False, True])
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_sdpa_repeats_fewer_kv_heads_and_sums_their_gradients(kv_heads, enable_gqa):
+    """S: python_ops/torch_mlir/ops/scaled_dot_product_attention.py:147-151 and :348-352 repeat the key and
+    value heads when they are fewer than the query's (multi-query and grouped-query attention, e.g.
+    Falcon's single KV head, without `enable_gqa`), and :382-389 sum their gradients back per KV head."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, kv_heads, 6, 8), torch.randn(2, kv_heads, 6, 8)
+    cpu = [t.clone().requires_grad_() for t in (q, k, v)]
+    dev = [t.to(N).requires_grad_() for t in (q, k, v)]
+    repeat = 4 // kv_heads
+    expected = F.scaled_dot_product_attention(cpu[0], cpu[1].repeat_interleave(repeat, 1),
+                                              cpu[2].repeat_interleave(repeat, 1), is_causal=True)
+    got = F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=enable_gqa)
+    expected.square().sum().backward()
+    got.square().sum().backward()
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+    for d, c in zip(dev, cpu):
+        assert d.grad.shape == c.shape
+        torch.testing.assert_close(d.grad.cpu(), c.grad, atol=1e-4, rtol=1e-4)

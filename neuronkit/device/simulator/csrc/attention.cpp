@@ -82,11 +82,26 @@ double scale_of(const at::Tensor& query, std::optional<double> scale) {
 
 at::Tensor empty(at::ScalarType dtype) { return at::empty({0}, at::TensorOptions().dtype(dtype)); }
 
+// Fewer key/value heads than query heads (multi-query or grouped-query attention, with or without
+// `enable_gqa`) are repeated to the query's, as S's kernel does (scaled_dot_product_attention.py:147-151).
+at::Tensor heads_like(const at::Tensor& query, const at::Tensor& kv) {
+  auto groups = query.size(1) / kv.size(1);
+  return groups > 1 && query.size(1) != kv.size(1) ? kv.repeat_interleave(groups, 1) : kv;
+}
+
+// The gradient of repeated heads, summed back onto each key/value head (S: :382-389).
+at::Tensor per_kv_head(const at::Tensor& grad, const at::Tensor& kv) {
+  if (grad.size(1) == kv.size(1)) return grad;
+  return grad.view({grad.size(0), kv.size(1), grad.size(1) / kv.size(1), grad.size(2), grad.size(3)}).sum(2);
+}
+
 }  // namespace
 
-FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key_in, const at::Tensor& value_in,
                                const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
                                bool return_debug_mask, std::optional<double> scale) {
+  auto key = heads_like(query, key_in);
+  auto value = heads_like(query, value_in);
   auto [probs, lse] = softmax_and_lse(logits_of(query, key, attn_bias, is_causal, scale_of(query, scale)));
   if (dropout_p > 0.0) {
     probs = at::dropout(probs, dropout_p, /*train=*/true);
@@ -98,9 +113,11 @@ FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key, c
 }
 
 FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const at::Tensor& query,
-                                             const at::Tensor& key, const at::Tensor& value,
+                                             const at::Tensor& key_in, const at::Tensor& value_in,
                                              const at::Tensor& attn_bias, const at::Tensor& logsumexp,
                                              bool is_causal, std::optional<double> scale) {
+  auto key = heads_like(query, key_in);
+  auto value = heads_like(query, value_in);
   double s = scale_of(query, scale);
   auto probs = probabilities(logits_of(query, key, attn_bias, is_causal, s), logsumexp);
   auto grad = grad_out.to(at::kFloat);
@@ -115,7 +132,8 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
   } else {
     grad_bias = empty(query.scalar_type());
   }
-  return {like(query, grad_query), like(key, grad_key), like(value, grad_value), grad_bias};
+  return {like(query, grad_query), like(key_in, per_kv_head(grad_key, key_in)),
+          like(value_in, per_kv_head(grad_value, value_in)), grad_bias};
 }
 
 void boxed_fused_attention(Stack* stack) {
