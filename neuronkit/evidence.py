@@ -48,7 +48,7 @@ def fact(label: str, unit: str = "", doc: str = "", default: Any = None, factory
 
 @dataclass
 class ParityRow:
-    """One output compared with its reference (`neuronkit.compile.compare.compare_outputs`)."""
+    """One output compared with its reference (`neuronkit.graph_compile.compare.compare_outputs`)."""
 
     name: str = fact("Output")
     ok: bool | None = fact("Within tolerance")
@@ -261,7 +261,7 @@ class BucketRow:
 
 @dataclass
 class Buckets:
-    """Shape buckets for the prompt lengths (`neuronkit.compile.buckets.suggest_buckets`)."""
+    """Shape buckets for the prompt lengths (`neuronkit.graph_compile.buckets.suggest_buckets`)."""
 
     strategy: str = fact("Recommended strategy", default="")
     buckets: list[int] = fact("Recommended bucket lengths", factory=list)

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import neuronkit.cli
-from neuronkit.compile import suggest_buckets
-from neuronkit.compile.buckets import sample_lengths
+from neuronkit.graph_compile import suggest_buckets
+from neuronkit.graph_compile.buckets import sample_lengths
 from neuronkit.checks import CHECK_STAGES as STAGES, Reference, check
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.models import load_tokenizer

@@ -28,9 +28,9 @@ import torch
 from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks.reference import Reference
-from neuronkit.compile import compare
-from neuronkit.compile.backend import neuron_backend
-from neuronkit.compile.buckets import advise_buckets
+from neuronkit.graph_compile import compare
+from neuronkit.graph_compile.backend import neuron_backend
+from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.stages import CHECK_STAGES, StageResult, now, worst

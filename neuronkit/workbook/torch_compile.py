@@ -75,7 +75,7 @@ def bucket_record(plan: dict[str, Any] | None) -> Buckets | None:
 def buckets(params: Params, prompts_file: str | None, max_buckets: int) -> dict[str, Any] | None:
     """Shape-bucket advice for the token lengths of the prompts (None when the model has no tokenizer)."""
     from neuronkit import models
-    from neuronkit.compile.buckets import advise_buckets
+    from neuronkit.graph_compile.buckets import advise_buckets
 
     plan = advise_buckets(models.load_tokenizer(params.model), models.load_config(params.model), prompts_file,
                           max_buckets)
