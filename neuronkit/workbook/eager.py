@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronkit.evidence import CheckStage, EagerEvidence, EagerForward, EagerGeneration, EagerTraining, fields_of, rows
+from neuronkit.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining, fields_of
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_verdict, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("eager", "generate", "train")
@@ -40,7 +40,7 @@ def evidence(stages: dict[str, StageResult]) -> EagerEvidence:
               (("forward", forward), ("generate", generate), ("train", training)) if record is not None}
     record = EagerEvidence(**fields_of(forward, EagerForward), training=training, generate=generate,
                            fallback_ops_by_phase=phases,
-                           stages=rows(CheckStage, [s.to_dict() for s in stages.values()]))
+                           stages=check_stages(stages))
     record.fallback_ops = sorted({op for ops in phases.values() for op in ops})
     record.parity.generate_identical = generate.generate_identical if generate else None
     return record

@@ -5,10 +5,10 @@ parity), and shape buckets that bound the compilations real prompt lengths would
 
 from __future__ import annotations
 
-from neuronkit.evidence import CheckStage, CompileCheck, CompileEvidence, CompileTiming, fields_of, rows
+from neuronkit.evidence import CompileCheck, CompileEvidence, CompileTiming, fields_of
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_verdict, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("compile", "timing")
@@ -36,4 +36,4 @@ def evidence(stages: dict[str, StageResult]) -> CompileEvidence:
     stage's record is empty)."""
     return CompileEvidence(**fields_of(stages["compile"].evidence, CompileCheck),
                            **fields_of(stages["timing"].evidence, CompileTiming),
-                           stages=rows(CheckStage, [s.to_dict() for s in stages.values()]))
+                           stages=check_stages(stages))
