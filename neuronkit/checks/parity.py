@@ -136,7 +136,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
     for name in wanted:
-        session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session, session.results)
+        session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session)
     return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(session.results.values()),
                        session.weights)
 
@@ -157,8 +157,8 @@ def _resolve_stages(stages: Iterable[str]) -> list[str]:
 _OUTCOME = {"skipped": "was skipped", "fail": "failed", "error": "raised an error"}
 
 
-def _run_stage(name: str, fn: Callable, session: "_Session", results: dict[str, StageResult]) -> StageResult:
-    needed = REQUIRES.get(name)
+def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
+    needed, results = REQUIRES.get(name), session.results
     record = CHECK_EVIDENCE[name]()
     if needed is not None and not results[needed].ok:
         reason = f"skipped: compares against the {needed} stage, which {_OUTCOME[results[needed].status]}"
