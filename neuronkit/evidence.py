@@ -70,6 +70,12 @@ class Parity:
     top1_agreement: float | None = fact("Top-1 token agreement", "fraction")
     generate_identical: bool | None = fact("Greedy generation identical")
 
+    def largest_abs_err(self) -> float | None:
+        """The largest absolute error of any output, None when no output has one (integer outputs)."""
+        errors = [row.max_abs_err for row in self.outputs
+                  if isinstance(getattr(row, "max_abs_err", None), (int, float))]
+        return max(errors) if errors else None
+
 
 @dataclass
 class CheckStage:

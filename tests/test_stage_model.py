@@ -136,3 +136,16 @@ def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
     partial = evidence.load(evidence.EagerEvidence, {"parity": {"outputs": [{"name": "loss"}]}, "unknown": 1})
     assert partial.parity.outputs[0].name == "loss" and partial.parity.outputs[0].max_abs_err is None
     assert partial.training is None and partial.neff_cache == evidence.NeffCache()
+
+
+def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp_path: Path) -> None:
+    from neuronkit.workbook import display
+
+    run = RunDir(tmp_path)
+    for stage, err in (("eager", 2e-6), ("compile", 5e-6)):
+        rows = [evidence.ParityRow("logits", True, max_abs_err=err), evidence.ParityRow("ids", True, exact=True)]
+        with recording(run, stage) as slot:
+            slot["evidence"] = evidence.EVIDENCE[stage](parity=evidence.Parity(outputs=rows))
+    frame = display.comparison(tmp_path)
+    assert frame.loc["max abs error vs CPU", "eager"] == 2e-6 and frame.loc["max abs error vs CPU", "compile"] == 5e-6
+    assert frame.loc["max abs error vs CPU", "audit"] == "—"

@@ -234,9 +234,10 @@ def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, b
     if any(records.get(stage) is not None for stage in ("audit", "eager", "profile")):
         tiles.append(KeyNumber("CPU-fallback ops", str(len(_fallback_ops(records, warnings))),
                                "a host round trip per call"))
-    errors = [o.max_abs_err for o in _parity_rows(records, "eager") if isinstance(o.max_abs_err, (int, float))]
-    if errors:
-        tiles.append(KeyNumber("Eager vs CPU", f"{max(errors):.1e}", "largest absolute error of any output"))
+    eager = _record(records, "eager")
+    largest = eager.parity.largest_abs_err() if eager is not None and hasattr(eager.parity, "outputs") else None
+    if largest is not None:
+        tiles.append(KeyNumber("Eager vs CPU", f"{largest:.1e}", "largest absolute error of any output"))
     compiled = _record(records, "compile")
     if compiled is not None and isinstance(compiled.graphs, int):
         breaks = len(compiled.graph_breaks or [])
