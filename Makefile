@@ -16,23 +16,33 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 
 setup: $(STAMP)
 
-# torch is installed first and pinned: pip then takes the CPU build, and nothing later pulls CUDA. The
-# package's native device runtime (setup.py) then compiles against that torch (--no-build-isolation).
+# torch is installed first and pinned: pip then takes the CPU build, and nothing later pulls CUDA. PyPI's
+# Linux torch wheels are CUDA builds (GBs of nvidia packages): unless pip already finds a CPU build (a local
+# wheelhouse or mirror; macOS wheels are CPU builds), it is taken from PyTorch's CPU index. The package's
+# native device runtime (setup.py) then compiles against that torch (--no-build-isolation).
+TORCH           := torch==2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+IS_CPU_BUILD    := import json, sys; w = json.load(sys.stdin)["install"][0]; \
+                   sys.exit("+cpu" not in w["metadata"]["version"] and "macosx" not in w["download_info"]["url"])
 $(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 	@command -v $(PYTHON) >/dev/null || { echo "neuronkit needs Python 3.11 ($(PYTHON) not found)"; exit 1; }
 	@$(MAKE) --no-print-directory build-deps
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "torch==2.13.0" "setuptools>=68"
+	@if $(PY) -m pip install --dry-run --no-deps --ignore-installed --quiet --report - "$(TORCH)" 2>/dev/null \
+		| $(PY) -c '$(IS_CPU_BUILD)'; then index=""; else index="--extra-index-url $(TORCH_CPU_INDEX)"; fi; \
+	echo "$(PY) -m pip install $$index $(TORCH)"; $(PY) -m pip install --quiet $$index "$(TORCH)" "setuptools>=68" ninja
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	touch $(STAMP)
 
-# A C++ compiler and Python's headers for the native device runtime (Debian packages), if missing.
+# A C++ compiler, Python's headers for the native device runtime and Python's venv module (Debian packages),
+# if missing.
 build-deps:
 	@missing=""; command -v g++ >/dev/null || missing="g++"; \
 	$(PYTHON) -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
 		|| missing="$$missing python3-dev"; \
+	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || missing="$$missing $(notdir $(PYTHON))-venv"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \

@@ -30,6 +30,15 @@ def _require_build_tools() -> None:
                  "(pip install 'torch==2.13.0'), then build with --no-build-isolation")
 
 
+def _ninja_on_path() -> bool:
+    """Ninja compiles the C++ files in parallel (one job per core). pip installs it beside the interpreter
+    (a venv's bin/, or an isolated build's), which need not be on PATH; torch finds it through PATH."""
+    scripts = sysconfig.get_path("scripts")
+    if shutil.which("ninja") is None and shutil.which("ninja", path=scripts) is not None:
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+    return shutil.which("ninja") is not None
+
+
 _require_build_tools()
 
 from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402 - after the one-line checks above
@@ -40,5 +49,5 @@ setup(
         sources=sorted(str(p) for p in _CSRC.glob("*.cpp")),
         extra_compile_args=["-O2", "-g0", "-Wno-unused-parameter"],
     )],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=shutil.which("ninja") is not None)},
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=_ninja_on_path())},
 )

@@ -1,47 +1,32 @@
 """Input-aware policy rules: whether one call of an op uses a feature the device treats differently.
 
-`data/op_support.toml` names these functions (`call_rule = "..."`) on the gaps that depend on a call's
-arguments rather than on the op alone. Each takes the call's arguments bound to the schema's argument
-names and answers yes or no; the simulated device's kernel and the op audit both use them, so they
-agree. They are small and free of torch internals so the C++ kernel can port them as they are.
+`data/op_support.toml` names these rules (`call_rule = "..."`) on the gaps that depend on a call's
+arguments rather than on the op alone: `sparse_flag`, `mha_mask`, `mha_need_weights`, `channels_last`.
+They are defined once, in the native runtime (`device/simulator/csrc/call_rules.cpp`, which cites the
+source of each): the device's per-op kernel tests them in C++ on every call, and the op audit and the
+kernel's Python path (which builds the error) ask the same predicates here, so they cannot disagree.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-import torch
+from neuronkit.device.simulator import native
 
-_CHANNELS_LAST = (torch.channels_last, torch.channels_last_3d)
-
-
-def sparse_flag(call: dict[str, Any]) -> bool:
-    """`embedding(..., sparse=True)` / `embedding_bag(..., sparse=True)`: the gradient will be sparse."""
-    return bool(call.get("sparse", False))
+RULES: frozenset[str] = frozenset(native.call_rule_names())
 
 
-def mha_mask(call: dict[str, Any]) -> bool:
-    """`_native_multi_head_attention` with a mask tensor (S: native_multi_head_attention.py:77-82)."""
-    return call.get("mask") is not None
+def fires(rule: str, qualified: str, call: dict[str, Any]) -> bool:
+    """Whether `rule` flags a call of overload `qualified` (`aten::clone`, `aten::embedding_bag.padding_idx`)
+    whose arguments are `call`, by schema name (a missing argument takes the schema's default)."""
+    return native.call_rule(rule, qualified, call)
 
 
-def mha_need_weights(call: dict[str, Any]) -> bool:
-    """`_native_multi_head_attention` asked for attention weights (S: native_multi_head_attention.py:84-88,
-    128-134); the schema's default is True."""
-    return bool(call.get("need_weights", True))
-
-
-def channels_last(call: dict[str, Any]) -> bool:
-    """A channels_last memory format (S: cast_policy.py:38-50, validate_neuron_memory_format)."""
-    return call.get("memory_format") in _CHANNELS_LAST
-
-
-RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "sparse_flag": sparse_flag,
-    "mha_mask": mha_mask,
-    "mha_need_weights": mha_need_weights,
-    "channels_last": channels_last,
-}
+def qualified_name(op: Any) -> str:
+    """An OpOverload's name as the dispatcher and the device's fallback print it: `aten::add.Tensor`,
+    `aten::clone` for a default overload."""
+    name, overload = op._schema.name, op._overloadname
+    return name if overload == "default" else f"{name}.{overload}"
 
 
 def bind(names: tuple[str, ...], args: tuple, kwargs: dict) -> dict[str, Any]:

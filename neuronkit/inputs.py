@@ -38,7 +38,7 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     Text: `batch_size × seq_len` token ids and an all-ones attention mask. Vision: `pixel_values` of the
     processor's size, normalised as the processor would. Speech: `input_features` of the feature
     extractor's shape. Encoder-decoders add `decoder_input_ids` (the decoder start token, then the
-    target). With `prompts`, a text model's token ids are the first `batch_size` prompts, padded to the
+    target), except classifiers, whose labels are classes (BART-style ones end each row with EOS). With `prompts`, a text model's token ids are the first `batch_size` prompts, padded to the
     longest and cut at `seq_len` (padding is masked out of the loss). Two runs see identical inputs.
     """
     require_positive_ints(batch_size=batch_size, seq_len=seq_len)
@@ -60,9 +60,13 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
         inputs = _prompt_ids(tokenizer, prompts, batch_size, seq_len)
     else:
         ids = _token_ids(config, tokenizer, batch_size, seq_len)
+        if task == "sequence_classification" and config.is_encoder_decoder and config.eos_token_id is not None:
+            ids[:, -1] = config.eos_token_id  # BART-style classifiers pool at each row's end-of-sequence token
         inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     rows = next(iter(inputs.values())).shape[0]  # batch_size, or the number of prompts when fewer
-    if config.is_encoder_decoder:
+    if task in ("sequence_classification", "image_classification"):
+        inputs["labels"] = _class_labels(config, rows)
+    elif config.is_encoder_decoder:
         target = _token_ids(config, tokenizer, rows, _decoder_length(config, seq_len))
         start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.pad_token_id
         inputs["decoder_input_ids"] = torch.cat([torch.full_like(target[:, :1], start), target[:, :-1]], dim=1)
@@ -72,8 +76,6 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     elif task == "token_classification":
         length = inputs["input_ids"].shape[1]
         inputs["labels"] = torch.arange(length).remainder(config.num_labels).expand(rows, length).clone()
-    elif task in ("sequence_classification", "image_classification"):
-        inputs["labels"] = _class_labels(config, rows)
     return {k: v for k, v in inputs.items() if k in accepted}
 
 

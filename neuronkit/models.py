@@ -112,7 +112,8 @@ def resolve_model(spec: str | os.PathLike) -> Path:
             f"({', '.join(BUNDLED_MODELS)})")
     if path.is_dir():
         if not (path / CONFIG_NAME).is_file():
-            raise NeuronkitInputError(f"checkpoint directory {path} has no {CONFIG_NAME}")
+            raise NeuronkitInputError(f"checkpoint directory {path} has no {CONFIG_NAME} (a Hugging Face checkpoint "
+                                      "is expected; check a plain nn.Module from Python: neuronkit.check(module, inputs))")
         return path
     if path.suffix != ".json":
         raise NeuronkitInputError(f"{path} is neither a checkpoint directory nor a config .json file")

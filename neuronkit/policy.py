@@ -136,7 +136,7 @@ class Policy:
 
     @functools.lru_cache(maxsize=None)
     def call_rules(self, name: str) -> tuple[tuple[str, Rule], ...]:
-        """The input-aware rules of an op: (rule function name in `neuronkit.call_rules`, the Rule that
+        """The input-aware rules of an op: (rule name in `neuronkit.call_rules`, the Rule that
         applies when that function flags a call). Empty for almost every op."""
         name = base_name(name)
         return tuple((f.call_rule, f.rule(name)) for f in self._call_features if f.matches(name))

@@ -112,6 +112,24 @@ def test_run_refuses_a_used_out_directory_unless_told(tmp_path, capsys):
     assert (out / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize("name, value, expected", [
+    ("max_new_tokens", "-3", "max_new_tokens must be a positive integer, got -3"),
+    ("timing_runs", "abc", "timing_runs must be a positive integer, got str 'abc'"),
+    ("training", "yes", "training must be true or false, got str 'yes'"),
+    ("prompt", "7", "prompt must be text, got int 7"),
+])
+def test_run_refuses_a_bad_notebook_parameter_before_any_kernel(tmp_path, capsys, name, value, expected):
+    assert main(["run", "tiny-bert", "--out", str(tmp_path / "run"), "-p", name, value]) == 2
+    assert expected in _one_line_error(capsys) and not (tmp_path / "run").exists()
+
+
+def test_run_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    out = tmp_path / "report.txt"
+    out.write_text("mine")
+    assert main(["run", "tiny-bert", "--out", str(out)]) == 2
+    assert f"--out {out} is a file, not a directory" in _one_line_error(capsys) and out.read_text() == "mine"
+
+
 def test_run_on_a_config_alone_names_what_to_do(tmp_path, capsys):
     folder = tmp_path / "bare"
     folder.mkdir()

@@ -143,6 +143,20 @@ def test_a_crashing_stage_is_an_error_and_the_following_ones_are_reported():
     json.loads(report.to_json())
 
 
+class Branches(MLP):
+    """`torch.cond`: a higher-order op the device's compiler cannot lower."""
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: self.fc2(torch.relu(self.fc1(t))), lambda t: self.fc2(self.fc1(t)),
+                          (x,))
+
+
+def test_a_compile_failure_names_its_cause_not_the_backend_object():
+    stage = check(Branches(), torch.randn(4, 8), stages=["compile"]).stage("compile")
+    assert stage.status == "error" and "Higher-order operation 'cond'" in stage.summary, stage.summary
+    assert " object at 0x" not in stage.summary
+
+
 def test_bfloat16_runs_under_autocast_with_looser_tolerances():
     report = check(mlp(), torch.randn(4, 8), stages=["eager", "train"], dtype="bfloat16")
     eager = report.stage("eager")

@@ -73,3 +73,40 @@ def test_seed_from_pretrained_device_map_neuron_then_generate():
         **tokenizer("Shapes matter on Trainium.", return_tensors="pt"), max_new_tokens=8, do_sample=False)
     assert on_neuron.device.type == "neuron"
     assert torch.equal(on_neuron.cpu(), reference)
+
+
+SEED_OP_INVENTORY = '''
+# op_inventory.py —— 迁移前先看看你的模型到底碰了哪些 aten 算子
+import torch, torch.nn as nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+class OpInventory(TorchDispatchMode):
+    def __init__(self):
+        self.seen = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        key = str(func)                       # 例如 aten.gelu.default
+        self.seen[key] = self.seen.get(key, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+model = nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64))
+inv = OpInventory()
+with inv:                                    # 这里的每一次算子调用都会被记录
+    model(torch.randn(8, 64))
+
+for name, n in sorted(inv.seen.items(), key=lambda kv: -kv[1]):
+    print(f"{n:5d}  {name}")
+'''
+
+
+def test_seed_op_inventory_runs_verbatim_and_on_the_device(capsys):
+    scope: dict = {}
+    exec(compile(SEED_OP_INVENTORY, "op_inventory.py", "exec"), scope)  # the article's script, as printed
+    printed = capsys.readouterr().out
+    assert "aten.gelu.default" in printed and "aten.addmm.default" in printed
+    # The same inventory with the model moved to the device: the dispatch mode sees the same aten ops.
+    model, inv = scope["model"].to("neuron"), scope["OpInventory"]()
+    with inv:
+        out = model(torch.randn(8, 64).to("neuron"))
+    assert out.device.type == "neuron"
+    assert {"aten.addmm.default", "aten.gelu.default", "aten.native_layer_norm.default"} <= set(inv.seen)

@@ -179,6 +179,34 @@ except ValueError as exc:
 
 
 @pytest.mark.subprocess
+def test_a_placed_process_holds_memory_on_its_own_core_only(run_python):
+    """S torch_neuronx/csrc/core/NeuronDevice.cpp: after placement device_count() is the local world size,
+    get_vnc_id refuses a core below the process's and one past the local world size, and the runtime's
+    allocation fails for a core past the one the process sees (allocator/NeuronCachingAllocator.cpp);
+    threads that choose no device are on the process's core (global_default_device)."""
+    proc = _single_rank(run_python, """
+import threading
+dist.init_process_group()
+for index in (0, 2, 4):
+    try:
+        torch.ones(2, device=f"neuron:{index}")
+    except (RuntimeError, ValueError) as exc:
+        print(str(exc).splitlines()[0])
+print(torch.empty(0, device="neuron:0").device, torch.ones(2, device="neuron:1").device)
+seen = []
+thread = threading.Thread(target=lambda: seen.append(torch.ones(1, device="neuron").device))
+thread.start(), thread.join()
+print(seen[0], torch.neuron.device_count())
+""", env={"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"})
+    lines = proc.stdout.strip().split("\n")
+    assert lines[0].startswith("Attempted to access device that doesn't attach to this process, received 0 "
+                               "expected to be equal or greater than 1")
+    assert lines[1].startswith("NRT allocation failed for size 8")
+    assert lines[2].startswith("Device index 4 is out of range. Valid range is 0 to 3")
+    assert lines[3:] == ["neuron:0 neuron:1", "neuron:1 4"]
+
+
+@pytest.mark.subprocess
 def test_without_local_rank_ranks_are_grouped_by_host_and_device_id_is_refused(run_python):
     proc = _single_rank(run_python, """
 try:

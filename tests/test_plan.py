@@ -178,3 +178,12 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path):
     assert text.count(": parity") == 2 and "NO PARITY" not in text
     record = json.loads((tmp_path / "run" / "distributed.json").read_text())
     assert record["scenarios"]["fsdp2"]["param_bytes_per_rank"] == [279296, 279296]
+
+
+@pytest.mark.parametrize("name", ["vit", "t5", "whisper", "bert_classifier"])
+def test_a_model_the_planner_cannot_probe_is_named_in_one_line(zoo, name, capsys):
+    """The planner trains a token model on token ids; images, encoder-decoders and classifiers are refused
+    as bad input before any probe, not crashed on."""
+    assert main(["plan", str(zoo[name]), "--seq-len", "32"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "plans causal and masked language models and their base stacks" in err, err

@@ -168,7 +168,8 @@ def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
         status, summary = fn(session, record)
         error = None
     except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
-        status, summary = "error", f"{type(exc).__name__}: {_first_line(exc)}"
+        cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
+        status, summary = "error", f"{type(cause).__name__}: {_first_line(cause)}"
         error = "".join(traceback.format_exception(exc))
     return StageResult(name, status, summary, record, error, time.perf_counter() - start, now())
 
@@ -506,7 +507,7 @@ _TOKEN_TARGETS = ("labels", "decoder_input_ids", "decoder_attention_mask")
 
 def _other_shape(inputs: Any, sequence: bool) -> Any:
     """The inputs in a second shape a real workload sees: text cut to half its sequence length (the token
-    inputs, token-level labels and decoder inputs), anything else (images, audio features, plain tensors) at twice the
+    inputs, token-level labels and decoder inputs, keeping the last token), anything else (images, audio features, plain tensors) at twice the
     batch. Image sizes and audio frame counts are fixed by the model, so they never vary."""
     if sequence:
         ids = inputs["input_ids"]
@@ -515,7 +516,9 @@ def _other_shape(inputs: Any, sequence: bool) -> Any:
         length = ids.shape[1] // 2
         cut = {k for k, v in inputs.items() if isinstance(v, torch.Tensor) and
                (k in example.SEQUENCE_INPUTS or (k in _TOKEN_TARGETS and v.shape == ids.shape))}
-        return {k: v.narrow(1, 0, length) if k in cut else v for k, v in inputs.items()}
+        # the first tokens and the last one: the sequence still ends as it did (BART-style classifiers pool at EOS)
+        kept = torch.tensor([*range(length - 1), ids.shape[1] - 1], device=ids.device)
+        return {k: v.index_select(1, kept) if k in cut else v for k, v in inputs.items()}
 
     def double(value: Any) -> Any:
         if isinstance(value, torch.Tensor):

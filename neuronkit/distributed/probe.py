@@ -35,6 +35,8 @@ from neuronkit.errors import NeuronkitInputError
 # Tensor-parallel styles by the last name of a layer's Linear modules: the Megatron split that
 # TorchTitan's Llama plan and the Oct docs' TP tutorial use (column-parallel into attention and the MLP,
 # row-parallel out of them, so each half costs one all-reduce).
+# The tasks (neuronkit.models.TASKS) whose training step the probe can run: token ids in, per-token logits out.
+PLANNED_TASKS = ("causal_lm", "masked_lm")
 _COLWISE = frozenset({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
 _ROWWISE = frozenset({"o_proj", "down_proj"})
 # Bytes a collective moves for each rank, as a multiple of the payload: ring algorithms.
@@ -73,6 +75,13 @@ class LayerProbe:
             raise NeuronkitInputError(
                 f"cannot plan {config.model_type!r}: the planner handles decoder or encoder stacks with "
                 "num_hidden_layers in config.json")
+        task = models.task_of(config)
+        if task not in PLANNED_TASKS and not (task == "base" and not config.is_encoder_decoder):
+            # the probe trains on token ids with a per-token loss (a decoder or encoder stack's hidden states too)
+            raise NeuronkitInputError(
+                f"cannot plan {config.architectures[0] if config.architectures else config.model_type}: the planner "
+                f"plans causal and masked language models and their base stacks (token ids in, per-token outputs), "
+                f"not {task}")
         self.config = config
         self.dtype = dtype
         self.cls = models.model_class(config)

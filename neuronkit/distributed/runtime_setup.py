@@ -9,8 +9,10 @@ Modelled on S `torch_neuronx/distributed/backend.py` (`_neuron_runtime_setup`, `
   grouping the ranks by host address through the store;
 - `NEURON_RT_VISIBLE_CORES` is set to the local rank unless the user set it, so each process sees one
   core ("Attempted to have more than one device per process" otherwise);
-- afterwards `device_count()` is the local world size, the process's device is `neuron:<local rank>`,
-  and `set_device` accepts that core only.
+- afterwards `device_count()` is the local world size, the process's device (and that of every thread
+  that chooses none) is `neuron:<local rank>`, `set_device` accepts that core only, and memory on another
+  core fails (`get_vnc_id`, the runtime's allocation): the native runtime's `place_process`
+  (csrc/device.cpp) holds this placement.
 """
 
 from __future__ import annotations
@@ -74,8 +76,7 @@ def setup(rank: int, world_size: int, store: torch.distributed.Store) -> LocalPl
         raise RuntimeError(
             f"local rank {local_rank} has no simulated core: this machine simulates {native.device_count()} "
             "(NEURON_RT_NUM_CORES / NEURON_RT_VISIBLE_CORES at import); run fewer processes per node")
-    module.CONFIG = dataclasses.replace(module.CONFIG, device_count=local_world_size)
-    module.PROCESS_CORES = range(local_rank, local_rank + 1)
+    native.place_process(local_world_size, local_rank)
     module.set_device(local_rank)
     PLACEMENT = LocalPlacement(rank, world_size, local_rank, local_world_size, visible)
     return PLACEMENT

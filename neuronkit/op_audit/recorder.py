@@ -49,7 +49,7 @@ SPARSE, NESTED = "sparse", "nested_tensor"
 
 class _OpInfo(NamedTuple):
     name: str  # aten::mm
-    checks: tuple[tuple[Callable[[dict], bool], str], ...]  # input-aware rules: (applies, category)
+    checks: tuple[tuple[str, str], ...]  # input-aware rules: (call_rules name, category)
     decompose: bool  # a composite the device never receives: record its parts instead
     documented: bool  # a documented gap: recorded itself even when it decomposes
 
@@ -190,7 +190,7 @@ class OpRecorder:
             rule = self._policy.rule(base)
             if base.startswith(_SDPA_PREFIX) and not rule.native:
                 name = NEURON_SDPA + ("_backward" if base.endswith("_backward") else "")
-            checks = tuple((call_rules.RULES[fn], r.category) for fn, r in self._policy.call_rules(base))
+            checks = tuple((fn, r.category) for fn, r in self._policy.call_rules(base))
             decompose = ((not self._policy.runs_natively(base) or rule.runtime == "decompose")
                          and not rule.blocked and not checks
                          and not is_nki_op(name)  # an NKI op is one device kernel, recorded as itself
@@ -278,7 +278,8 @@ class _DispatchLevel(TorchDispatchMode):
         categories = ()
         if info.checks:
             call = call_rules.bind(tuple(a.name for a in func._schema.arguments), args, kwargs)
-            categories = tuple(category for applies, category in info.checks if applies(call))
+            qualified = call_rules.qualified_name(func)
+            categories = tuple(category for fn, category in info.checks if call_rules.fires(fn, qualified, call))
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
         return out

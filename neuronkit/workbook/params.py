@@ -14,7 +14,7 @@ from typing import Any
 from neuronkit.errors import DTYPES, NeuronkitInputError, positive_int_problem, require_positive_ints
 from neuronkit.stages import RunDir
 
-__all__ = ["DTYPES", "Params", "parameters", "positive_int_problem", "require_positive_ints"]
+__all__ = ["DTYPES", "Params", "check_declared_types", "parameters", "positive_int_problem", "require_positive_ints"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,24 @@ def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 
         raise NeuronkitInputError("bad workbook parameters:\n" + "\n".join(f"  - {p}" for p in problems))
     return Params(model=str(model), run_dir=str(run_dir), dtype=dtype.removeprefix("torch."),
                   seq_len=seq_len, batch_size=batch_size)
+
+
+def check_declared_types(values: dict[str, Any], declared: dict[str, str]) -> None:
+    """Refuse notebook parameters that do not fit the type their parameters cell declares
+    (`max_new_tokens: int = 16`): every `int` of the workbook is a positive count, a `bool` a switch and a
+    `str` text. Checked before any kernel starts, so a bad `-p` value is bad input, not a failed notebook."""
+    problems = []
+    for name, value in values.items():
+        kind = declared.get(name)
+        if kind == "int":
+            problems.append(positive_int_problem(name, value))
+        elif kind == "bool" and not isinstance(value, bool):
+            problems.append(f"{name} must be true or false, got {_shown(value)}")
+        elif kind == "str" and not isinstance(value, str):
+            problems.append(f"{name} must be text, got {_shown(value)}")
+    problems = [p for p in problems if p]
+    if problems:
+        raise NeuronkitInputError(f"bad workbook parameters: {'; '.join(problems)}")
 
 
 def _model_problems(model: str, seq_len: int) -> list[str]:

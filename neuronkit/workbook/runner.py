@@ -24,7 +24,7 @@ from neuronkit.resources import notebooks_dir
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
 from neuronkit.workbook.kernel import KERNEL_NAME, WarmKernels, ensure_kernel, shutdown
-from neuronkit.workbook.params import parameters as validate
+from neuronkit.workbook.params import check_declared_types, parameters as validate
 
 # Notebook file → the stage whose record it writes, in order; then the report notebook, which writes none.
 STAGE_NOTEBOOKS: tuple[tuple[str, str], ...] = (
@@ -104,11 +104,14 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     preflight(params.model, seq_len, batch_size, random_weights)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
-    declared = {name: set(papermill.inspect_notebook(str(_notebook(folder, name)))) for name in NOTEBOOKS}
+    inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
+    declared = {name: set(found) for name, found in inspected.items()}
     unknown = sorted(set(values) - set().union(*declared.values()))
     if unknown:
         known = ", ".join(sorted(set().union(*declared.values())))
         raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+    check_declared_types(parameters or {}, {key: found[key]["inferred_type_name"]
+                                            for found in inspected.values() for key in found})
     _empty_run_dir(Path(params.run_dir), overwrite)
     if random_weights:
         from neuronkit.models import save_random_checkpoint
@@ -192,6 +195,8 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
 
 def _empty_run_dir(path: Path, overwrite: bool) -> None:
     """Refuse a non-empty run directory (a report mixing two runs), or clear a previous run's with `overwrite`."""
+    if path.exists() and not path.is_dir():
+        raise NeuronkitInputError(f"--out {path} is a file, not a directory; choose a new directory")
     if not path.is_dir() or not any(path.iterdir()):
         return
     if not overwrite:

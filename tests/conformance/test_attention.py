@@ -117,3 +117,49 @@ def test_audit_finds_no_blocker_in_masked_attention(name):
                                  "attention_mask": torch.tensor([[0, 1, 1, 1]])})
     assert report.summary["blockers"] == []
     assert report.op("aten::_scaled_dot_product_fused_attention_overrideable")["classification"] == "native"
+
+
+def _s_compute_attention(q, k, v, scale, mask):
+    """S python_ops/torch_mlir/ops/scaled_dot_product_attention.py compute_attention, for float32 inputs."""
+    logits = (q @ k.transpose(-2, -1)) * scale + torch.where(mask, 0.0, float("-inf"))
+    max_logits = torch.max(logits, dim=-1, keepdim=True)[0]
+    exp_logits = torch.exp(logits - max_logits)
+    sum_exp = torch.sum(exp_logits, dim=-1, keepdim=True)
+    return (exp_logits / sum_exp) @ v, max_logits.squeeze(-1) + torch.log(sum_exp.squeeze(-1))
+
+
+def test_the_fused_kernel_computes_the_softmax_as_the_device_does():
+    """S: python_ops/torch_mlir/ops/scaled_dot_product_attention.py compute_attention (probabilities are
+    exp(x - max) / sum, lse = max + log(sum)); logits a mask sets to -inf give exactly zero."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 16, 8, generator=g) * 4 for _ in range(3))
+    causal = torch.ones(16, 16, dtype=torch.bool).tril()
+    out, lse = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        q.to(N), k.to(N), v.to(N), None, 0.0, True)[:2]
+    want_out, want_lse = _s_compute_attention(q, k, v, 8 ** -0.5, causal)
+    torch.testing.assert_close(lse.cpu(), want_lse, rtol=0, atol=1e-6)
+    torch.testing.assert_close(out.cpu(), want_out, rtol=1e-6, atol=1e-6)
+    first = F.scaled_dot_product_attention(q[:, :, :1].to(N), k.to(N), v.to(N), is_causal=True)
+    assert torch.equal(first.cpu(), v[:, :, :1])  # one allowed key: probability exactly 1, the rest 0
+
+
+@pytest.mark.parametrize("enable_gqa", [False, True])
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_sdpa_repeats_fewer_kv_heads_and_sums_their_gradients(kv_heads, enable_gqa):
+    """S: python_ops/torch_mlir/ops/scaled_dot_product_attention.py:147-151 and :348-352 repeat the key and
+    value heads when they are fewer than the query's (multi-query and grouped-query attention, e.g.
+    Falcon's single KV head, without `enable_gqa`), and :382-389 sum their gradients back per KV head."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, kv_heads, 6, 8), torch.randn(2, kv_heads, 6, 8)
+    cpu = [t.clone().requires_grad_() for t in (q, k, v)]
+    dev = [t.to(N).requires_grad_() for t in (q, k, v)]
+    repeat = 4 // kv_heads
+    expected = F.scaled_dot_product_attention(cpu[0], cpu[1].repeat_interleave(repeat, 1),
+                                              cpu[2].repeat_interleave(repeat, 1), is_causal=True)
+    got = F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=enable_gqa)
+    expected.square().sum().backward()
+    got.square().sum().backward()
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+    for d, c in zip(dev, cpu):
+        assert d.grad.shape == c.shape
+        torch.testing.assert_close(d.grad.cpu(), c.grad, atol=1e-4, rtol=1e-4)

@@ -61,7 +61,8 @@ class _BlockedFallback:
 class _SdpaToDevice:
     """SDPA on the device, as the real backend's `_fused_sdp_choice` picks it
     (`csrc/aten/SdpBackendSelection.cpp:35-47`): 4-D inputs go to the fused overrideable kernel (any
-    boolean or additive mask, forward and backward); other ranks decompose into the math path. With
+    boolean or additive mask, forward and backward; fewer KV heads than query heads are repeated inside
+    it, with or without `enable_gqa`); other ranks decompose into the math path. With
     dropout the simulator takes the math path too, whose backward replays the forward's dropout mask."""
 
     __slots__ = ("op", "fused")
@@ -76,9 +77,6 @@ class _SdpaToDevice:
             # dropout: the math path, so backward sees the forward's mask (see docs/fidelity.md)
             return self.op.decompose(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
                                      enable_gqa=enable_gqa)
-        if enable_gqa and key.size(-3) != query.size(-3):  # grouped KV heads, repeated as upstream's math
-            repeat = query.size(-3) // key.size(-3)
-            key, value = key.repeat_interleave(repeat, -3), value.repeat_interleave(repeat, -3)
         return self.fused(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)[0]
 
 

@@ -5,8 +5,9 @@ design/simulated-device.md, approach A2). Every ATen op that reaches the Private
 kernel (csrc/kernel.cpp), which applies the op-support policy (native → eager NEFF cache; no lowering →
 silent CPU fallback, recorded; first-release gaps → NotImplementedError), runs the op on CPU aliases of
 its arguments and maps the results back onto the device according to the schema's alias annotations.
-It reads each overload's record from `describe` once, and sends here (`slow`) the calls that need
-Python: errors, input-aware rules, 64-bit narrowing, random ops, the device's host kernels (device_ops),
+It reads each overload's record from `describe` once, tests the input-aware rules and narrows 64-bit
+tensors itself, and sends here (`slow`) the calls that need Python: errors (a blocked op, a call a rule
+flags, complex tensors, mixed devices), a device generator, the device's host kernels (device_ops),
 profiling and observers, a compiled graph, and the first call of each NEFF signature (which compiles it).
 """
 
@@ -110,34 +111,38 @@ def _is_neuron(x: object) -> bool:
 
 class OpKernel:
     """The Python path of one ATen overload (csrc/kernel.cpp sends calls here that need Python: errors,
-    input-aware rules, 64-bit narrowing, random ops, the device's host kernels, profiling, a first-seen
-    NEFF signature). Built once per overload from its schema; `describe` gives the native kernel its
-    record."""
+    including a call an input-aware rule flags; a device generator; the device's host kernels; profiling
+    and observers; a first-seen NEFF signature). Built once per overload from its schema; `describe`
+    gives the native kernel its record."""
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
-                 "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind")
+                 "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind",
+                 "written")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
         self.name = schema.name
         self.overload = op._overloadname
         # How the real backend's boxed fallback names the op: c10::toString(operator_name), overload included.
-        self.qualified = self.name if self.overload == "default" else f"{self.name}.{self.overload}"
+        self.qualified = call_rules.qualified_name(op)
         # The device's own kernel where it differs from CPU's (device_ops), else CPU's.
         self.op = device_ops.HOST_IMPLS.get(schema.name, op) if self.overload == "default" else op
         self.arg_names = tuple(a.name for a in schema.arguments)
         self.positional = sum(not a.kwarg_only for a in schema.arguments)  # the rest are keyword-only
-        # Where a Python number is a Scalar (the schema's type prints as `number`) or a wrapped number in a
-        # Tensor argument: a 0-d input of the NEFF, not part of its key.
+        # Where a Python number is a Scalar (the schema's type prints as `number`), one of a Scalar[] or a
+        # wrapped number in a Tensor argument: a 0-d input of the NEFF, not part of its key (S
+        # python_ops/processors/argument_processor.py preprocess_inputs turns each into a 0-d tensor;
+        # kernels/base.py get_cache_key keys a list's numbers by type).
         self.scalars = frozenset(i for i, a in enumerate(schema.arguments)
-                                 if str(a.type).rstrip("?") in ("number", "Scalar", "Tensor"))
+                                 if str(a.type).removeprefix("Optional[").rstrip("]") in
+                                 ("number", "Scalar", "Tensor", "List[number"))
         self.rule: Rule = policy.rule(schema.name)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
         self.blocked = self.rule.blocked or (strict and bool(self.rule.documented))
-        # Input-aware rules (data/op_support.toml `call_rule`) that stop this call, each with its Rule.
-        self.checks = tuple((call_rules.RULES[fn], rule) for fn, rule in policy.call_rules(schema.name)
-                            if rule.blocked or strict)
+        # Input-aware rules (data/op_support.toml `call_rule`) that stop this call, each with its Rule; the
+        # native kernel tests them on every call and comes here only when one fires.
+        self.checks = tuple((fn, rule) for fn, rule in policy.call_rules(schema.name) if rule.blocked or strict)
         self.native = policy.runs_natively(schema.name)
         self.compiles = self.native and not self.rule.is_view
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
@@ -150,16 +155,19 @@ class OpKernel:
         # For each return: None (fresh), or (arg position, written) of the argument it aliases.
         self.returns = tuple(positions.get(next(iter(r.alias_info.before_set)))
                              if r.alias_info and r.alias_info.before_set else None for r in schema.returns)
+        # Arguments the op writes (in-place), `out` excepted: 64-bit narrowing writes their results back.
+        self.written = tuple(i for i, a in enumerate(schema.arguments)
+                             if a.alias_info is not None and a.alias_info.is_write and a.name != "out")
         self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
         host_in_python = self.op is not op and self.name not in device_ops.NATIVE_IMPLS
-        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or self.checks or host_in_python
+        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or host_in_python
                                                     or (strict and not self.native) else "kernel")
 
     def describe(self) -> tuple:
         """The native kernel's record of this overload (csrc/kernel.cpp `record_for`)."""
         return (self.kind, self.native, self.compiles, self.cross_device, self.resizes, list(self.returns),
-                sorted(self.scalars), self.name, self.random)
+                sorted(self.scalars), self.name, self.random, self.rule.is_view, [fn for fn, _ in self.checks])
 
     def __call__(self, values: list):
         """Run the op on `values`, its arguments in schema order."""
@@ -167,8 +175,8 @@ class OpKernel:
             raise_blocked(self.name, self.rule, STATE.strict)
         if self.checks:
             call = dict(zip(self.arg_names, values))
-            for applies, rule in self.checks:
-                if applies(call):
+            for fn, rule in self.checks:
+                if call_rules.fires(fn, self.qualified, call):
                     raise_blocked(self.name, rule, STATE.strict)
         profiling = _profiler_enabled()
         if profiling:
@@ -238,16 +246,19 @@ class OpKernel:
         to the 64-bit type. float64 is computed in float32. int64 values are wrapped to the int32 range
         before and after the op but kept as int64 tensors, because CPU's kernels insist on int64 for
         indices and targets (the device's kernels take int32); modular arithmetic makes that equal to
-        computing in int32. An in-place op writes its result back into its 64-bit argument."""
+        computing in int32. An in-place op writes its result back into its 64-bit argument (each tensor of
+        a written list too). csrc/kernel.cpp `Narrowing` is the same rule for the calls it runs."""
         had: set = set()
         narrowed = [v if name == "out" else _narrow(v, had) for v, name in zip(cvalues, self.arg_names)]
         result = self._invoke(narrowed)
-        for spec in self.returns:
-            if spec is not None and spec[1]:
-                original, narrow = cvalues[spec[0]], narrowed[spec[0]]
-                if narrow is not original:
-                    original.copy_(_wrap_int32(narrow) if torch.int64 in had else narrow)
-                    result = _replace(result, narrow, original)
+        for pos in self.written:
+            original, narrow = cvalues[pos], narrowed[pos]
+            if narrow is not original:
+                pairs = zip(original, narrow) if isinstance(original, (list, tuple)) else ((original, narrow),)
+                for dst, src in pairs:
+                    if isinstance(dst, _Tensor) and src is not dst:
+                        dst.copy_(_wrap_int32(src))
+                result = _replace(result, narrow, original)
         if torch.float64 in had:
             result = _map_tensors(result, _widen_float)
         if torch.int64 in had:
@@ -362,7 +373,12 @@ def signature(kernel: OpKernel, cvalues: list) -> tuple | None:
     for i, a in enumerate(cvalues):
         if i < kernel.positional and isinstance(a, _Tensor) and not a.numel():
             return None
-        parts.append(type(a) if i in scalars and isinstance(a, (int, float)) else _static(a))
+        if i in scalars and isinstance(a, (int, float)):
+            parts.append(type(a))
+        elif i in scalars and isinstance(a, (list, tuple)):
+            parts.append(tuple(type(x) if isinstance(x, (int, float)) else _static(x) for x in a))
+        else:
+            parts.append(_static(a))
     return tuple(parts)
 
 

@@ -24,9 +24,6 @@ from neuronkit.device.simulator.streams import (  # noqa: F401 - re-exported as 
 
 CONFIG: SimConfig | None = None  # set by registration.install()
 _initialized = False
-# The cores this process may select, once a process group placed it (S csrc/core/NeuronDevice.cpp
-# set_device: [local_device_start_index, + vnc_count)); None before distributed init.
-PROCESS_CORES: range | None = None
 
 
 @dataclass(frozen=True)
@@ -41,12 +38,13 @@ class NeuronDeviceProperties:
 
 def is_available() -> bool:
     """True when at least one (simulated) logical NeuronCore is visible."""
-    return CONFIG is not None and CONFIG.device_count > 0
+    return device_count() > 0
 
 
 def device_count() -> int:
-    """Visible logical NeuronCores (NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES)."""
-    return CONFIG.device_count if CONFIG else 0
+    """Visible logical NeuronCores (NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES); in a process a
+    process group placed, the local world size (native runtime, csrc/device.cpp)."""
+    return native.device_count() if CONFIG else 0
 
 
 def is_initialized() -> bool:
@@ -85,13 +83,9 @@ def current_device() -> int:
 
 def set_device(device: int | str | torch.device) -> None:
     """Select this thread's current device; raises ValueError("Invalid device id: ...") when out of range,
-    and, in a distributed process, for any core but its own."""
-    index = _check_index(device)
-    if PROCESS_CORES is not None and index not in PROCESS_CORES:
-        raise ValueError(f"Device index {index} is out of range. Valid range is {PROCESS_CORES.start} to "
-                         f"{PROCESS_CORES.stop - 1} for this process (one core per process after "
-                         "init_process_group: S torch_neuronx/csrc/core/NeuronDevice.cpp, set_device)")
-    native.set_device(index)
+    and, in a distributed process, for any core but its own (native runtime, csrc/device.cpp, as S
+    torch_neuronx/csrc/core/NeuronDevice.cpp set_device)."""
+    native.set_device(_check_index(device))
     init()
 
 

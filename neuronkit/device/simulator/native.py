@@ -9,6 +9,8 @@ import torch  # noqa: F401 - the extension links against torch's libraries, whic
 
 try:
     from neuronkit.device.simulator._native import (  # noqa: F401 - re-exported
+        call_rule,
+        call_rule_names,
         clear_tracking,
         composite_explicit_overloads,
         counters,
@@ -23,11 +25,13 @@ try:
         lend_generator,
         neff_forget,
         neff_hits,
+        place_process,
         record_op,
         reset_accumulated,
         reset_peak,
         route_to_python,
         set_device,
+        slow_calls,
         to_cpu,
         tracked_ops,
         wrap,

@@ -62,10 +62,14 @@ def _named_overloads(policy, strict: bool) -> list[str]:
     every other op without a composite kernel reaches. Two kinds of them stop at the device: natively
     lowered ops (the real backend registers them itself, e.g. native_layer_norm, which would otherwise
     decompose into batch norm) and gaps the device raises for (e.g. _make_dual); under
-    NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which otherwise decomposes)."""
+    NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which otherwise decomposes). In-place
+    views (`as_strided_`, `squeeze_`, ...) never: they change the tensor's metadata only, which the
+    composite kernel does, and the real backend registers none of them (NeuronBindings.cpp:415-443)."""
     found = []
     for tagged in native.composite_explicit_overloads():  # "E" CompositeExplicitAutograd, "N" non-functional
         explicit, qualified = tagged[0] == "E", tagged[1:]
+        if _is_inplace_view(qualified):
+            continue
         rule = policy.rule(qualified)
         stops = rule.blocked or (strict and bool(rule.documented))
         if explicit and not stops and (
@@ -74,6 +78,14 @@ def _named_overloads(policy, strict: bool) -> list[str]:
         found.append(qualified)
     found.extend(kernel.SPECIAL)  # the ones handled by kind, whatever composite kernels upstream has
     return sorted({q[len("aten::"):] for q in found})
+
+
+def _is_inplace_view(qualified: str) -> bool:
+    """Whether an ATen overload (`aten::as_strided_`) is tagged as changing its input's metadata only."""
+    name, _, overload = qualified[len("aten::"):].partition(".")
+    if not name.endswith("_"):  # every in-place op's name does; the rest need no lookup
+        return False
+    return torch.Tag.inplace_view in getattr(getattr(torch.ops.aten, name), overload or "default").tags
 
 
 def _register_kernels(policy, config: SimConfig) -> None:

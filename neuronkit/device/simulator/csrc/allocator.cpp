@@ -97,6 +97,7 @@ void set_oom_message(std::function<std::string(c10::DeviceIndex, uint64_t)> buil
 }
 
 void reserve(c10::DeviceIndex index, uint64_t nbytes) {
+  check_attached(index, nbytes);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto& counters = account(index);

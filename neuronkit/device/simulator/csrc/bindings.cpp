@@ -2,11 +2,18 @@
 #include "kernel.h"
 #include "runtime.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 // torch/csrc/utils/pybind.h (Tensor casters) rather than torch/extension.h, which takes minutes to parse.
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
+#include <pybind11/stl.h>
 
 namespace py = pybind11;
+
+namespace torch::jit {
+// pybind_utils.h declares it; that header costs more to compile than this whole file.
+c10::IValue toIValue(py::handle obj, const c10::TypePtr& type, std::optional<int32_t> N);
+}  // namespace torch::jit
 
 namespace neuronkit {
 namespace {
@@ -29,6 +36,25 @@ py::tuple counters_tuple(c10::DeviceIndex index) {
                         c.bytes_freed);
 }
 
+}  // namespace
+
+bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call) {
+  const auto dot = qualified.find('.');
+  const auto overload = dot == std::string::npos ? std::string() : qualified.substr(dot + 1);
+  auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(qualified.substr(0, dot).c_str(), overload.c_str());
+  const int rule = call_rule_id(name);
+  const auto& argument = handle.schema().arguments()[call_rule_check(rule, handle.schema()).position];
+  c10::IValue value;
+  if (call.contains(argument.name())) {
+    value = torch::jit::toIValue(call[argument.name().c_str()], argument.real_type(), std::nullopt);
+  } else if (argument.default_value()) {
+    value = *argument.default_value();
+  }
+  return call_rule_fires(rule, value);
+}
+
+namespace {
+
 py::object python_default_generator(c10::DeviceIndex index) {
   return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(index)));
 }
@@ -45,6 +71,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("current_device", &current_device);
   m.def("set_device", &set_device, py::arg("index"));
   m.def("exchange_device", &exchange_device, py::arg("index"));
+  m.def("place_process", &place_process,
+        "Place this process as a process group does: device_count() becomes the local world size, and only "
+        "neuron:<local_rank> may be selected or hold memory",
+        py::arg("local_world_size"), py::arg("local_rank"));
   m.def("wrap", &wrap, "A device tensor over a CPU tensor's memory, counted against the core's HBM",
         py::arg("cpu"), py::arg("index"));
   m.def("to_cpu", &to_cpu, "A CPU tensor over a device tensor's memory", py::arg("device"));
@@ -91,5 +121,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("clear_tracking", &clear_tracking);
   m.def("neff_hits", &neff_hits, "NEFF-cache hits counted by the native per-op path");
   m.def("neff_forget", &neff_forget, "Forget the native path's NEFF signatures and hits");
+  m.def("slow_calls", &slow_calls, "Calls that took the Python path, per overload");
+  m.def("call_rule", &call_rule, "Whether input-aware rule `name` fires on a call of `qualified` (arguments by name)",
+        py::arg("name"), py::arg("qualified"), py::arg("call"));
+  m.def("call_rule_names", &call_rule_names, "The input-aware rules the runtime defines");
   m.def("route_to_python", &route_to_python, py::arg("reason"), py::arg("on"));
 }

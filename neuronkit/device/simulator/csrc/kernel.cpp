@@ -21,6 +21,7 @@
 #include <torch/csrc/profiler/orchestration/observer.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -47,6 +48,10 @@ struct Record {
   bool cross_device = false; // may mix host and device tensors (copies, index tensors)
   bool resizes = false;      // out= or resize_: the device tensor is re-pointed if the host resized it
   bool random = false;       // draws from the core's default generator
+  bool view = false;         // a metadata-only op: complex tensors may pass through
+  std::vector<CallRuleCheck> rules;  // input-aware rules that stop this call (call_rules.cpp)
+  std::vector<int> written_args;     // arguments the op writes, `out` excepted (64-bit narrowing writes back)
+  int out = -1;              // position of an `out` argument (never narrowed)
   std::vector<int> alias;    // per return: the argument it aliases, or -1 for a fresh result
   std::vector<bool> written; // per return: that argument is written (in-place / out=)
   std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
@@ -66,6 +71,7 @@ std::atomic<int> g_python_route{0};  // reasons (bits) every op takes the Python
 std::string g_init_error;
 py::object* g_describe = nullptr;  // kernel.describe(qualified) -> record fields
 py::object* g_slow = nullptr;      // kernel.slow(qualified, values) -> result
+std::unordered_map<std::string, uint64_t> g_slow_calls;  // calls that took the Python path, per overload (GIL)
 
 std::string qualified_name(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name();
@@ -121,6 +127,17 @@ const Record& record_for(const c10::OperatorHandle& op) {
     for (auto position : fields[6].cast<py::list>()) record->scalar[position.cast<size_t>()] = true;
     record->name = fields[7].cast<std::string>();
     record->random = fields[8].cast<bool>();
+    record->view = fields[9].cast<bool>();
+    for (auto name : fields[10].cast<py::list>()) {
+      record->rules.push_back(call_rule_check(call_rule_id(name.cast<std::string>()), op.schema()));
+    }
+  }
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].name() == "out") {
+      record->out = static_cast<int>(i);
+    } else if (arguments[i].alias_info() && arguments[i].alias_info()->isWrite()) {
+      record->written_args.push_back(static_cast<int>(i));
+    }
   }
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& slot = g_records[key];
@@ -161,6 +178,7 @@ void python_path(const c10::OperatorHandle& op, Stack* stack, const Record& reco
   const auto& schema = op.schema();
   auto arguments = torch::jit::pop(*stack, schema.arguments().size());
   py::gil_scoped_acquire gil;
+  ++g_slow_calls[record.qualified];
   py::list values(arguments.size());
   for (size_t i = 0; i < arguments.size(); ++i) values[i] = to_python(schema.arguments()[i], arguments[i]);
   arguments.clear();
@@ -181,25 +199,25 @@ void python_path(const c10::OperatorHandle& op, Stack* stack, const Record& reco
 
 bool is_device(const at::Tensor& t) { return t.defined() && t.device().type() == kNeuron; }
 
-// A device tensor the Python path must handle: float64 and non-empty int64 are narrowed, complex raises.
-// An empty int64 tensor (SDPA's philox seed and offset) has no values to narrow.
-bool wide(const at::Tensor& t) {
-  auto dtype = t.scalar_type();
-  return dtype == at::kDouble || (dtype == at::kLong && t.numel() > 0) || at::isComplexType(dtype);
-}
-
-// What the call's tensors say: the device index of its neuron tensors, and whether the Python path must
-// handle it (a 64-bit or complex device tensor, two devices, a host tensor where the op takes none).
+// What the call's tensors say: the device index of its neuron tensors, whether one is 64-bit (float64 or
+// non-empty int64: narrowed; an empty int64, SDPA's philox seed and offset, has no values to narrow) or
+// complex (raises, in Python, unless the op is a view), and whether the Python path must handle the call
+// (two devices; a host tensor where the op takes none is decided by the caller).
 struct Scan {
   int index = -1;
   bool host = false;
   bool python = false;
+  bool wide = false;
+  bool complex = false;
 
   void tensor(const at::Tensor& t) {
     if (!t.defined()) return;
     if (t.device().type() == kNeuron) {
       int found = t.device().index();
-      if (wide(t) || (index >= 0 && found != index)) python = true;
+      auto dtype = t.scalar_type();
+      wide = wide || dtype == at::kDouble || (dtype == at::kLong && t.numel() > 0);
+      complex = complex || at::isComplexType(dtype);
+      if (index >= 0 && found != index) python = true;
       index = found;
     } else if (t.dim() > 0) {
       host = true;
@@ -239,7 +257,8 @@ void put_tensor(std::string& key, const at::Tensor& t) {
 }
 
 // One argument's part of the NEFF signature, as kernel.py `signature` builds it: tensor shapes and dtypes,
-// static values, and only the type of a Python number in a Scalar (or wrapped-number Tensor) position.
+// static values, and only the type of a Python number in a Scalar or Scalar[] (or wrapped-number Tensor)
+// position.
 // False for a value the fast path does not key (the Python path keys it).
 bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
   if (value.isNone()) {
@@ -279,7 +298,7 @@ bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
     key.push_back('[');
     put(key, list.size());
     for (const auto& element : list) {
-      if (!put_value(key, element, false)) return false;
+      if (!put_value(key, element, scalar)) return false;  // a Scalar[]'s numbers: their types only
     }
   } else {
     return false;
@@ -389,6 +408,86 @@ c10::IValue aliased_result(const c10::IValue& value, const c10::IValue& base, bo
   return value;
 }
 
+// ---------------------------------------------------------------------------------------------------
+// 64-bit narrowing, as the device does it (S: torch_neuronx/python_ops/dtype_autocast.py, `_process_value`):
+// for an op the device compiles, every non-0-d float64/int64 tensor argument (and every one inside a list,
+// 0-d included; `out` excepted) is narrowed to 32 bit before the op and the outputs restored to the 64-bit
+// type. float64 is computed in float32. int64 values are wrapped to the int32 range before and after the op
+// but kept as int64 tensors, because CPU's kernels insist on int64 for indices and targets (the device's
+// take int32); modular arithmetic makes that equal to computing in int32. A written argument gets the
+// result back at its width. kernel.py `_run_narrow` is the same rule for the calls Python runs.
+
+struct Narrowing {
+  bool had_double = false;
+  bool had_long = false;
+
+  bool narrows(const at::Tensor& t) const {
+    return t.defined() && (t.scalar_type() == at::kDouble || t.scalar_type() == at::kLong);
+  }
+
+  at::Tensor tensor(const at::Tensor& t) {
+    if (t.scalar_type() == at::kDouble) {
+      had_double = true;
+      return t.to(at::kFloat);
+    }
+    had_long = true;
+    return t.to(at::kInt).to(at::kLong);
+  }
+
+  c10::IValue value(const c10::IValue& v) {
+    if (v.isTensor()) {
+      const auto& t = v.toTensor();
+      return narrows(t) && t.dim() > 0 ? c10::IValue(tensor(t)) : v;
+    }
+    if (v.isTensorList()) {
+      auto list = v.toTensorList().vec();
+      for (auto& t : list) {
+        if (narrows(t)) t = tensor(t);
+      }
+      return c10::IValue(c10::List<at::Tensor>(list));
+    }
+    if (v.isList()) {
+      auto list = v.toList().copy();
+      for (size_t i = 0; i < list.size(); ++i) {
+        c10::IValue element = list.get(i);
+        if (element.isTensor() && narrows(element.toTensor())) list.set(i, c10::IValue(tensor(element.toTensor())));
+      }
+      return c10::IValue(list);
+    }
+    return v;
+  }
+
+  // A result as the device returns it: float32 back to float64, int64 wrapped to the int32 range.
+  at::Tensor restore(const at::Tensor& t) const {
+    if (!t.defined()) return t;
+    if (had_double && t.scalar_type() == at::kFloat) return t.to(at::kDouble);
+    if (had_long && t.scalar_type() == at::kLong && t.numel() > 0) return t.to(at::kInt).to(at::kLong);
+    return t;
+  }
+
+  c10::IValue restore(const c10::IValue& v) const {
+    if (v.isTensor()) return c10::IValue(restore(v.toTensor()));
+    if (v.isTensorList()) {
+      auto list = v.toTensorList().vec();
+      for (auto& t : list) t = restore(t);
+      return c10::IValue(c10::List<at::Tensor>(list));
+    }
+    return v;
+  }
+
+  // The written argument `original` gets what the op wrote into its narrowed copy `narrowed`.
+  void write_back(const c10::IValue& original, const c10::IValue& narrowed) const {
+    std::vector<at::Tensor> from, to;
+    each_tensor(original, [&](const at::Tensor& t) { to.push_back(t); });
+    each_tensor(narrowed, [&](const at::Tensor& t) { from.push_back(t); });
+    for (size_t i = 0; i < to.size() && i < from.size(); ++i) {
+      if (to[i].defined() && !from[i].is_same(to[i])) {
+        to[i].copy_(had_long && from[i].scalar_type() == at::kLong ? restore(from[i]) : from[i]);
+      }
+    }
+  }
+};
+
 void track(const Record& record) {
   uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (record.seen_epoch.load(std::memory_order_relaxed) == epoch) return;
@@ -404,6 +503,9 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
   auto args = torch::jit::last(*stack, nargs);
+  for (const auto& check : record.rules) {
+    if (call_rule_fires(check, args)) return python_path(op, stack, record);  // Python builds the error
+  }
   Scan scan;
   int target = -1;
   bool target_set = false;
@@ -422,7 +524,9 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
       each_tensor(value, [&](const at::Tensor& t) { scan.tensor(t); });
     }
   }
-  if (scan.python || (scan.host && scan.index >= 0 && !record.cross_device)) return python_path(op, stack, record);
+  if (scan.python || (scan.complex && !record.view) || (scan.host && scan.index >= 0 && !record.cross_device)) {
+    return python_path(op, stack, record);
+  }
   if (!target_set) target = scan.index >= 0 ? scan.index : current_device();
   if (record.compiles) {
     auto [key, keyed] = signature(schema, args, record);
@@ -439,12 +543,24 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
   }
   track(record);
   std::vector<c10::IValue> originals(args.begin(), args.end());
+  const bool narrow = scan.wide && record.compiles;
+  Narrowing narrowing;
+  std::vector<c10::IValue> hosts, narrowed;  // written arguments before and after narrowing
   for (size_t i = 0; i < nargs; ++i) {
     auto& slot = (*stack)[stack->size() - nargs + i];
     if (slot.isDevice()) {
       slot = c10::IValue(c10::Device(c10::kCPU));
     } else {
       slot = to_host(slot);
+      if (narrow && static_cast<int>(i) != record.out) {
+        auto host = slot;
+        slot = narrowing.value(host);
+        if (std::find(record.written_args.begin(), record.written_args.end(), static_cast<int>(i)) !=
+            record.written_args.end()) {
+          hosts.push_back(std::move(host));
+          narrowed.push_back(slot);
+        }
+      }
     }
   }
   auto compute = [&] {
@@ -461,6 +577,14 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
     compute();
   }
   const size_t nret = record.alias.size();
+  if (narrow && (narrowing.had_double || narrowing.had_long)) {
+    for (size_t i = 0; i < hosts.size(); ++i) narrowing.write_back(hosts[i], narrowed[i]);
+    for (size_t j = 0; j < nret; ++j) {
+      if (record.alias[j] >= 0 && record.written[j]) continue;  // the device tensor itself, written back above
+      auto& slot = (*stack)[stack->size() - nret + j];
+      slot = narrowing.restore(slot);
+    }
+  }
   for (size_t j = 0; j < nret; ++j) {
     auto& slot = (*stack)[stack->size() - nret + j];
     int pos = record.alias[j];
@@ -585,6 +709,8 @@ void neff_forget() {
   g_signatures.clear();
   g_neff_hits.store(0);
 }
+
+std::unordered_map<std::string, uint64_t> slow_calls() { return g_slow_calls; }
 
 void route_to_python(int reason, bool on) {
   if (on) {

@@ -1,6 +1,8 @@
 // The per-op kernel (kernel.cpp): installation, and the records Python reads (op tracking, NEFF-cache hits).
 #pragma once
 
+#include "call_rules.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
 #include <torch/csrc/utils/pybind.h>
@@ -9,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace neuronkit {
@@ -46,6 +49,13 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
                                              bool is_causal, std::optional<double> scale);
 void boxed_fused_attention(Stack* stack);
 void boxed_fused_attention_backward(Stack* stack);
+
+// bindings.cpp: does rule `name` fire on a call of `qualified` (`aten::clone`, `aten::add.Tensor`) whose
+// arguments are `call` (by schema name; a missing one takes the schema's default)? For Python.
+bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call);
+
+// Calls that took the Python path so far, per overload (`aten::add.Tensor`): what still costs Python.
+std::unordered_map<std::string, uint64_t> slow_calls();
 
 // Send every op to the Python path while `reason` (a bit) is on: observers, a compiled graph, a bounded cache.
 void route_to_python(int reason, bool on);

@@ -21,13 +21,17 @@ namespace neuronkit {
 constexpr c10::DeviceType kNeuron = c10::DeviceType::PrivateUse1;
 
 // device.cpp: the visible logical cores and each thread's current one.
-int device_count() noexcept;            // up to 128 (trn2 with LNC=1)
+int device_count() noexcept;            // up to 128 (trn2 with LNC=1); the local world size once placed
 c10::DeviceIndex guard_device_count() noexcept;  // the same, capped at 127: c10::DeviceIndex is int8
 void set_device_count(int count);
 c10::DeviceIndex current_device() noexcept;
 void set_device(c10::DeviceIndex index);  // checked
 c10::DeviceIndex exchange_device(c10::DeviceIndex index);
 void check_index(c10::DeviceIndex index);
+// Place this process as the real backend's process group does: local world size and its first core.
+void place_process(int local_world_size, int local_rank);
+// Device memory on `index` must belong to this process once placed (throws the runtime's errors).
+void check_attached(c10::DeviceIndex index, uint64_t nbytes);
 
 // allocator.cpp: per-core HBM accounting over host memory.
 struct Counters {

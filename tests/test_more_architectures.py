@@ -1,0 +1,36 @@
+"""Families outside the zoo that a team may bring, each built offline by data/build_zoo.py's builder from
+an inline recipe: the checks a new user ran on them and got a false failure from, now with the verdict the
+real device gives (mission/torchneuron-behaviour.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+import neuronkit
+from conftest import ZOO_BUILDER
+
+RECIPES = {
+    # one key/value head (multi-query attention) without enable_gqa: the fused SDPA kernel repeats it
+    "falcon": {"architecture": "FalconForCausalLM", "tokenizer": "tiny-qwen3",
+               "config": {"model_type": "falcon", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4}},
+    # an encoder-decoder classifier: pools at the end-of-sequence token (also in the recompile probe's shorter
+    # sequence), labels are classes
+    "bart_classifier": {"architecture": "BartForSequenceClassification", "tokenizer": "tiny-qwen3",
+                        "config": {"model_type": "bart", "d_model": 32, "encoder_layers": 1, "decoder_layers": 1,
+                                   "encoder_attention_heads": 4, "decoder_attention_heads": 4,
+                                   "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "max_position_embeddings": 64,
+                                   "num_labels": 3}},
+    # its pooler (adaptive_avg_pool1d of a transposed tensor) makes AOTAutograd replay as_strided_
+    "swin": {"architecture": "SwinForImageClassification", "processor": "image",
+             "config": {"model_type": "swin", "image_size": 32, "patch_size": 4, "embed_dim": 16, "depths": [1],
+                        "num_heads": [2], "window_size": 4, "num_labels": 3}},
+}
+STAGES = {"falcon": ("cpu", "eager", "train"), "bart_classifier": ("cpu", "compile"),
+          "swin": ("cpu", "compile")}
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_check_passes_on_a_family_outside_the_zoo(name, tmp_path):
+    path = ZOO_BUILDER.build(name, RECIPES[name], tmp_path)
+    report = neuronkit.check(path, stages=STAGES[name], timing_runs=1, train_steps=1)
+    assert report.ok and {s.status for s in report.stages} <= {"pass", "warn", "skipped"}, report.table()
