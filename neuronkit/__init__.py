@@ -20,7 +20,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_device_map": "neuronkit.placement",
     "audit": "neuronkit.op_audit",
     "check": "neuronkit.checks",
-    "suggest_buckets": "neuronkit.compile.buckets",
+    "suggest_buckets": "neuronkit.graph_compile.buckets",
     "profile": "neuronkit.profiling",
     "plan": "neuronkit.distributed.plan",
     "run_workbook": "neuronkit.workbook",

@@ -48,7 +48,7 @@ def fact(label: str, unit: str = "", doc: str = "", default: Any = None, factory
 
 @dataclass
 class ParityRow:
-    """One output compared with its reference (`neuronkit.compile.compare.compare_outputs`)."""
+    """One output compared with its reference (`neuronkit.graph_compile.compare.compare_outputs`)."""
 
     name: str = fact("Output")
     ok: bool | None = fact("Within tolerance")
@@ -69,6 +69,12 @@ class Parity:
     outputs: list[ParityRow] = fact("Outputs", factory=list)
     top1_agreement: float | None = fact("Top-1 token agreement", "fraction")
     generate_identical: bool | None = fact("Greedy generation identical")
+
+    def largest_abs_err(self) -> float | None:
+        """The largest absolute error of any output, None when no output has one (integer outputs)."""
+        errors = [row.max_abs_err for row in self.outputs
+                  if isinstance(getattr(row, "max_abs_err", None), (int, float))]
+        return max(errors) if errors else None
 
 
 @dataclass
@@ -112,15 +118,21 @@ class EnvironmentEvidence:
 
 
 @dataclass
-class CpuBaselineEvidence:
-    """Stage 01: the CPU run every later stage is held to."""
+class CpuRun:
+    """The CPU run's timing, loss and gradient norm: what the device stages are held to."""
 
-    forward_ms: float = fact("Forward time (median)", "ms", default=0.0)
-    logits_shape: list[int] = fact("Logits shape", "shape", factory=list)
+    forward_ms: float | None = fact("Forward time (median)", "ms")
     loss: float | None = fact("Loss")
     grad_norm: float | None = fact("Gradient norm", doc="of one backward from the loss: what compiled training "
                                                        "is held to")
-    threads: int = fact("CPU threads", "count", default=0)
+    threads: int | None = fact("CPU threads", "count")
+
+
+@dataclass
+class CpuBaselineEvidence(CpuRun):
+    """Stage 01: the CPU run every later stage is held to."""
+
+    logits_shape: list[int] = fact("Logits shape", "shape", factory=list)
     reference_path: str = fact("Reference outputs", doc="safetensors file of the inputs and outputs stages 02 "
                                                         "and 04 compare with (`neuronkit.checks.Reference`)",
                                default="")
@@ -128,6 +140,25 @@ class CpuBaselineEvidence:
     fill_mask: dict[str, Any] | None = fact("Masked-word fill", doc="`text`, `predictions` (masked LMs)")
     weights: dict[str, Any] = fact("Weights", doc="`source` checkpoint or random, `missing` and `unexpected` "
                                                   "names, `warnings` (any makes the stage `warn`)", factory=dict)
+
+
+@dataclass
+class ReferenceOutput:
+    """One named output of the CPU reference."""
+
+    name: str = fact("Output", default="")
+    shape: list[int] = fact("Shape", "shape", factory=list)
+    dtype: str = fact("Dtype", default="")
+
+
+@dataclass
+class CpuCheck(CpuRun):
+    """`check` stage cpu: the CPU reference every device stage is compared with (run here, or read back
+    from the CPU baseline's file)."""
+
+    outputs: list[ReferenceOutput] = fact("Reference outputs", factory=list)
+    reused: bool = fact("Read from the CPU baseline", default=False)
+    parameters: int | None = fact("Parameters", "count")
 
 
 @dataclass
@@ -151,41 +182,63 @@ class DeviceMemory:
 
 
 @dataclass
-class EagerTraining:
-    """SGD steps on the CPU and on the device from the same weights."""
-
-    cpu_losses: list[float] = fact("CPU losses", factory=list)
-    neuron_losses: list[float] = fact("Neuron losses", factory=list)
-    grad_norm_cpu: list[float] = fact("CPU gradient norms", factory=list)
-    grad_norm_neuron: list[float] = fact("Neuron gradient norms", factory=list)
-    ok: bool = fact("Within tolerance", default=False)
-
-
-@dataclass
-class EagerGeneration:
-    """Greedy generation on the CPU and on the device."""
-
-    cpu_text: str | None = fact("CPU text")
-    neuron_text: str | None = fact("Neuron text")
-    first_divergence: int | None = fact("First differing token", "count")
-
-
-@dataclass
-class EagerEvidence:
-    """Stage 02: the model moved with `.to("neuron")`, against the CPU reference."""
+class EagerForward:
+    """`check` stage eager: one forward of the model moved with `.to("neuron")`, against the CPU reference."""
 
     parity: Parity = fact("Parity against the CPU reference", factory=Parity)
-    training: EagerTraining | None = fact("Training steps")
-    generate: EagerGeneration | None = fact("Greedy generation")
-    fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the forward pass, "
-                                                          "`generate()` or training", factory=list)
-    fallback_ops_by_phase: dict[str, list[str]] = fact("CPU fallback ops by phase", factory=dict)
+    fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the forward pass",
+                                   factory=list)
     autocast: str | None = fact("Autocast dtype", doc="the device ran under `torch.autocast('neuron')` in this "
                                                       "dtype (null: float32, no autocast)")
     untied_parameters: list[list[str]] = fact("Untied parameter groups", factory=list)
     executed_ops: int | None = fact("Ops executed", "count")
     neff_cache: NeffCache = fact("NEFF cache", factory=NeffCache)
     memory: DeviceMemory = fact("Device memory", factory=DeviceMemory)
+
+
+@dataclass
+class EagerGeneration:
+    """`check` stage generate: greedy generation on the CPU and on the device."""
+
+    generate_identical: bool | None = fact("Identical tokens")
+    first_divergence: int | None = fact("First differing token", "count")
+    cpu_text: str | None = fact("CPU text")
+    neuron_text: str | None = fact("Neuron text")
+    prompt_tokens: int | None = fact("Prompt tokens", "count", "tokens before the generated ones")
+    cpu_tokens: list[int] = fact("CPU tokens", factory=list)
+    neuron_tokens: list[int] = fact("Neuron tokens", factory=list)
+    fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in `generate()`",
+                                   factory=list)
+
+
+@dataclass
+class EagerTraining:
+    """`check` stage train: SGD steps on the CPU and on the device from the same weights."""
+
+    ok: bool = fact("Within tolerance", default=False)
+    steps: int | None = fact("Steps", "count")
+    optimizer: str | None = fact("Optimizer")
+    max_loss_rel_err: float | None = fact("Largest loss rel error", "error")
+    max_grad_norm_rel_err: float | None = fact("Largest gradient norm rel error", "error")
+    rtol: float | None = fact("Rel tolerance", "error")
+    cpu_losses: list[float] = fact("CPU losses", factory=list)
+    neuron_losses: list[float] = fact("Neuron losses", factory=list)
+    grad_norm_cpu: list[float] = fact("CPU gradient norms", factory=list)
+    grad_norm_neuron: list[float] = fact("Neuron gradient norms", factory=list)
+    fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the training steps",
+                                   factory=list)
+
+
+@dataclass
+class EagerEvidence(EagerForward):
+    """Stage 02: the model moved with `.to("neuron")`, against the CPU reference: the check's eager
+    forward record, with its greedy generation and training records."""
+
+    fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the forward pass, "
+                                                          "`generate()` or training", factory=list)
+    training: EagerTraining | None = fact("Training steps")
+    generate: EagerGeneration | None = fact("Greedy generation")
+    fallback_ops_by_phase: dict[str, list[str]] = fact("CPU fallback ops by phase", factory=dict)
     stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
                                                        "reference read back; eager, generate, train)", factory=list)
 
@@ -248,34 +301,40 @@ class CompileTraining:
     ok: bool = fact("Within tolerance", default=False)
 
 
-@dataclass
-class BucketRow:
-    """One way to bucket the prompt lengths."""
+@dataclass(frozen=True)
+class Bucketing:
+    """One set of bucket lengths applied to the sample prompts' lengths."""
 
-    strategy: str = fact("Strategy", default="")
-    buckets: list[int] = fact("Bucket lengths", factory=list)
-    compilations: int = fact("Compilations", "count", default=0)
-    padding_overhead: float = fact("Padding overhead", "%", default=0.0)
+    strategy: str = fact("Strategy", doc="`pow2` or `min_padding`", default="")
+    buckets: list[int] = fact("Bucket lengths", doc="ascending; every input is padded up to the first bucket "
+                                                    ">= its length", factory=list)
+    compilations: int = fact("Compilations", "count", "buckets at least one input lands in", default=0)
+    padding_overhead: float = fact("Padding overhead", "%", "extra tokens over the unpadded total", default=0.0)
     padded_tokens: int = fact("Padded tokens", "count", default=0)
+    counts: dict[int, int] = fact("Inputs per bucket", factory=dict)
 
 
-@dataclass
-class Buckets:
-    """Shape buckets for the prompt lengths (`neuronkit.compile.buckets.suggest_buckets`)."""
+@dataclass(frozen=True)
+class BucketPlan(Bucketing):
+    """Shape-bucket advice (`neuronkit.graph_compile.buckets.suggest_buckets`): the recommended bucketing
+    (its fields), the compilations without buckets, and the alternatives."""
 
-    strategy: str = fact("Recommended strategy", default="")
-    buckets: list[int] = fact("Recommended bucket lengths", factory=list)
-    compilations: int = fact("Compilations with buckets", "count", default=0)
-    padding_overhead: float = fact("Padding overhead", "%", default=0.0)
-    distinct_shapes: int = fact("Compilations without buckets", "count", default=0)
+    distinct_shapes: int = fact("Compilations without buckets", "count", "one per distinct length", default=0)
     max_buckets: int = fact("Bucket budget", "count", default=0)
+    total_tokens: int = fact("Unpadded tokens", "count", default=0)
     lengths: list[int] = fact("Prompt lengths", factory=list)
-    alternatives: list[BucketRow] = fact("Alternatives", factory=list)
+    alternatives: list[Bucketing] = fact("Alternatives", factory=list)
+
+    def summary(self) -> str:
+        """One sentence for a table or a log."""
+        return (f"{len(self.lengths)} inputs, {self.distinct_shapes} distinct lengths -> "
+                f"{self.distinct_shapes} compilations unbucketed; buckets {self.buckets} -> "
+                f"{self.compilations} compilations, {self.padding_overhead:.1f}% padding")
 
 
 @dataclass
-class CompileEvidence:
-    """Stage 04: `torch.compile(model, backend="neuron")`, held to the CPU reference, and its timings."""
+class CompileCheck:
+    """`check` stage compile: `torch.compile(model, backend="neuron")`, held to the CPU reference."""
 
     graphs: int | None = fact("Graphs", "count")
     graph_breaks: list[GraphBreak] = fact("Graph breaks", factory=list)
@@ -286,17 +345,31 @@ class CompileEvidence:
     fallback_ops: list[str] = fact("CPU fallback ops inside compiled graphs", factory=list)
     compile_time_s: float | None = fact("First compiled call", "s")
     backward_compile_time_s: float | None = fact("First backward", "s")
+    parity: Parity = fact("Parity against the CPU reference", factory=Parity)
+    training: CompileTraining | None = fact("Compiled training step")
+    buckets: BucketPlan | None = fact("Shape buckets")
+    graph_metrics: list[dict[str, Any]] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
+                                                                      "record per graph", factory=list)
+
+
+@dataclass
+class CompileTiming:
+    """`check` stage timing: eager against compiled, forward and training step (host time on the simulator)."""
+
     eager_step_ms: float | None = fact("Eager forward (median)", "ms")
     compiled_step_ms: float | None = fact("Compiled forward (median)", "ms")
     speedup: float | None = fact("Forward speed-up", "×")
     eager_train_step_ms: float | None = fact("Eager training step (median)", "ms")
     compiled_train_step_ms: float | None = fact("Compiled training step (median)", "ms")
     train_speedup: float | None = fact("Training step speed-up", "×")
-    parity: Parity = fact("Parity against the CPU reference", factory=Parity)
-    training: CompileTraining | None = fact("Compiled training step")
-    buckets: Buckets | None = fact("Shape buckets")
-    graph_metrics: list[dict[str, Any]] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
-                                                                      "record per graph", factory=list)
+    runs: int | None = fact("Timed runs", "count", "interleaved, per median")
+
+
+@dataclass
+class CompileEvidence(CompileTiming, CompileCheck):
+    """Stage 04: the check's compile and timing records: `torch.compile(model, backend="neuron")`, held
+    to the CPU reference, and its timings."""
+
     stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
                                                        "reference read back; compile, timing)", factory=list)
 
@@ -354,12 +427,48 @@ EVIDENCE: dict[str, type] = {
     "compile": CompileEvidence,
     "profile": ProfileEvidence,
 }
+# `neuronkit check`'s stages (neuronkit/checks/parity.py): each records one of these; the workbook's eager
+# and compile records are built from them.
+CHECK_EVIDENCE: dict[str, type] = {
+    "cpu": CpuCheck,
+    "eager": EagerForward,
+    "generate": EagerGeneration,
+    "train": EagerTraining,
+    "compile": CompileCheck,
+    "timing": CompileTiming,
+}
+
+
+def fields_of(record: Any, cls: type) -> dict[str, Any]:
+    """The fields of `record` that record type `cls` declares (a base record's facts, to build a
+    record that extends it)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(cls)}
 
 
 def rows(cls: type, items: list[dict[str, Any]]) -> list[Any]:
-    """Dict rows (from a library call) as records of `cls`, keeping only the fields `cls` declares."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return [cls(**{k: v for k, v in item.items() if k in names}) for item in items]
+    """Dict rows (from a library call or a stored record) as records of `cls` (`load` each)."""
+    return [load(cls, item) for item in items]
+
+
+def load(cls: type, data: Any) -> Any:
+    """A record of `cls` from its dict (a stored stage's evidence, a library call's row): nested records
+    and rows of records typed too, a key `cls` does not declare dropped, a missing key its default. A
+    value that is not a dict gives the empty record."""
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, dict):
+        return cls()
+    values = {}
+    for spec in specs(cls):
+        if spec.name not in data:
+            continue
+        value = data[spec.name]
+        if spec.block is not None and isinstance(value, dict):
+            value = load(spec.block, value)
+        elif spec.row is not None and isinstance(value, list):
+            value = [load(spec.row, v) if isinstance(v, dict) else v for v in value]
+        values[spec.name] = value
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -457,6 +566,14 @@ Each stage's `evidence` is one record type of `neuronkit/evidence.py`; every fie
 (null when it does not apply). Units: {units}.
 """
 
+_CHECK_HEADER = """## Evidence per `neuronkit check` stage
+
+`neuronkit check --json OUT` writes `model`, `dtype`, `status`, `ok`, `weights` and `stages`: one
+StageResult per check stage, whose `evidence` is the record below (empty when the stage was skipped).
+The workbook's eager record extends the eager one with the generate and train records; its compile
+record is the compile and timing records together.
+"""
+
 
 def markdown() -> str:
     """docs/run-directory.md: the record layout and every evidence field with its label and unit."""
@@ -467,6 +584,9 @@ def markdown() -> str:
     seen: list[type] = []
     for stage, cls in EVIDENCE.items():
         parts.append(_section(f"{stage}: `{cls.__name__}`", cls, seen))
+    parts.append(_CHECK_HEADER)
+    for stage, cls in CHECK_EVIDENCE.items():
+        parts.append(_section(f"check {stage}: `{cls.__name__}`", cls, seen))
     parts.append("## Records inside the evidence\n")
     index = 0
     while index < len(seen):

@@ -40,7 +40,9 @@ STAGES: dict[str, str] = {
 CHECK_STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile", "timing")
 # 2: typed evidence per stage (neuronkit/evidence.py), `check` stage records are StageResults, `error`
 # for a stage that raised, compile parity measured against the CPU reference.
-SCHEMA_VERSION = 2
+# 3: `check` stages record typed evidence too (evidence.CHECK_EVIDENCE: timing is flat, buckets are one
+# BucketPlan with padded tokens and counts per bucket); the eager and compile records extend them.
+SCHEMA_VERSION = 3
 
 
 def worst(statuses: Iterable[str], default: str = "skipped") -> str:
@@ -55,7 +57,9 @@ class StageResult:
     stage: str
     status: Status
     summary: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    # The stage's typed record (neuronkit.evidence) as the stage built it; its plain dict once written
+    # as JSON and read back (`to_dict` turns a record into that dict).
+    evidence: Any = field(default_factory=dict)
     error: str | None = None
     duration_s: float | None = None
     finished_at: str | None = None

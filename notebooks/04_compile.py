@@ -138,7 +138,7 @@ if ev.get("graph_breaks"):
 # sample prompts' lengths, with 1 to 8 buckets (`suggest_buckets`):
 
 # %%
-from neuronkit.compile.buckets import suggest_buckets
+from neuronkit.graph_compile.buckets import suggest_buckets
 
 plan = ev.get("buckets")
 if plan:

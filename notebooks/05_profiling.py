@@ -54,17 +54,13 @@ params
 # first-call NEFF compilation never shows up as a hot spot; then profile a few.
 
 # %%
-import os
-
 import torch
 from torch.profiler import ProfilerActivity
 from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
 
+from neuronkit.profiling.markers import without_trace_markers
 from neuronkit.workbook.loading import load
 
-# kineto (torch.profiler's engine) prints "USDT ... profiler_start/stop" trace markers on stderr at its
-# top log level; 6 is above all of them. Set before the first profile in this process.
-os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 OUTPUT_DIR = str(params.run.artifact_dir("profile"))
 
 subject = load(params)
@@ -77,8 +73,11 @@ with lesson.attempt("Profiling on neuron"):
             net(**batch)
         nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
                           capture_enabled_for_nc="0", correlate_device_time=True)
-        with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
-                                    experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
+        # without_trace_markers: kineto (the profiler's engine) prints "USDT ... profiler_start/stop" on stderr;
+        # only those two lines are dropped, its warnings and errors still show.
+        with without_trace_markers(), torch.profiler.profile(
+                activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], experimental_config=nc,
+                on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
             for _ in range(2):
                 net(**batch)
     print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=4))

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import neuronkit.cli
-from neuronkit.compile import suggest_buckets
-from neuronkit.compile.buckets import sample_lengths
+from neuronkit.graph_compile import suggest_buckets
+from neuronkit.graph_compile.buckets import sample_lengths
 from neuronkit.checks import CHECK_STAGES as STAGES, Reference, check
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.models import load_tokenizer
@@ -59,18 +59,19 @@ def test_tiny_qwen3_passes_every_stage_with_evidence(qwen3_report):
     assert report.ok, report.table()
     status = {s.stage: s.status for s in report.stages}
     assert status["cpu"] == status["generate"] == status["train"] == status["timing"] == "pass"
-    eager = report.stage("eager").evidence
-    assert all(row["ok"] for row in eager["parity"]["outputs"]) and eager["parity"]["top1_agreement"] == 1.0
-    assert report.stage("generate").evidence["generate_identical"] is True
+    eager = report.stage("eager").evidence  # each check stage's record is its typed evidence record
+    assert all(row.ok for row in eager.parity.outputs) and eager.parity.top1_agreement == 1.0
+    assert report.stage("generate").evidence.generate_identical is True
     train = report.stage("train").evidence
-    assert len(train["cpu_losses"]) == len(train["neuron_losses"]) == 2 and train["ok"]
+    assert len(train.cpu_losses) == len(train.neuron_losses) == 2 and train.ok
     compiled = report.stage("compile").evidence
-    assert all(row["ok"] for row in compiled["parity"]["outputs"]) and compiled["training"]["ok"]
-    assert compiled["graphs"] >= 1 and compiled["neffs"] >= 2 and compiled["compile_time_s"] > 0
-    assert compiled["recompiles"] >= 1  # a shorter sequence is a new static shape
-    assert compiled["buckets"]["compilations"] <= 4 < compiled["buckets"]["distinct_shapes"]
+    assert all(row.ok for row in compiled.parity.outputs) and compiled.training.ok
+    assert compiled.graphs >= 1 and compiled.neffs >= 2 and compiled.compile_time_s > 0
+    assert compiled.recompiles >= 1  # a shorter sequence is a new static shape
+    assert compiled.buckets.compilations <= 4 < compiled.buckets.distinct_shapes
     timing = report.stage("timing").evidence
-    assert timing["forward"]["eager_ms"] > 0 and timing["train_step"]["compiled_ms"] > 0
+    assert timing.eager_step_ms > 0 and timing.compiled_train_step_ms > 0 and timing.runs == 3
+    assert f"first compiled call {compiled.compile_time_s:.1f} s" in report.stage("timing").summary
 
 
 def test_report_is_json_of_stage_records(qwen3_report, tmp_path):
@@ -87,8 +88,7 @@ def test_compile_parity_is_against_the_cpu_reference_and_eager_is_not_rerun(qwen
     assert [s.stage for s in report.stages] == ["cpu", "compile"]  # eager is not a prerequisite
     compiled = report.stage("compile")
     assert "matches CPU" in compiled.summary
-    training = compiled.evidence["training"]
-    assert training["loss_cpu"] == pytest.approx(report.stage("cpu").evidence["loss"])
+    assert compiled.evidence.training.loss_cpu == pytest.approx(report.stage("cpu").evidence.loss)
 
 
 def test_a_saved_reference_replaces_the_cpu_run(qwen3_report, tmp_path):
@@ -101,10 +101,11 @@ def test_a_saved_reference_replaces_the_cpu_run(qwen3_report, tmp_path):
     computed = cpu_reference(model, inputs, **forward_extras(model))
     reference = Reference.load(computed.save(tmp_path / "reference.safetensors"))
     assert list(reference.outputs) == list(computed.outputs) and list(reference.inputs) == list(inputs)
-    assert reference.loss == pytest.approx(qwen3_report.stage("cpu").evidence["loss"])
+    assert reference.loss == pytest.approx(qwen3_report.stage("cpu").evidence.loss)
     report = check("tiny-qwen3", stages=["eager"], reference=reference)
     cpu = report.stage("cpu")
-    assert cpu.evidence["reused"] is True and "read from the CPU baseline" in cpu.summary
+    assert cpu.evidence.reused is True and "read from the CPU baseline" in cpu.summary
+    assert cpu.evidence.forward_ms is None and [o.name for o in cpu.evidence.outputs] == list(computed.outputs)
     assert report.stage("eager").status == "pass"
     with pytest.raises(NeuronkitInputError, match="run the CPU baseline"):
         Reference.load(tmp_path / "missing.safetensors")
@@ -124,10 +125,10 @@ def test_graph_break_is_reported_with_reason_and_place():
     report = check(DataDependentBranch(), x, stages=["compile"])
     stage = report.stage("compile")
     assert stage.status == "warn", stage.summary
-    assert stage.evidence["graphs"] >= 2 and stage.evidence["graph_break_count"] >= 1
-    (first, *_) = stage.evidence["graph_breaks"]
-    assert "item()" in first["reason"] and "test_check.py" in first["where"]
-    assert all(row["ok"] for row in stage.evidence["parity"]["outputs"])
+    assert stage.evidence.graphs >= 2 and stage.evidence.graph_break_count >= 1
+    (first, *_) = stage.evidence.graph_breaks
+    assert "item()" in first.reason and "test_check.py" in first.where
+    assert all(row.ok for row in stage.evidence.parity.outputs)
 
 
 def test_a_crashing_stage_is_an_error_and_the_following_ones_are_reported():
@@ -160,17 +161,17 @@ def test_bfloat16_runs_under_autocast_with_looser_tolerances():
     report = check(mlp(), torch.randn(4, 8), stages=["eager", "train"], dtype="bfloat16")
     eager = report.stage("eager")
     assert eager.status == "pass", eager.summary
-    assert eager.evidence["autocast"] == "bfloat16"
-    (row,) = eager.evidence["parity"]["outputs"]
-    assert row["rtol"] > 1e-3 and row["max_abs_err"] > 0  # bf16 rounding is visible, and tolerated
+    assert eager.evidence.autocast == "bfloat16"
+    (row,) = eager.evidence.parity.outputs
+    assert row.rtol > 1e-3 and row.max_abs_err > 0  # bf16 rounding is visible, and tolerated
     assert report.dtype == "bfloat16" and report.stage("train").status == "pass"
 
 
 def test_recompiles_are_counted_for_a_second_shape():
     stage = check(mlp(), torch.randn(4, 8), stages=["compile"]).stage("compile")
     assert stage.status == "pass", stage.summary
-    assert stage.evidence["recompiles"] == 1
-    assert stage.evidence["recompile_shapes"] == [{"output": [4, 8]}, {"output": [8, 8]}]  # the batch varies
+    assert stage.evidence.recompiles == 1
+    assert stage.evidence.recompile_shapes == [{"output": [4, 8]}, {"output": [8, 8]}]  # the batch varies
 
 
 def test_unknown_stage_or_non_module_is_bad_input():
@@ -191,8 +192,7 @@ def test_buckets_bound_compilations_with_least_padding():
     assert plan.padding_overhead == pytest.approx(100 * 20 / 60, abs=0.01)
     (pow2,) = plan.alternatives
     assert pow2.strategy == "pow2" and pow2.buckets == [4, 16, 32] and pow2.compilations == 3
-    evidence = plan.to_dict()
-    assert {"lengths", "distinct_shapes", "buckets", "compilations", "padding_overhead"} <= evidence.keys()
+    assert plan.counts == {10: 5, 30: 1} and plan.padded_tokens == 80 and plan.total_tokens == 60
 
 
 def test_min_padding_buckets_are_optimal():
@@ -205,7 +205,7 @@ def test_min_padding_buckets_are_optimal():
         candidates = (edges for r in range(1, k + 1) for edges in itertools.combinations(distinct, r)
                       if edges[-1] == distinct[-1])
         brute = min(sum(min(e for e in edges if e >= v) for v in lengths) for edges in candidates)
-        assert plan.recommended.padded_tokens == brute
+        assert plan.padded_tokens == brute
         assert plan.compilations <= k
 
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
-import neuronkit.compile  # noqa: F401 - registers backend="neuron" (also reachable via the entry point)
-from neuronkit.compile.compare import grad_norm, to_device
+import neuronkit.graph_compile  # noqa: F401 - registers backend="neuron" (also reachable via the entry point)
+from neuronkit.graph_compile.compare import grad_norm, to_device
 from neuronkit.inputs import example_inputs
 from neuronkit.models import load_model, load_tokenizer
 
-BACKEND_LOG = "neuronkit.compile.backend"
+BACKEND_LOG = "neuronkit.graph_compile.backend"
 
 
 from conftest import TwoLayerMLP as MyModel  # noqa: E402 - the seed calls its model MyModel
@@ -48,7 +48,7 @@ def test_seed_snippet_compiles_with_the_default_backend():
 
 def test_backend_is_listed_and_registered_on_import():
     assert "neuron" in torch._dynamo.list_backends()
-    assert torch._dynamo.lookup_backend("neuron") is neuronkit.compile.neuron_backend
+    assert torch._dynamo.lookup_backend("neuron") is neuronkit.graph_compile.neuron_backend
 
 
 @pytest.mark.subprocess
@@ -56,12 +56,12 @@ def test_bare_torch_compile_finds_the_backend_through_the_entry_point(run_python
     proc = run_python("""
         import sys
         import torch
-        assert "neuronkit.compile" not in sys.modules
+        assert "neuronkit.graph_compile" not in sys.modules
         model = torch.nn.Linear(4, 2).to("neuron")
         x = torch.ones(3, 4, device="neuron")
         out = torch.compile(model, backend="neuron")(x)
         assert torch.equal(out.detach().cpu(), model(x).detach().cpu())
-        print(len(torch.neuron.get_dynamo_metrics()), "neuronkit.compile" in sys.modules)
+        print(len(torch.neuron.get_dynamo_metrics()), "neuronkit.graph_compile" in sys.modules)
     """)
     assert proc.stdout.split() == ["1", "True"]
 

@@ -178,6 +178,9 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     _assert_complete_run(out, True, lines[:-1])
     executed = nbformat.read(out / "artifacts" / "notebooks" / NOTEBOOKS[0], as_version=4)
     assert executed.metadata.papermill.input_path.startswith(site), "the notebooks come from the package"
+    profiled = nbformat.read(out / "artifacts" / "notebooks" / "05_profiling.ipynb", as_version=4)
+    assert "profiler_start" not in json.dumps([cell.get("outputs", []) for cell in profiled.cells]), \
+        "kineto's trace markers reached notebook 05's output"
     assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
     assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1}
 

@@ -269,3 +269,21 @@ def test_roofline_estimate_from_published_peaks() -> None:
                              1 * 16 * 6 * 6 * 4)
     assert conv == 2 * (16 * 6 * 6) * 27
     assert roofline.op_flops("aten::addmm", ((5,), (2, 3), (3, 5)), (), 0) == 2 * 2 * 3 * 5
+
+
+def test_only_kinetos_trace_markers_are_dropped_from_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    from neuronkit.profiling.markers import without_trace_markers
+
+    def profiled() -> None:
+        with torch.profiler.profile(activities=[ProfilerActivity.CPU]):
+            torch.ones(2) + 1
+
+    if int(os.environ.get("KINETO_LOG_LEVEL", "0")) < 5:  # kineto prints the markers at its default level
+        profiled()
+        assert "] profiler_start" in capfd.readouterr().err
+    with without_trace_markers():
+        profiled()
+        os.write(2, b"ERROR: kineto could not write the trace\n")  # what a real problem looks like
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "profiler_stop" not in err
+    assert "ERROR: kineto could not write the trace" in err

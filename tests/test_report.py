@@ -425,6 +425,7 @@ def test_the_page_opens_with_the_device_banner_the_verdict_short_reasons_and_key
     tiles = {k["label"]: k["value"] for k in data["key_numbers"]}
     assert tiles["Native op support"] == "96 %" and tiles["Blocker ops"] == "0"
     assert tiles["CPU-fallback ops"] == "1" and tiles["torch.compile"] == "1 graph"
+    assert tiles["Eager vs CPU"] == "3.0e-06"  # the largest error of the eager record's outputs
     verdict = html[html.index('id="verdict"'):html.index("</section>", html.index('id="verdict"'))]
     shown = verdict[verdict.index('<ul class="reasons">'):verdict.index("</ul>")]
     assert 1 <= shown.count("<li>") <= 3

@@ -69,3 +69,83 @@ def test_one_status_set_and_order_for_workbook_and_check_stages() -> None:
         assert StageResult(stage, "pass", "").ok
     with pytest.raises(ValueError, match="unknown status"):
         StageResult("eager", "crashed", "")
+
+
+def test_check_stages_record_typed_evidence_the_workbook_records_extend() -> None:
+    assert list(evidence.CHECK_EVIDENCE) == list(CHECK_STAGES)
+    for cls in evidence.CHECK_EVIDENCE.values():
+        for spec in evidence.specs(cls):
+            assert spec.label and spec.unit in evidence.UNITS, (cls.__name__, spec.name)
+    # one type per fact set: the workbook's records are built on the check's, never re-declare them
+    assert issubclass(evidence.EagerEvidence, evidence.EagerForward)
+    assert issubclass(evidence.CompileEvidence, evidence.CompileCheck)
+    assert issubclass(evidence.CompileEvidence, evidence.CompileTiming)
+    assert issubclass(evidence.CpuBaselineEvidence, evidence.CpuRun) and issubclass(evidence.CpuCheck, evidence.CpuRun)
+    buckets = {spec.name: spec for spec in evidence.specs(evidence.CompileCheck)}["buckets"]
+    assert buckets.block is evidence.BucketPlan and issubclass(evidence.BucketPlan, evidence.Bucketing)
+
+
+def _check_stage(stage: str, record: object, status: str = "pass") -> StageResult:
+    return StageResult(stage, status, f"{stage} done", record)
+
+
+def test_the_eager_record_is_built_from_the_check_records_it_ran() -> None:
+    from neuronkit.workbook import eager
+
+    forward = evidence.EagerForward(parity=evidence.Parity(top1_agreement=1.0), fallback_ops=["aten::isin"])
+    generate = evidence.EagerGeneration(generate_identical=True, fallback_ops=["aten::argmax"])
+    training = evidence.EagerTraining(ok=True, steps=2)
+    record = eager.evidence({"eager": _check_stage("eager", forward), "generate": _check_stage("generate", generate),
+                             "train": _check_stage("train", training)})
+    assert record.parity.top1_agreement == 1.0 and record.parity.generate_identical is True
+    assert record.fallback_ops == ["aten::argmax", "aten::isin"]
+    assert record.fallback_ops_by_phase == {"forward": ["aten::isin"], "generate": ["aten::argmax"], "train": []}
+    assert record.training is training and [s.stage for s in record.stages] == ["eager", "generate", "train"]
+    skipped = eager.evidence({"eager": _check_stage("eager", forward),
+                              "generate": _check_stage("generate", evidence.EagerGeneration(), "skipped")})
+    assert skipped.generate is None and skipped.parity.generate_identical is None and skipped.training is None
+
+
+def test_the_compile_record_is_the_compile_and_timing_records_with_one_bucket_plan(tmp_path: Path) -> None:
+    from neuronkit.graph_compile.buckets import suggest_buckets
+    from neuronkit.workbook import torch_compile
+
+    plan = suggest_buckets([3, 4, 4, 9, 10, 30], max_buckets=2)
+    compiled = evidence.CompileCheck(graphs=1, compile_time_s=1.5, buckets=plan)
+    timing = evidence.CompileTiming(eager_step_ms=4.0, compiled_step_ms=2.0, speedup=2.0, runs=3)
+    with recording(tmp_path, "compile") as slot:
+        slot["evidence"] = torch_compile.evidence({"compile": _check_stage("compile", compiled),
+                                                   "timing": _check_stage("timing", timing)})
+    assert slot["evidence"].buckets is plan and slot["evidence"].speedup == 2.0
+    stored = RunDir(tmp_path).read("compile").evidence
+    assert stored["graphs"] == 1 and stored["compile_time_s"] == 1.5 and stored["runs"] == 3
+    assert stored["buckets"]["buckets"] == [10, 30] and stored["buckets"]["counts"] == {"10": 5, "30": 1}
+    assert stored["buckets"]["alternatives"][0]["strategy"] == "pow2"
+
+
+def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
+    """What the report does with a record: its JSON dict back into the typed record, nested ones too."""
+    original = evidence.EagerEvidence(
+        parity=evidence.Parity(outputs=[evidence.ParityRow("logits", True, [1, 4], 1e-6, 1e-4)], top1_agreement=1.0),
+        fallback_ops=["aten::isin"], training=evidence.EagerTraining(ok=True, cpu_losses=[2.0, 1.5]),
+        neff_cache=evidence.NeffCache(hits=3), stages=[evidence.CheckStage("eager", "pass", "ok", 0.5)])
+    with recording(tmp_path, "eager") as slot:
+        slot["evidence"] = original
+    stored = RunDir(tmp_path).read("eager").evidence
+    assert evidence.load(evidence.EagerEvidence, stored) == original
+    partial = evidence.load(evidence.EagerEvidence, {"parity": {"outputs": [{"name": "loss"}]}, "unknown": 1})
+    assert partial.parity.outputs[0].name == "loss" and partial.parity.outputs[0].max_abs_err is None
+    assert partial.training is None and partial.neff_cache == evidence.NeffCache()
+
+
+def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp_path: Path) -> None:
+    from neuronkit.workbook import display
+
+    run = RunDir(tmp_path)
+    for stage, err in (("eager", 2e-6), ("compile", 5e-6)):
+        rows = [evidence.ParityRow("logits", True, max_abs_err=err), evidence.ParityRow("ids", True, exact=True)]
+        with recording(run, stage) as slot:
+            slot["evidence"] = evidence.EVIDENCE[stage](parity=evidence.Parity(outputs=rows))
+    frame = display.comparison(tmp_path)
+    assert frame.loc["max abs error vs CPU", "eager"] == 2e-6 and frame.loc["max abs error vs CPU", "compile"] == 5e-6
+    assert frame.loc["max abs error vs CPU", "audit"] == "—"

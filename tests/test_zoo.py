@@ -41,11 +41,11 @@ def test_check_passes_every_stage_for_a_reason_of_the_model(zoo, name):
     status = {s.stage: s.status for s in report.stages}
     assert report.ok and set(status.values()) <= {"pass", "warn", "skipped"}, report.table()
     assert status["generate"] == ("pass" if name in GENERATES else "skipped"), report.table()
-    assert report.stage("train").evidence["steps"] == 2 and status["train"] == "pass", report.table()
+    assert report.stage("train").evidence.steps == 2 and status["train"] == "pass", report.table()
     if name in COMPILED:
         compiled = report.stage("compile").evidence
-        assert compiled["graph_break_count"] == 0 and compiled["recompiles"] == 1, report.table()
-        first, second = compiled["recompile_shapes"]
+        assert compiled.graph_break_count == 0 and compiled.recompiles == 1, report.table()
+        first, second = compiled.recompile_shapes
         if "input_ids" in first:  # text: the sequence varies; a classifier's labels keep their shape
             assert second["input_ids"] == [first["input_ids"][0], first["input_ids"][1] // 2]
             token_level = {k for k in ("labels", "decoder_input_ids") if first.get(k) == first["input_ids"]}
@@ -85,15 +85,15 @@ def test_your_own_inputs_from_a_safetensors_file(zoo, tmp_path):
     tensors = {k: v.repeat(3, *[1] * (v.dim() - 1)) for k, v in example_inputs(model.config).items()}
     save_file(tensors, str(tmp_path / "inputs.safetensors"))
     report = neuronkit.check(zoo["vit"], tmp_path / "inputs.safetensors", stages=["eager"])
-    assert report.ok and report.stage("cpu").evidence["outputs"][1]["shape"] == [3, 3]
+    assert report.ok and report.stage("cpu").evidence.outputs[1].shape == [3, 3]
 
 
 def test_your_own_prompts_from_a_text_file(zoo, tmp_path):
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("How do I move a model to Trainium?\n\nWhy is the first run slow?\n")
     report = neuronkit.check(zoo["gpt2"], prompts, stages=["cpu"], seq_len=6, batch_size=2)
-    assert report.stage("cpu").evidence["outputs"][1]["shape"][:2] == [2, 6]  # two prompts, cut at 6 tokens
+    assert report.stage("cpu").evidence.outputs[1].shape[:2] == [2, 6]  # two prompts, cut at 6 tokens
     seq2seq = neuronkit.check(zoo["t5"], prompts, stages=["cpu"], seq_len=6, batch_size=4)  # two prompts only
-    assert seq2seq.stage("cpu").evidence["outputs"][1]["shape"][0] == 2
+    assert seq2seq.stage("cpu").evidence.outputs[1].shape[0] == 2
     with pytest.raises(neuronkit.NeuronkitInputError, match="prompts are for text models"):
         neuronkit.check(zoo["vit"], prompts, stages=["cpu"])

@@ -28,9 +28,12 @@ import torch
 from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks.reference import Reference
-from neuronkit.compile import compare
-from neuronkit.compile.backend import neuron_backend
-from neuronkit.compile.buckets import advise_buckets
+from neuronkit.evidence import CHECK_EVIDENCE, CompileCheck, CompileTiming, CompileTraining, \
+    CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, NeffCache, Parity, \
+    ParityRow, ReferenceOutput, rows
+from neuronkit.graph_compile import compare
+from neuronkit.graph_compile.backend import neuron_backend
+from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.stages import CHECK_STAGES, StageResult, now, worst
@@ -100,7 +103,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
           stages: Iterable[str] = CHECK_STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
           lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
           seq_len: int = 16, model_name: str | None = None, random_weights: bool = False,
-          reference: Reference | None = None) -> CheckReport:
+          reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
+          max_buckets: int = 4) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -113,22 +117,27 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     runs copies. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
     `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone.
     `reference` (the CPU baseline's, `Reference.load`) replaces the `cpu` stage's run and the inputs:
-    the device is held to exactly the numbers the baseline recorded."""
+    the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
+    `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
+    the bundled sample prompts)."""
     wanted = _resolve_stages(stages)
-    require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs)
+    require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
+                          max_buckets=max_buckets)
+    if bucket_prompts is not None and not Path(bucket_prompts).is_file():
+        raise NeuronkitInputError(f"bucket_prompts: no prompts file at {bucket_prompts}")
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
         raise NeuronkitInputError(f"lr must be a positive number, got {lr!r}")
     if not isinstance(random_weights, bool):
         raise NeuronkitInputError(f"random_weights must be True or False, got {random_weights!r}")
     session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
-                             timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len)
+                             timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
+                             bucket_prompts=bucket_prompts, max_buckets=max_buckets)
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
-    results: dict[str, StageResult] = {}
     for name in wanted:
-        results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session, results)
-    return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(results.values()),
+        session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session)
+    return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(session.results.values()),
                        session.weights)
 
 
@@ -148,21 +157,21 @@ def _resolve_stages(stages: Iterable[str]) -> list[str]:
 _OUTCOME = {"skipped": "was skipped", "fail": "failed", "error": "raised an error"}
 
 
-def _run_stage(name: str, fn: Callable, session: "_Session", results: dict[str, StageResult]) -> StageResult:
-    needed = REQUIRES.get(name)
+def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
+    needed, results = REQUIRES.get(name), session.results
+    record = CHECK_EVIDENCE[name]()
     if needed is not None and not results[needed].ok:
         reason = f"skipped: compares against the {needed} stage, which {_OUTCOME[results[needed].status]}"
-        return StageResult(name, "skipped", reason, error=reason, duration_s=0.0, finished_at=now())
-    evidence: dict[str, Any] = {}
+        return StageResult(name, "skipped", reason, record, error=reason, duration_s=0.0, finished_at=now())
     start = time.perf_counter()
     try:
-        status, summary = fn(session, evidence)
+        status, summary = fn(session, record)
         error = None
     except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
         cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
         status, summary = "error", f"{type(cause).__name__}: {_first_line(cause)}"
         error = "".join(traceback.format_exception(exc))
-    return StageResult(name, status, summary, evidence, error, time.perf_counter() - start, now())
+    return StageResult(name, status, summary, record, error, time.perf_counter() - start, now())
 
 
 class _Session:
@@ -186,7 +195,7 @@ class _Session:
         self._neuron: tuple[torch.nn.Module, list[list[str]]] | None = None
         self.neuron_inputs: Any = None
         self.compiled: torch.nn.Module | None = None
-        self.compile_time_s: float | None = None
+        self.results: dict[str, StageResult] = {}  # each stage's record, read by the stages after it
 
     @classmethod
     def build(cls, model: Any, inputs: Any, tokenizer: Any, dtype: torch.dtype, model_name: str | None,
@@ -237,7 +246,8 @@ def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq
 
 
 # ---------------------------------------------------------------------------------------------------
-# Stages: each fills `evidence` as it goes (kept if it raises) and returns (status, summary).
+# Stages: each fills its typed record (`neuronkit.evidence.CHECK_EVIDENCE`) as it goes (kept if it
+# raises) and returns (status, summary).
 
 
 def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
@@ -259,32 +269,29 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, **extra: Any) -> Referenc
     return Reference(named, outputs, loss.item(), norm)
 
 
-def _stage_cpu(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
-    if s.reference is not None:
-        s.cpu_out = s.reference.outputs
-        outputs = list(s.reference.outputs.items())
-        evidence.update(outputs=_output_rows(outputs), reused=True, loss=s.reference.loss,
-                        grad_norm=s.reference.grad_norm)
-        return "pass", f"{len(outputs)} output(s) read from the CPU baseline's reference"
-    s.reference = cpu_reference(s.cpu_model, s.inputs, **s.extra)
+def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
+    record.reused = s.reference is not None
+    if s.reference is None:
+        s.reference = cpu_reference(s.cpu_model, s.inputs, **s.extra)
     s.cpu_out = s.reference.outputs
+    record.outputs = [ReferenceOutput(n, list(t.shape), str(t.dtype).removeprefix("torch."))
+                      for n, t in s.cpu_out.items()]
+    record.grad_norm = s.reference.grad_norm
+    if record.reused:
+        record.loss = s.reference.loss
+        return "pass", f"{len(record.outputs)} output(s) read from the CPU baseline's reference"
     with torch.no_grad():
-        forward_ms = interleaved_medians({"cpu": lambda: call(s.cpu_model, s.inputs, **s.extra)},
-                                         runs=5, warmup=2)["cpu"]
-    outputs = list(s.cpu_out.items())
+        record.forward_ms = interleaved_medians({"cpu": lambda: call(s.cpu_model, s.inputs, **s.extra)},
+                                                runs=5, warmup=2)["cpu"]
     loss = s.cpu_out.get("loss")
-    evidence.update(
-        outputs=_output_rows(outputs), reused=False, forward_ms=forward_ms,
-        loss=None if loss is None else loss.item(), grad_norm=s.reference.grad_norm,
-        threads=torch.get_num_threads(), parameters=sum(p.numel() for p in s.cpu_model.parameters()))
-    return "pass", f"{len(outputs)} output(s), forward {forward_ms:.1f} ms on {torch.get_num_threads()} threads"
+    record.loss = None if loss is None else loss.item()
+    record.threads = torch.get_num_threads()
+    record.parameters = sum(p.numel() for p in s.cpu_model.parameters())
+    return "pass", (f"{len(record.outputs)} output(s), forward {record.forward_ms:.1f} ms on "
+                    f"{record.threads} threads")
 
 
-def _output_rows(outputs: list[tuple[str, torch.Tensor]]) -> list[dict[str, Any]]:
-    return [{"name": n, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for n, t in outputs]
-
-
-def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+def _stage_eager(s: _Session, record: EagerForward) -> tuple[str, str]:
     import torch_neuronx
 
     model, untied = s.neuron()
@@ -293,16 +300,16 @@ def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     before = torch.neuron.neff_cache_stats()
     with torch.no_grad(), s.device_mode():
         out = call(model, s.neuron_inputs, **s.extra)
-    rows = compare.compare_outputs(s.cpu_out, out, s.tol)
-    top1 = compare.top1_agreement(s.cpu_out, out)
-    fallbacks = sorted(torch_neuronx.get_fallback_ops())
-    evidence.update(
-        parity={"outputs": rows, "top1_agreement": top1}, untied_parameters=untied, fallback_ops=fallbacks,
-        executed_ops=len(torch_neuronx.get_executed_ops()), neff_cache=_cache_delta(before),
-        memory={"allocated_bytes": torch.neuron.memory_allocated(),
-                "max_allocated_bytes": torch.neuron.max_memory_allocated()},
-        autocast=_autocast_name(s))
-    bad = [r["name"] for r in rows if not r["ok"]]
+    record.parity = _parity(s, out)
+    record.untied_parameters = untied
+    record.fallback_ops = fallbacks = sorted(torch_neuronx.get_fallback_ops())
+    record.executed_ops = len(torch_neuronx.get_executed_ops())
+    record.neff_cache = _cache_delta(before)
+    record.memory = DeviceMemory(torch.neuron.memory_allocated(), torch.neuron.max_memory_allocated(),
+                                 torch.neuron.get_device_properties(torch.neuron.current_device()).total_memory)
+    record.autocast = _autocast_name(s)
+    rows, top1 = record.parity.outputs, record.parity.top1_agreement
+    bad = [r.name for r in rows if not r.ok]
     if bad:
         return "fail", f"{', '.join(bad)} off the CPU reference ({_worst(rows)})"
     notes = _top1_note(top1, s.tol)
@@ -316,18 +323,18 @@ def _stage_eager(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _fallbacks_into(evidence: dict[str, Any]) -> Iterator[None]:
-    """Record in `evidence["fallback_ops"]` the ops that fell back to CPU inside the block."""
+def _fallbacks_into(record: EagerGeneration | EagerTraining) -> Iterator[None]:
+    """Record in `record.fallback_ops` the ops that fell back to CPU inside the block."""
     import torch_neuronx
 
     torch_neuronx.clear_op_tracking()
     try:
         yield
     finally:
-        evidence["fallback_ops"] = sorted(torch_neuronx.get_fallback_ops())
+        record.fallback_ops = sorted(torch_neuronx.get_fallback_ops())
 
 
-def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
         return "skipped", f"{type(s.cpu_model).__name__} does not generate (not a causal LM or encoder-decoder)"
     inputs = s.inputs if isinstance(s.inputs, dict) else {"input_ids": s.inputs}
@@ -335,16 +342,16 @@ def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     tokens = s.settings["generate_tokens"]
     cpu_tokens = greedy(s.cpu_model, prompt, tokens, s.tokenizer)[0].tolist()
     model, _ = s.neuron()
-    with s.device_mode(), _fallbacks_into(evidence):
+    with s.device_mode(), _fallbacks_into(record):
         device_tokens = greedy(model, compare.move_inputs(prompt, "neuron"), tokens, s.tokenizer)[0].cpu().tolist()
     start = 1 if s.config.is_encoder_decoder else prompt["input_ids"].shape[1]
     diverge = next((i for i, (a, b) in enumerate(zip(cpu_tokens, device_tokens)) if a != b),
                    None if len(cpu_tokens) == len(device_tokens) else min(len(cpu_tokens), len(device_tokens)))
-    evidence.update(prompt_tokens=start, cpu_tokens=cpu_tokens, neuron_tokens=device_tokens,
-                    generate_identical=diverge is None, first_divergence=diverge)
+    record.prompt_tokens, record.cpu_tokens, record.neuron_tokens = start, cpu_tokens, device_tokens
+    record.generate_identical, record.first_divergence = diverge is None, diverge
     if s.tokenizer is not None:
-        evidence.update(cpu_text=s.tokenizer.decode(cpu_tokens), neuron_text=s.tokenizer.decode(device_tokens))
-    fallbacks = evidence["fallback_ops"]
+        record.cpu_text, record.neuron_text = s.tokenizer.decode(cpu_tokens), s.tokenizer.decode(device_tokens)
+    fallbacks = record.fallback_ops
     note = f"; {len(fallbacks)} op(s) fall back to CPU: {', '.join(fallbacks)}" if fallbacks else ""
     if diverge is None:
         return "pass", f"greedy generate(): {len(cpu_tokens)} identical tokens{note}"
@@ -352,7 +359,7 @@ def _stage_generate(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     return status, f"greedy generate() diverges from CPU at new token {diverge}"
 
 
-def _stage_train(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     """SGD, not Adam: Adam divides each gradient by its own magnitude, so rounding-level differences in
     near-zero gradients become full-size updates, which says nothing about the device."""
     lr, steps = s.settings["lr"], s.settings["train_steps"]
@@ -365,7 +372,7 @@ def _stage_train(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     for device, (model, inputs, mode) in runs.items():
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)
         losses, norms = [], []
-        with _fallbacks_into(evidence) if device == "neuron" else contextlib.nullcontext():
+        with _fallbacks_into(record) if device == "neuron" else contextlib.nullcontext():
             for step in range(steps):
                 torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
                 with mode():
@@ -379,17 +386,18 @@ def _stage_train(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     loss_err = max(map(compare.relative_error, history["neuron"]["losses"], history["cpu"]["losses"]))
     grad_err = max(map(compare.relative_error, history["neuron"]["grad_norms"], history["cpu"]["grad_norms"]))
     ok = loss_err <= s.tol.train_rtol and grad_err <= s.tol.train_rtol
-    evidence.update(cpu_losses=history["cpu"]["losses"], neuron_losses=history["neuron"]["losses"],
-                    grad_norm_cpu=history["cpu"]["grad_norms"], grad_norm_neuron=history["neuron"]["grad_norms"],
-                    max_loss_rel_err=loss_err, max_grad_norm_rel_err=grad_err, rtol=s.tol.train_rtol,
-                    optimizer=f"SGD(lr={lr})", steps=steps, ok=ok)
+    record.cpu_losses, record.grad_norm_cpu = history["cpu"]["losses"], history["cpu"]["grad_norms"]
+    record.neuron_losses, record.grad_norm_neuron = history["neuron"]["losses"], history["neuron"]["grad_norms"]
+    record.max_loss_rel_err, record.max_grad_norm_rel_err, record.rtol = loss_err, grad_err, s.tol.train_rtol
+    record.optimizer, record.steps, record.ok = f"SGD(lr={lr})", steps, ok
     summary = f"{steps} SGD steps: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
     return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
 
 
-def _stage_compile(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
+    record.buckets = advise_buckets(s.tokenizer, s.config, s.settings["bucket_prompts"], s.settings["max_buckets"])
     model, _ = s.neuron()
     inputs = s.neuron_inputs
     torch._dynamo.reset()
@@ -400,46 +408,42 @@ def _stage_compile(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
     # The compiled graphs are built for training (forward + backward), and held to the CPU reference.
     model.zero_grad(set_to_none=True)
     with s.device_mode():
-        out, s.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
+        out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
     loss = compare.loss_of(out)
-    _, backward_s = timed(loss.backward)
+    _, record.backward_compile_time_s = timed(loss.backward)
     norm = compare.grad_norm(model)
     model.zero_grad(set_to_none=True)
     ref = s.reference
-    graphs = len(explain.graphs)
-    break_count = _graph_break_total() - breaks_before
-    rows = compare.compare_outputs(s.cpu_out, out, s.tol)
-    top1 = compare.top1_agreement(s.cpu_out, out)
-    training = {"loss_cpu": ref.loss, "loss_compiled": loss.item(), "grad_norm_cpu": ref.grad_norm,
-                "grad_norm_compiled": norm,
-                "loss_rel_err": compare.relative_error(loss.item(), ref.loss),
-                "grad_norm_rel_err": compare.relative_error(norm, ref.grad_norm)}
-    training["ok"] = max(training["loss_rel_err"], training["grad_norm_rel_err"]) <= s.tol.train_rtol
-    evidence.update(graphs=graphs, graph_breaks=_breaks(explain), graph_break_count=break_count,
-                    compile_time_s=s.compile_time_s,
-                    backward_compile_time_s=backward_s, parity={"outputs": rows, "top1_agreement": top1},
-                    training=training)
-    evidence.update(_recompiles(s, compiled, explain))
-    records = torch.neuron.get_dynamo_metrics()[first_metric:]
-    fallbacks = sorted({op for r in records for op in r["fallback_ops"]})
-    evidence.update(neffs=len(records), fallback_ops=fallbacks, graph_metrics=records,
-                    buckets=_buckets(s))
+    record.graphs = len(explain.graphs)
+    record.graph_break_count = _graph_break_total() - breaks_before
+    record.graph_breaks = _breaks(explain)
+    record.parity = _parity(s, out)
+    training = record.training = CompileTraining(
+        loss_cpu=ref.loss, loss_compiled=loss.item(), grad_norm_cpu=ref.grad_norm, grad_norm_compiled=norm,
+        loss_rel_err=compare.relative_error(loss.item(), ref.loss),
+        grad_norm_rel_err=compare.relative_error(norm, ref.grad_norm))
+    training.ok = max(training.loss_rel_err, training.grad_norm_rel_err) <= s.tol.train_rtol
+    record.recompiles, record.recompile_shapes = _recompiles(s, compiled, explain)
+    metrics = torch.neuron.get_dynamo_metrics()[first_metric:]
+    record.neffs, record.graph_metrics = len(metrics), metrics
+    record.fallback_ops = fallbacks = sorted({op for r in metrics for op in r["fallback_ops"]})
     s.compiled = compiled
-    bad = [r["name"] for r in rows if not r["ok"]] + ([] if training["ok"] else ["training step"])
+    rows, top1 = record.parity.outputs, record.parity.top1_agreement
+    bad = [r.name for r in rows if not r.ok] + ([] if training.ok else ["training step"])
     if bad:
         return "fail", f"compiled {', '.join(bad)} off the CPU reference ({_worst(rows)})"
-    summary = (f"{graphs} graph(s), {break_count} graph break(s), {len(records)} NEFF(s), "
-               f"first call {s.compile_time_s:.1f} s; matches CPU ({_worst(rows)})")
+    summary = (f"{record.graphs} graph(s), {record.graph_break_count} graph break(s), {record.neffs} NEFF(s), "
+               f"first call {record.compile_time_s:.1f} s; matches CPU ({_worst(rows)})")
     notes = _top1_note(top1, s.tol)
-    if break_count or evidence["graph_breaks"]:
-        reason = evidence["graph_breaks"][0]["reason"] if evidence["graph_breaks"] else "see graph_break_count"
+    if record.graph_break_count or record.graph_breaks:
+        reason = record.graph_breaks[0].reason if record.graph_breaks else "see graph_break_count"
         notes.append(f"graph break: {_first_line(reason)}")
     if fallbacks:
         notes.append(f"{len(fallbacks)} op(s) in compiled graphs fall back to CPU: {', '.join(fallbacks)}")
     return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
 
 
-def _stage_timing(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
+def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
     """Forward and training step (forward + backward), eager vs compiled, in the grad mode the graphs
     were compiled in, so timing never triggers a recompilation."""
     model, _ = s.neuron()
@@ -459,20 +463,21 @@ def _stage_timing(s: _Session, evidence: dict[str, Any]) -> tuple[str, str]:
             model.zero_grad(set_to_none=True)
         return run
 
-    runs = s.settings["timing_runs"]
-    result = {}
-    for label, make in (("forward", forward), ("train_step", train_step)):
-        medians = interleaved_medians({"eager": make(model), "compiled": make(s.compiled)}, runs=runs)
-        result[label] = {"eager_ms": medians["eager"], "compiled_ms": medians["compiled"],
-                         "speedup": medians["eager"] / medians["compiled"]}
-    evidence.update(result, compile_time_s=s.compile_time_s, runs=runs)
-    f, t = result["forward"], result["train_step"]
-    return "pass", (f"forward {f['eager_ms']:.1f} -> {f['compiled_ms']:.1f} ms ({f['speedup']:.2f}x), "
-                    f"train step {t['eager_ms']:.1f} -> {t['compiled_ms']:.1f} ms ({t['speedup']:.2f}x); "
-                    f"first compiled call {s.compile_time_s:.1f} s")
+    record.runs = runs = s.settings["timing_runs"]
+    medians = interleaved_medians({"eager": forward(model), "compiled": forward(s.compiled)}, runs=runs)
+    record.eager_step_ms, record.compiled_step_ms = medians["eager"], medians["compiled"]
+    record.speedup = record.eager_step_ms / record.compiled_step_ms
+    medians = interleaved_medians({"eager": train_step(model), "compiled": train_step(s.compiled)}, runs=runs)
+    record.eager_train_step_ms, record.compiled_train_step_ms = medians["eager"], medians["compiled"]
+    record.train_speedup = record.eager_train_step_ms / record.compiled_train_step_ms
+    compiled: CompileCheck = s.results["compile"].evidence
+    return "pass", (f"forward {record.eager_step_ms:.1f} -> {record.compiled_step_ms:.1f} ms "
+                    f"({record.speedup:.2f}x), train step {record.eager_train_step_ms:.1f} -> "
+                    f"{record.compiled_train_step_ms:.1f} ms ({record.train_speedup:.2f}x); "
+                    f"first compiled call {compiled.compile_time_s:.1f} s")
 
 
-_STAGE_FUNCTIONS: dict[str, Callable[[_Session, dict[str, Any]], tuple[str, str]]] = {
+_STAGE_FUNCTIONS: dict[str, Callable[[_Session, Any], tuple[str, str]]] = {
     "cpu": _stage_cpu, "eager": _stage_eager, "generate": _stage_generate, "train": _stage_train,
     "compile": _stage_compile, "timing": _stage_timing,
 }
@@ -482,17 +487,17 @@ _STAGE_FUNCTIONS: dict[str, Callable[[_Session, dict[str, Any]], tuple[str, str]
 # Helpers.
 
 
-def _recompiles(s: _Session, compiled: torch.nn.Module, explain: Any) -> dict[str, Any]:
-    """Call the compiled model with a second input shape and count the graphs it compiles (§3: static
-    shapes, one compilation per shape)."""
+def _recompiles(s: _Session, compiled: torch.nn.Module,
+                explain: Any) -> tuple[int | None, list[dict[str, list[int]]] | None]:
+    """Call the compiled model with a second input shape: the graphs it compiles (§3: static shapes, one
+    compilation per shape) and the two shapes (None, None when the inputs have no second shape)."""
     other = _other_shape(s.neuron_inputs, sequence=example.varies_sequence(s.neuron_inputs))
     if other is None:
-        return {"recompiles": None, "recompile_shapes": None}
+        return None, None
     before = len(explain.graphs)
     with s.device_mode():
         call(compiled, other, **s.extra)
-    return {"recompiles": len(explain.graphs) - before,
-            "recompile_shapes": [_shapes(s.neuron_inputs), _shapes(other)]}
+    return len(explain.graphs) - before, [_shapes(s.neuron_inputs), _shapes(other)]
 
 
 # Token-level targets and decoder inputs: cut with the sequence when they are as long as `input_ids`
@@ -531,14 +536,14 @@ def _shapes(inputs: Any) -> dict[str, list[int]]:
     return {name: list(t.shape) for name, t in compare.named_outputs(inputs)}
 
 
-def _breaks(explain: Any) -> list[dict[str, str]]:
+def _breaks(explain: Any) -> list[GraphBreak]:
     """Each graph break behind a compiled graph: a one-line reason, where it happened, the full text."""
     breaks = []
     for reason in explain.break_reasons:
         frame = reason.user_stack[-1] if reason.user_stack else None
-        breaks.append({"reason": short_break_reason(str(reason.reason)),
-                       "where": f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown",
-                       "detail": " ".join(str(reason.reason).split())})
+        breaks.append(GraphBreak(short_break_reason(str(reason.reason)),
+                                 f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown",
+                                 " ".join(str(reason.reason).split())))
     return breaks
 
 
@@ -568,15 +573,15 @@ def _first_sentence(text: str) -> str:
     return text if end < 0 else text[:end + 1]
 
 
-def _buckets(s: _Session) -> dict[str, Any] | None:
-    """Shape-bucket advice from the bundled sample prompts, when the model has a tokenizer."""
-    plan = advise_buckets(s.tokenizer, s.config)
-    return plan.to_dict() if plan else None
+def _parity(s: _Session, out: Any) -> Parity:
+    """A device run's outputs against the CPU reference's."""
+    return Parity(outputs=rows(ParityRow, compare.compare_outputs(s.cpu_out, out, s.tol)),
+                  top1_agreement=compare.top1_agreement(s.cpu_out, out))
 
 
-def _cache_delta(before: dict[str, Any]) -> dict[str, Any]:
+def _cache_delta(before: dict[str, Any]) -> NeffCache:
     after = torch.neuron.neff_cache_stats()
-    return {k: after[k] - before[k] for k in ("hits", "disk_hits", "misses", "entries", "compile_s")}
+    return NeffCache(**{k: after[k] - before[k] for k in ("hits", "disk_hits", "misses", "entries", "compile_s")})
 
 
 def _autocast_name(s: _Session) -> str | None:
@@ -587,12 +592,12 @@ def _top1_note(top1: float | None, tol: compare.Tolerance) -> list[str]:
     return [f"top-1 agreement {top1:.1%} below {tol.min_top1:.0%}"] if top1 is not None and top1 < tol.min_top1 else []
 
 
-def _worst(rows: Sequence[dict[str, Any]]) -> str:
-    errors = [r for r in rows if r.get("max_abs_err") is not None]
+def _worst(rows: Sequence[ParityRow]) -> str:
+    errors = [r for r in rows if r.max_abs_err is not None]
     if not errors:
         return "no floating outputs" if not rows else "see outputs"
-    worst = max(errors, key=lambda r: r["max_abs_err"])
-    return f"max abs err {worst['max_abs_err']:.1e} on {worst['name']}"
+    worst = max(errors, key=lambda r: r.max_abs_err)
+    return f"max abs err {worst.max_abs_err:.1e} on {worst.name}"
 
 
 def _first_line(value: object) -> str:

@@ -25,6 +25,7 @@ from neuronkit.policy import CPU_FALLBACK
 from neuronkit.profiling.capture import track_modules
 from neuronkit.profiling.config import NeuronConfig, ProfileMode
 from neuronkit.profiling.exporter import NeuronProfiler
+from neuronkit.profiling.markers import without_trace_markers
 from neuronkit.profiling.roofline import core_peaks
 from neuronkit.timing import timed
 
@@ -70,7 +71,7 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
         for _ in range(warmup):
             run()
         plain = [_timed_ms(run) for _ in range(steps)]
-        with track_modules(), torch.profiler.profile(
+        with without_trace_markers(), track_modules(), torch.profiler.profile(
                 activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], record_shapes=record_shapes,
                 experimental_config=config, on_trace_ready=exporter.export_trace):
             profiled = [_timed_ms(run) for _ in range(steps)]

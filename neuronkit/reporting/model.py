@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.evidence import EVIDENCE, AuditEvidence, load
 from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
@@ -163,14 +164,14 @@ def build_model(run: RunDir) -> ReportModel:
     records, params = _read(run)
     if not any(records.values()):
         raise NeuronkitInputError(f"no stage records under {run.stages_dir}; is {run.path} a run directory?")
-    audit = _evidence(records, "audit")
+    audit = _record(records, "audit") or AuditEvidence()
     severity = _recorded_severities(audit)
-    findings = [_finding(f) for f in audit.get("findings", [])]
+    findings = [_finding(f) for f in audit.findings]
     findings += _unaudited_fallbacks(records, findings, audit)
     blockers = [f for f in findings if f.severity == "blocker"]
     warnings = sorted((f for f in findings if f.severity != "blocker"),
                       key=lambda f: (SEVERITIES.index(f.severity), f.category, -(f.calls or 0), f.op))
-    ops = _op_rows(audit.get("ops", []), severity)
+    ops = _op_rows(audit.ops, severity)
     verdict, reasons = _verdict(records, blockers, warnings)
     return ReportModel(
         model_name=_model_name(records, params, run),
@@ -182,7 +183,7 @@ def build_model(run: RunDir) -> ReportModel:
         stages=[_card(stage, record) for stage, record in records.items()],
         blockers=blockers,
         warnings=warnings,
-        audit_summary=audit.get("summary"),
+        audit_summary=asdict(audit.summary) if _record(records, "audit") else None,
         ops=ops[:MAX_OP_ROWS],
         ops_total=len(ops),
         charts=_chart_data(records, audit, ops, severity),
@@ -193,55 +194,54 @@ def build_model(run: RunDir) -> ReportModel:
 
 
 def _device_kind(records: dict[str, StageResult | None]) -> str:
-    device = _evidence(records, "environment").get("device")
-    kind = device.get("kind") if isinstance(device, dict) else None
+    kind = _device(records).get("kind")
     return str(kind) if kind else "unknown"
 
 
-def _recorded_severities(audit: dict[str, Any]) -> dict[str, str]:
+def _recorded_severities(audit: AuditEvidence) -> dict[str, str]:
     """Category → severity as the audit recorded it (its policy's table, and each finding's own)."""
-    severity = {str(k): _known(str(v)) for k, v in (audit.get("severities") or {}).items()}
-    severity.update({str(f.get("category")): _known(str(f.get("severity"))) for f in audit.get("findings", [])})
+    severity = {str(k): _known(str(v)) for k, v in (audit.severities or {}).items()}
+    severity.update({str(f.get("category")): _known(str(f.get("severity"))) for f in audit.findings})
     return severity
 
 
 def _unaudited_fallbacks(records: dict[str, StageResult | None], findings: list[Finding],
-                         audit: dict[str, Any]) -> list[Finding]:
+                         audit: AuditEvidence) -> list[Finding]:
     """Ops the eager run, the compiled graphs or the profiler saw falling back to CPU that the op audit
     did not record (e.g. only `generate()` calls them): findings too, or the report would name them
     nowhere but a reason. Severity and remedy are those the audit recorded for CPU fallbacks."""
     audited = {base_name(f.op) for f in findings}
     seen = {base_name(op): op for op in _fallback_ops(records, [])}
     severity = _recorded_severities(audit).get(CPU_FALLBACK, "warn")
-    remedy = str((audit.get("remedies") or {}).get(CPU_FALLBACK) or load_policy().remedies.get(CPU_FALLBACK, ""))
+    remedy = str((audit.remedies or {}).get(CPU_FALLBACK) or load_policy().remedies.get(CPU_FALLBACK, ""))
     return [Finding(CPU_FALLBACK, severity, op, None,
                     "fell back to CPU in the eager run, a compiled graph or the profiler; the op audit did not "
                     "record it", remedy, [])
             for name, op in seen.items() if name not in audited]
 
 
-def _key_numbers(records: dict[str, StageResult | None], audit: dict[str, Any], blockers: list[Finding],
+def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, blockers: list[Finding],
                  warnings: list[Finding]) -> list[KeyNumber]:
     """The tiles under the verdict: op support, blockers, CPU fallbacks, parity, compile. A number whose
     record is absent is left out rather than shown as zero."""
     tiles = []
-    summary = audit.get("summary") or {}
-    if isinstance(summary.get("support_pct_ops"), (int, float)):
-        tiles.append(KeyNumber("Native op support", f"{summary['support_pct_ops']:.0f} %",
-                               f"of {summary.get('distinct_ops', '?')} distinct ops (op audit)"))
+    summary = audit.summary
+    if isinstance(summary.support_pct_ops, (int, float)):
+        tiles.append(KeyNumber("Native op support", f"{summary.support_pct_ops:.0f} %",
+                               f"of {summary.distinct_ops} distinct ops (op audit)"))
     if records.get("audit") is not None:
         tiles.append(KeyNumber("Blocker ops", str(len({f.op for f in blockers})), "must change before migrating"))
     if any(records.get(stage) is not None for stage in ("audit", "eager", "profile")):
         tiles.append(KeyNumber("CPU-fallback ops", str(len(_fallback_ops(records, warnings))),
                                "a host round trip per call"))
-    errors = [o["max_abs_err"] for o in (_evidence(records, "eager").get("parity") or {}).get("outputs", [])
-              if isinstance(o.get("max_abs_err"), (int, float))]
-    if errors:
-        tiles.append(KeyNumber("Eager vs CPU", f"{max(errors):.1e}", "largest absolute error of any output"))
-    compiled = _evidence(records, "compile")
-    if isinstance(compiled.get("graphs"), int):
-        breaks = len(compiled.get("graph_breaks") or [])
-        tiles.append(KeyNumber("torch.compile", f"{compiled['graphs']} graph{'s' * (compiled['graphs'] != 1)}",
+    eager = _record(records, "eager")
+    largest = eager.parity.largest_abs_err() if eager is not None and hasattr(eager.parity, "outputs") else None
+    if largest is not None:
+        tiles.append(KeyNumber("Eager vs CPU", f"{largest:.1e}", "largest absolute error of any output"))
+    compiled = _record(records, "compile")
+    if compiled is not None and isinstance(compiled.graphs, int):
+        breaks = len(compiled.graph_breaks or [])
+        tiles.append(KeyNumber("torch.compile", f"{compiled.graphs} graph{'s' * (compiled.graphs != 1)}",
                                f"{breaks} graph break{'s' * (breaks != 1)}"))
     return tiles
 
@@ -261,9 +261,26 @@ def _read(run: RunDir) -> tuple[dict[str, StageResult | None], dict[str, Any]]:
         raise NeuronkitInputError(f"unreadable record in {run.path}: {exc}") from None
 
 
-def _evidence(records: dict[str, StageResult | None], stage: str) -> dict[str, Any]:
+def _record(records: dict[str, StageResult | None], stage: str) -> Any:
+    """A stage's evidence as its typed record (`neuronkit.evidence.EVIDENCE`), None when the stage has no
+    record or its record holds no evidence (a crash before the stage recorded anything)."""
     record = records.get(stage)
-    return record.evidence if record else {}
+    if record is None or not record.evidence:
+        return None
+    return load(EVIDENCE[stage], record.evidence)
+
+
+def _device(records: dict[str, StageResult | None]) -> dict[str, Any]:
+    """The environment record's device (`neuronkit.detect()` as a dict), empty when there is none."""
+    environment = _record(records, "environment")
+    return environment.device if environment is not None and isinstance(environment.device, dict) else {}
+
+
+def _parity_rows(records: dict[str, StageResult | None], stage: str) -> list[Any]:
+    """The eager or compile record's parity rows (ParityRow), none when the stage has no record."""
+    record = _record(records, stage)
+    outputs = record.parity.outputs if record is not None and hasattr(record.parity, "outputs") else []
+    return [row for row in outputs if hasattr(row, "max_abs_err")]
 
 
 def _known(severity: str) -> str:
@@ -366,9 +383,11 @@ def _fallback_ops(records: dict[str, StageResult | None], warnings: list[Finding
     """Ops seen falling back to CPU by the audit, the eager run, inside compiled graphs or by the
     profiler, one name per base op."""
     names = [f.op for f in warnings if f.category == CPU_FALLBACK]
-    names += [str(op) for op in _evidence(records, "eager").get("fallback_ops", [])]
-    names += [str(op) for op in _evidence(records, "compile").get("fallback_ops", [])]
-    names += [str(row.get("name")) for row in _evidence(records, "profile").get("fallbacks", [])]
+    for stage in ("eager", "compile"):
+        record = _record(records, stage)
+        names += [str(op) for op in (record.fallback_ops if record is not None else [])]
+    profile = _record(records, "profile")
+    names += [str(row.name) for row in (profile.fallbacks if profile is not None else [])]
     unique: dict[str, str] = {}
     for name in names:
         unique.setdefault(base_name(name), name)
@@ -383,31 +402,31 @@ def _card(stage: str, record: StageResult | None) -> StageCard:
 
 
 def _model_name(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> str:
-    model = _evidence(records, "environment").get("model")
-    name = model.get("name") if isinstance(model, dict) else None
+    environment = _record(records, "environment")
+    name = getattr(environment.model, "name", None) if environment is not None else None
     return str(name or params.get("model") or run.path.name)
 
 
-def _chart_data(records: dict[str, StageResult | None], audit: dict[str, Any], ops: list[OpRow],
+def _chart_data(records: dict[str, StageResult | None], audit: AuditEvidence, ops: list[OpRow],
                 severity: dict[str, str]) -> dict[str, Any]:
     """The numbers behind each chart; a chart whose numbers are absent is left out."""
     charts: dict[str, Any] = {}
-    by_category = (audit.get("summary") or {}).get("by_category") or Counter(row.category for row in ops)
+    by_category = audit.summary.by_category or Counter(row.category for row in ops)
     if by_category:
         charts["op_categories"] = [{"category": c, "ops": n, "severity": severity.get(c, "ok")}
                                    for c, n in by_category.items()]
-    top_ops = [row for row in _evidence(records, "profile").get("top_ops", [])
-               if isinstance(row.get("device_time_us"), (int, float))]
+    profile = _record(records, "profile")
+    top_ops = [row for row in (profile.top_ops if profile is not None else [])
+               if isinstance(getattr(row, "device_time_us", None), (int, float))]
     if top_ops:
-        charts["top_ops"] = [{"name": str(r.get("name")), "device_time_us": r["device_time_us"],
-                              "classification": str(r.get("classification", ""))} for r in top_ops]
-    compiled = _evidence(records, "compile")
-    if all(isinstance(compiled.get(k), (int, float)) for k in ("eager_step_ms", "compiled_step_ms")):
-        charts["step_time"] = {"eager_step_ms": compiled["eager_step_ms"],
-                               "compiled_step_ms": compiled["compiled_step_ms"]}
-    parity = [{"run": run, **out} for run, stage in (("eager", "eager"), ("compiled", "compile"))
-              for out in (_evidence(records, stage).get("parity") or {}).get("outputs", [])
-              if isinstance(out.get("max_abs_err"), (int, float))]
+        charts["top_ops"] = [{"name": str(r.name), "device_time_us": r.device_time_us,
+                              "classification": str(r.classification or "")} for r in top_ops]
+    compiled = _record(records, "compile")
+    if compiled is not None and all(isinstance(v, (int, float)) for v in (compiled.eager_step_ms,
+                                                                          compiled.compiled_step_ms)):
+        charts["step_time"] = {"eager_step_ms": compiled.eager_step_ms, "compiled_step_ms": compiled.compiled_step_ms}
+    parity = [{"run": run, **asdict(out)} for run, stage in (("eager", "eager"), ("compiled", "compile"))
+              for out in _parity_rows(records, stage) if isinstance(out.max_abs_err, (int, float))]
     if parity:
         charts["parity"] = parity
     return charts
@@ -415,7 +434,6 @@ def _chart_data(records: dict[str, StageResult | None], audit: dict[str, Any], o
 
 def _reproduce(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> dict[str, Any]:
     """Versions, parameters and the `neuronkit run` command that repeats this run."""
-    device = _evidence(records, "environment").get("device")
-    versions = device.get("versions") if isinstance(device, dict) else None
+    versions = _device(records).get("versions")
     model = params.get("model") or _model_name(records, params, run)
     return {"versions": versions or {}, "params": params, "command": run_command(str(model), str(run.path), params)}

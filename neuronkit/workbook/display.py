@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from neuronkit.evidence import EVIDENCE, load
 from neuronkit.stages import STAGES, RunDir, StageResult
 from neuronkit.workbook.nbval import summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget
@@ -102,7 +103,8 @@ def comparison(run_dir: str | Path) -> Any:
         "step time (ms)": {"cpu_baseline": _round(ev.get("cpu_baseline", {}).get("forward_ms")),
                            "eager": _round(ev.get("compile", {}).get("eager_step_ms")),
                            "compile": _round(ev.get("compile", {}).get("compiled_step_ms"))},
-        "max abs error vs CPU": {stage: _max_err(ev.get(stage, {})) for stage in ("eager", "compile")},
+        "max abs error vs CPU": {stage: load(EVIDENCE[stage], ev[stage]).parity.largest_abs_err()
+                                 for stage in ("eager", "compile") if ev.get(stage)},
         "CPU-fallback ops": {"eager": _count(ev.get("eager", {}).get("fallback_ops")),
                              "audit": _count(ev.get("audit", {}).get("summary", {}).get("fallbacks")),
                              "compile": _count(ev.get("compile", {}).get("fallback_ops")),
@@ -114,12 +116,6 @@ def comparison(run_dir: str | Path) -> Any:
 
 def _round(value: Any) -> Any:
     return round(value, 2) if isinstance(value, float) else value
-
-
-def _max_err(evidence: dict[str, Any]) -> float | None:
-    errors = [o["max_abs_err"] for o in (evidence.get("parity") or {}).get("outputs", [])
-              if isinstance(o.get("max_abs_err"), (int, float))]
-    return max(errors) if errors else None
 
 
 def _count(values: Any) -> int | None:

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from neuronkit.evidence import CheckStage, DeviceMemory, EagerEvidence, EagerGeneration, EagerTraining, NeffCache, Parity, \
-    ParityRow, rows
+from neuronkit.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining, fields_of
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_verdict, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("eager", "generate", "train")
@@ -33,27 +30,23 @@ def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_t
     return slot["result"]
 
 
-def evidence(stages: dict[str, Any]) -> EagerEvidence:
-    """The eager stage's record (neuronkit.evidence.EagerEvidence) from the check's stage records."""
-    eager = stages["eager"].evidence
-    generate = stages["generate"].evidence if "generate" in stages else {}
-    train = stages["train"].evidence if "train" in stages else {}
-    parity = eager.get("parity", {})
-    phases = {name: stage.get("fallback_ops", []) for name, stage in
-              (("forward", eager), ("generate", generate), ("train", train)) if stage}
-    return EagerEvidence(
-        parity=Parity(outputs=rows(ParityRow, parity.get("outputs", [])), top1_agreement=parity.get("top1_agreement"),
-                      generate_identical=generate.get("generate_identical")),
-        training=rows(EagerTraining, [train])[0] if "ok" in train else None,
-        generate=EagerGeneration(generate.get("cpu_text"), generate.get("neuron_text"),
-                                 generate.get("first_divergence")) if generate else None,
-        fallback_ops=sorted({op for ops in phases.values() for op in ops}),
-        fallback_ops_by_phase=phases,
-        untied_parameters=eager.get("untied_parameters", []),
-        executed_ops=eager.get("executed_ops"),
-        neff_cache=NeffCache(**eager["neff_cache"]) if eager.get("neff_cache") else NeffCache(),
-        memory=DeviceMemory(**eager.get("memory", {}), hbm_bytes_per_core=torch.neuron.get_device_properties(
-            torch.neuron.current_device()).total_memory),
-        autocast=eager.get("autocast"),
-        stages=rows(CheckStage, [s.to_dict() for s in stages.values()]),
-    )
+def evidence(stages: dict[str, StageResult]) -> EagerEvidence:
+    """The eager stage's record: the check's eager forward record, with its generate and train records
+    (each None when that check stage did not run)."""
+    forward: EagerForward = stages["eager"].evidence
+    generate: EagerGeneration | None = _ran(stages, "generate")
+    training: EagerTraining | None = _ran(stages, "train")
+    phases = {name: record.fallback_ops for name, record in
+              (("forward", forward), ("generate", generate), ("train", training)) if record is not None}
+    record = EagerEvidence(**fields_of(forward, EagerForward), training=training, generate=generate,
+                           fallback_ops_by_phase=phases,
+                           stages=check_stages(stages))
+    record.fallback_ops = sorted({op for ops in phases.values() for op in ops})
+    record.parity.generate_identical = generate.generate_identical if generate else None
+    return record
+
+
+def _ran(stages: dict[str, StageResult], name: str) -> Any:
+    """The typed record of check stage `name`, None when it was skipped or not asked for."""
+    stage = stages.get(name)
+    return stage.evidence if stage is not None and stage.status != "skipped" else None

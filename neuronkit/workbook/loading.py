@@ -9,7 +9,8 @@ from typing import Any
 
 import torch
 
-from neuronkit.stages import worst
+from neuronkit.evidence import CheckStage
+from neuronkit.stages import StageResult, worst
 from neuronkit.workbook.params import Params
 
 
@@ -68,6 +69,11 @@ def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: 
     return check(params.model, stages=stages, dtype=params.dtype, batch_size=params.batch_size,
                  seq_len=params.seq_len, model_name=params.model, reference=Reference.load(reference_path(params)),
                  **settings)
+
+
+def check_stages(stages: dict[str, StageResult]) -> list[CheckStage]:
+    """The check stages a workbook stage ran, as its record lists them (status and summary, no evidence)."""
+    return [CheckStage(s.stage, s.status, s.summary, s.duration_s, s.error) for s in stages.values()]
 
 
 def check_verdict(report: Any, own: tuple[str, ...]) -> tuple[str, str]:

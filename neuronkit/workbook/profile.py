@@ -23,7 +23,7 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
     if skipped:
         return skipped
     with recording(params.run, "profile") as slot:
-        from neuronkit.compile.compare import move_inputs
+        from neuronkit.graph_compile.compare import move_inputs
         from neuronkit.profiling import profile
 
         require_positive_ints(steps=steps, warmup=warmup, top=top)

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
-import neuronkit.compile  # noqa: F401 - registers backend="neuron"
+import neuronkit.graph_compile  # noqa: F401 - registers backend="neuron"
 
-BACKEND_LOG = "neuronkit.compile.backend"
+BACKEND_LOG = "neuronkit.graph_compile.backend"
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 

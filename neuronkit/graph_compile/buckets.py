@@ -13,67 +13,12 @@ import itertools
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.evidence import BucketPlan, Bucketing, fields_of
 from neuronkit.resources import data_dir
-
-
-@dataclass(frozen=True)
-class Bucketing:
-    """One set of bucket lengths applied to the sample."""
-
-    strategy: str  # "pow2" or "min_padding"
-    buckets: list[int]  # ascending; every input is padded up to the first bucket >= its length
-    compilations: int  # buckets that at least one input lands in
-    padded_tokens: int
-    padding_overhead: float  # percent extra tokens over the unpadded total
-    counts: dict[int, int]  # bucket -> inputs landing in it
-
-
-@dataclass(frozen=True)
-class BucketPlan:
-    """The advice: compilations without buckets, the recommended bucketing and the alternatives."""
-
-    lengths: list[int]
-    distinct_shapes: int  # compilations without bucketing: one per distinct length
-    total_tokens: int
-    max_buckets: int
-    recommended: Bucketing
-    alternatives: list[Bucketing] = field(default_factory=list)
-
-    @property
-    def buckets(self) -> list[int]:
-        return self.recommended.buckets
-
-    @property
-    def compilations(self) -> int:
-        return self.recommended.compilations
-
-    @property
-    def padding_overhead(self) -> float:
-        return self.recommended.padding_overhead
-
-    def to_dict(self) -> dict[str, Any]:
-        """The compile stage's `buckets` evidence (docs/run-directory.md), plus the alternatives."""
-        return {
-            "lengths": self.lengths,
-            "distinct_shapes": self.distinct_shapes,
-            "buckets": self.buckets,
-            "compilations": self.compilations,
-            "padding_overhead": self.padding_overhead,
-            "strategy": self.recommended.strategy,
-            "max_buckets": self.max_buckets,
-            "alternatives": [_bucketing_dict(b) for b in self.alternatives],
-        }
-
-    def summary(self) -> str:
-        """One sentence for a table or a log."""
-        return (f"{len(self.lengths)} inputs, {self.distinct_shapes} distinct lengths -> "
-                f"{self.distinct_shapes} compilations unbucketed; buckets {self.buckets} -> "
-                f"{self.compilations} compilations, {self.padding_overhead:.1f}% padding")
 
 
 def suggest_buckets(lengths: Iterable[int], max_buckets: int = 4, *, multiple_of: int = 1,
@@ -91,8 +36,8 @@ def suggest_buckets(lengths: Iterable[int], max_buckets: int = 4, *, multiple_of
     pow2 = _bucketing("pow2", _pow2_buckets(values, multiple_of, max_length), values)
     candidates = [optimal] + ([pow2] if pow2.compilations <= max_buckets else [])
     recommended = min(candidates, key=lambda b: (b.padded_tokens, b.compilations))
-    return BucketPlan(lengths=values, distinct_shapes=len(set(values)), total_tokens=sum(values),
-                      max_buckets=max_buckets, recommended=recommended,
+    return BucketPlan(**fields_of(recommended, Bucketing), lengths=values, distinct_shapes=len(set(values)),
+                      total_tokens=sum(values), max_buckets=max_buckets,
                       alternatives=[b for b in (optimal, pow2) if b is not recommended])
 
 
@@ -189,8 +134,3 @@ def _bucketing(strategy: str, buckets: list[int], values: list[int]) -> Bucketin
                      padding_overhead=round(100.0 * (padded - total) / total, 2),
                      counts={b: counts[b] for b in buckets if counts[b]})
 
-
-def _bucketing_dict(bucketing: Bucketing) -> dict[str, Any]:
-    data = asdict(bucketing)
-    data["counts"] = {str(k): v for k, v in bucketing.counts.items()}
-    return data

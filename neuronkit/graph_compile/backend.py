@@ -209,7 +209,7 @@ def _reject_dynamic_shapes(gm: torch.fx.GraphModule, example_inputs: Sequence[An
             f"Dynamic shapes detected in the model, but torch-neuronx requires static shapes. Found "
             f"{len(dims)} dynamic dimension(s): [{', '.join(dims)}]. Fix: compile with "
             "torch.compile(..., dynamic=False) and do not mark dimensions dynamic; pad inputs to a few fixed "
-            "bucket lengths (neuronkit.compile.suggest_buckets) so each bucket compiles once.")
+            "bucket lengths (neuronkit.graph_compile.suggest_buckets) so each bucket compiles once.")
 
 
 class _RecordOps(TorchDispatchMode):

@@ -9,8 +9,8 @@ model does not need.
 
 from __future__ import annotations
 
-from neuronkit.compile.backend import NEFFCompilationError, neuron_backend, register
-from neuronkit.compile.buckets import BucketPlan, Bucketing, sample_lengths, suggest_buckets
+from neuronkit.graph_compile.backend import NEFFCompilationError, neuron_backend, register
+from neuronkit.graph_compile.buckets import BucketPlan, Bucketing, sample_lengths, suggest_buckets
 
 register()
 
