@@ -134,8 +134,8 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
         known = list(CONFIG_MAPPING.keys())
         close = difflib.get_close_matches(model_type, known, n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""
-        custom = "; it names custom code (auto_map): pass trust_remote_code=True if you trust it" \
-            if "auto_map" in raw else ""
+        custom = "; it names custom code (auto_map), which neuronkit does not run: its models are " \
+            "transformers' own classes" if "auto_map" in raw else ""
         raise NeuronkitInputError(
             f"{config_file}: unknown model_type {model_type!r}; {hint}transformers knows "
             f"{len(known)} model types{custom}")

@@ -183,7 +183,8 @@ def test_config_content_errors(tmp_path, content, expected):
 
 def test_remote_code_is_not_run_unless_asked(tmp_path):
     write_config(tmp_path, {"model_type": "my_custom", "auto_map": {"AutoConfig": "x.MyConfig"}})
-    assert "trust_remote_code=True" in input_error(models.load_config, tmp_path)
+    message = input_error(models.load_config, tmp_path)
+    assert "custom code (auto_map), which neuronkit does not run" in message and "trust_remote_code" not in message
 
 
 def test_unsupported_architecture(tmp_path):
