@@ -191,3 +191,15 @@ def _gone_within(pid: int, seconds: float) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"kernel process {pid} outlived its launcher")
+
+
+def test_the_console_script_python_forks_kernels_of_its_own_environment(monkeypatch) -> None:
+    """`neuronkit run` runs as `.venv/bin/python3.11`; the kernelspec names `.venv/bin/python`: one environment."""
+    bindir = os.path.dirname(os.path.abspath(sys.executable))
+    monkeypatch.setattr(sys, "executable", os.path.join(bindir, "python3.11"))
+    server = kernel.fork_server(kernel.KERNEL_NAME, dict(os.environ))
+    try:
+        assert server is not None
+    finally:
+        if server is not None:
+            server.close()

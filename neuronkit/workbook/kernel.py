@@ -63,7 +63,9 @@ def _runs_this_python(name: str) -> bool:
         return True
     if command in ("python", "python3"):  # jupyter_client runs these as sys.executable
         return True
-    return os.path.abspath(command) == os.path.abspath(sys.executable)
+    # An environment is its bin/ directory: the kernelspec says `.venv/bin/python`, while the `neuronkit`
+    # console script runs `.venv/bin/python3.11` (resolving symlinks would match every venv of one Python).
+    return os.path.dirname(os.path.abspath(command)) == os.path.dirname(os.path.abspath(sys.executable))
 
 
 class WarmKernels:
