@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -203,3 +204,13 @@ def test_the_console_script_python_forks_kernels_of_its_own_environment(monkeypa
     finally:
         if server is not None:
             server.close()
+
+
+def test_a_server_whose_runner_is_gone_before_it_starts_exits(tmp_path: Path) -> None:
+    """A runner killed right after starting the server (still importing) must not leave it serving forever."""
+    script = ("import os; from neuronkit.workbook import zygote; "
+              "print(zygote.ForkServer('neuronkit', 'x', dict(os.environ))._process.pid)")
+    printed = tmp_path / "pid"
+    with printed.open("w") as out:  # a file, not a pipe: the server inherits it and must not be waited on
+        subprocess.run([sys.executable, "-c", script], stdout=out, stdin=subprocess.DEVNULL, timeout=60, check=True)
+    _gone_within(int(printed.read_text().split()[-1]), 60)

@@ -16,7 +16,8 @@ exits (killing its kernels) when the process that started it does. A kernel whos
 the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is declined, and the launcher
 starts an ordinary kernel instead. Linux only (`available()`); elsewhere the runner keeps warm kernels.
 
-    python -m neuronkit.workbook.zygote FD DIR   # what ForkServer starts: FD its listening socket, in DIR
+    python -m neuronkit.workbook.zygote FD DIR PID   # what ForkServer starts: FD its listening socket, in
+                                                      # DIR, for the runner PID
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class ForkServer:
         # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
             self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote",
-                                              str(listener.fileno()), str(self._dir)], pass_fds=[listener.fileno()],
+                                              str(listener.fileno()), str(self._dir), str(os.getpid())],
+                                             pass_fds=[listener.fileno()],
                                              stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
                                              start_new_session=True)
 
@@ -255,8 +257,10 @@ def _become_kernel(request: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     """Import, then serve on the listening socket whose descriptor is argv[0] (ForkServer's, bound
     before this process started, so connections have queued meanwhile); when done, remove directory
-    argv[1] (socket and kernelspec), which a runner killed outright could not."""
-    imported_under, parent = dict(os.environ), os.getppid()
+    argv[1] (socket and kernelspec), which a runner killed outright could not. The runner's pid is argv[2],
+    not this process's parent as it reads at start-up: a runner gone before then would leave it orphaned
+    from the start, and it would serve forever."""
+    imported_under, parent = dict(os.environ), int(argv[2])
     listener = socket.socket(fileno=int(argv[0]))
     _preload()
     request = _serve(listener, imported_under, parent)
