@@ -9,6 +9,9 @@ localhost "nodes" of one rank each.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -309,3 +312,45 @@ def test_training_needs_a_causal_lm_that_fits(zoo, tmp_path):
     assert "GiB of float32 parameters, above the 1 GiB" in launch.untrainable(tmp_path / "config.json")
     with pytest.raises(NeuronkitInputError, match="image classification"):
         launch.run(["ddp"], model=zoo["vit"])
+
+
+_CUDA_STYLE_SCRIPT = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.neuron.set_device(local_rank)  # the CUDA habit: pick the core, then make the process group
+dist.init_process_group()
+torch.manual_seed(0)
+model = DistributedDataParallel(torch.nn.Linear(8, 4).to("neuron"), device_ids=[local_rank])
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    x = torch.randn(16, 8).to("neuron")
+    loss = model(x).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+weight = model.module.weight.detach().to("cpu")
+gathered = [torch.empty_like(weight) for _ in range(dist.get_world_size())]
+dist.all_gather_object(gathered, weight)
+print(f"rank {dist.get_rank()} on {torch.neuron.current_device()} loss {loss.item():.6f} "
+      f"same weights {all(torch.equal(w, weight) for w in gathered)}")
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.subprocess
+def test_a_cuda_style_script_sets_the_device_before_the_process_group(tmp_path):
+    """S torch_neuronx/csrc/core/NeuronDevice.cpp `set_device` only validates and sets the thread's index: it
+    does not start the runtime, so `set_device(local_rank)` before `init_process_group()` passes
+    `_neuron_runtime_setup`'s assert (distributed/backend.py) and the ranks train on their own cores."""
+    script = tmp_path / "train.py"
+    script.write_text(_CUDA_STYLE_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--rdzv-backend", "c10d",
+         "--rdzv-endpoint", f"localhost:{launch.free_port()}", str(script)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("rank "))
+    assert [line.split(" loss ")[0] for line in lines] == ["rank 0 on 0", "rank 1 on 1"]
+    assert all(line.endswith("same weights True") for line in lines)

@@ -48,7 +48,8 @@ PLACEMENT: LocalPlacement | None = None  # set once, by the first (default) neur
 
 
 def runtime_initialized() -> bool:
-    """Whether the simulated runtime has started: a device was selected or memory was allocated on one."""
+    """Whether the simulated runtime has started: `torch.neuron.init()` ran or memory was allocated on a core
+    (selecting a device does not start it, as in S)."""
     if module.is_initialized():
         return True
     return any(native.counters(index)[3] > 0 for index in range(native.device_count()))
@@ -61,8 +62,8 @@ def setup(rank: int, world_size: int, store: torch.distributed.Store) -> LocalPl
         raise RuntimeError(
             "Neuron runtime should not be initialized before the init_process_group "
             f"(the real backend asserts this: {_SOURCE}, _neuron_runtime_setup). Call "
-            "dist.init_process_group before torch.neuron.set_device or creating tensors on neuron; "
-            "the process group selects neuron:LOCAL_RANK itself")
+            "dist.init_process_group before creating tensors on neuron; the process group selects "
+            "neuron:LOCAL_RANK itself")
     local_rank, local_world_size = _local_rank(rank, world_size, store)
     os.environ.setdefault("NEURON_RT_VISIBLE_CORES", str(local_rank))
     visible = os.environ["NEURON_RT_VISIBLE_CORES"]

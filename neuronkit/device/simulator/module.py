@@ -84,9 +84,10 @@ def current_device() -> int:
 def set_device(device: int | str | torch.device) -> None:
     """Select this thread's current device; raises ValueError("Invalid device id: ...") when out of range,
     and, in a distributed process, for any core but its own (native runtime, csrc/device.cpp, as S
-    torch_neuronx/csrc/core/NeuronDevice.cpp set_device)."""
+    torch_neuronx/csrc/core/NeuronDevice.cpp set_device). Like S's, it only validates and sets the index:
+    it does not start the runtime, so the CUDA-style `set_device(local_rank)` before
+    `init_process_group()` works."""
     native.set_device(_check_index(device))
-    init()
 
 
 class device:  # noqa: N801 - the torch.<device>.device context manager (torch.load relies on it)
