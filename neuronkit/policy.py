@@ -14,6 +14,7 @@ from typing import Literal
 
 import torch
 
+from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import data_dir
 
 Severity = Literal["ok", "info", "warn", "blocker"]
@@ -179,3 +180,16 @@ def load_policy() -> Policy:
         raise FileNotFoundError(
             f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit."
         ) from None
+
+
+def fail_on_categories(text: str) -> list[str]:
+    """A `--fail-on` list (comma-separated), each name checked against the policy's stable category ids;
+    an unknown name is bad input."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = load_policy().categories
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise NeuronkitInputError(
+            f"unknown --fail-on categor{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
+            f"known: {', '.join(known)}")
+    return names

@@ -43,6 +43,8 @@ CHECK_STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile",
 # 3: `check` stages record typed evidence too (evidence.CHECK_EVIDENCE: timing is flat, buckets are one
 # BucketPlan with padded tokens and counts per bucket); the eager and compile records extend them.
 SCHEMA_VERSION = 3
+# The report neuronkit.reporting writes into a run directory, from its records.
+REPORT_HTML, REPORT_JSON = "report.html", "report.json"
 
 
 def worst(statuses: Iterable[str], default: str = "skipped") -> str:

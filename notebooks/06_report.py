@@ -44,8 +44,11 @@ verdict = json.loads(paths.json.read_text())
 #
 # - **Ready**: every stage passed; the model runs on `neuron` with parity against the CPU and every
 #   audited op runs natively.
-# - **Ready with CPU fallbacks**: it runs with parity, with caveats to plan for: ops that fall back to the
-#   CPU, recompiles, emulated dtypes.
+# - **Ready with CPU fallbacks**: it runs with parity, but ops of the model's own forward or training step
+#   fall back to the CPU (a host round trip per call), maybe with other findings to plan for.
+# - **Ready, with caveats**: the model's forward and training step run natively; findings to plan for
+#   remain: recompiles, emulated dtypes, or ops only `generate()`'s decoding loop sends to the CPU (every
+#   Hugging Face causal LM's greedy search calls `argmax` and `isin` there).
 # - **Blocked**: the audit found first-release blockers, or eager parity failed. The reasons name what must
 #   change.
 # - **Incomplete**: a stage errored, was skipped or has no record, so the run cannot be judged yet. Fix the
@@ -65,6 +68,9 @@ lesson.key_numbers({
 print("Reasons:" if verdict["reasons"] else "No reasons: every stage passed.")
 for reason in verdict["reasons"]:
     print(" -", reason)
+print("What to do next:")
+for number, step in enumerate(verdict["next_steps"], 1):
+    print(f" {number}.", step)
 display.report_link(paths.html)
 
 # %% [markdown]

@@ -373,12 +373,13 @@ def test_report_json_has_stable_keys(full_report: Any) -> None:
     run_dir = paths.json.parent
     assert list(data) == ["schema_version", "model", "run_dir", "device", "verdict", "verdict_label", "reasons",
                           "missing_stages", "stages", "blockers", "warnings", "audit", "key_numbers",
-                          "reproduce"]
+                          "next_steps", "reproduce"]
     assert list(data["stages"]) == list(STAGES)
     assert set(data["stages"]["eager"]) == {"title", "status", "summary", "error", "duration_s",
                                             "finished_at"}
     assert set(data["warnings"][0]) == {"category", "severity", "op", "calls", "message", "remedy",
-                                        "module_paths"}
+                                        "module_paths", "phases"}
+    assert all(set(k) == {"label", "value", "note", "number", "unit"} for k in data["key_numbers"])
     reproduce = data["reproduce"]
     assert reproduce["versions"]["torch"] == "2.13.0+cpu" and reproduce["params"]["seq_len"] == 16
     assert reproduce["command"] == (f"neuronkit run sshleifer/tiny-gpt2 --out {run_dir} -p compile true "
@@ -456,9 +457,9 @@ def test_info_findings_are_collapsed_and_fallbacks_outside_the_audit_are_finding
     html, data, _ = render(write_run(tmp_path, records))
     argmax = [f for f in data["warnings"] if f["op"] == "aten::argmax"]
     assert argmax == [{"category": "cpu_fallback", "severity": "warn", "op": "aten::argmax", "calls": None,
-                       "message": "fell back to CPU in the eager run, a compiled graph or the profiler; the op "
-                                  "audit did not record it", "remedy": load_policy().remedies["cpu_fallback"],
-                       "module_paths": []}]
+                       "message": "fell back to CPU in the model's forward; the op audit did not record it",
+                       "remedy": load_policy().remedies["cpu_fallback"], "module_paths": [],
+                       "phases": ["forward"]}]
     info = html[html.index('<details class="info-findings"'):]
     assert "int64_emulated" in info and "open" not in info[:info.index(">")]
     planned = html[html.index('<section id="warnings">'):html.index('<details class="info-findings"')]
@@ -496,3 +497,74 @@ def test_evidence_tables_read_name_verdict_figures_details() -> None:
     (table,) = [item for item in evidence_items("eager", {"parity": parity()}) if item.kind == "table"]
     assert table.columns == ["Output", "Within tolerance", "Max abs error", "Abs tolerance", "Max rel error",
                              "Rel tolerance"]  # labels and order from neuronkit.evidence.ParityRow
+
+
+# --- phases: the model's path against generate()'s decoding loop -----------------------------------
+
+def generate_only_records() -> dict[str, StageResult]:
+    """A run whose only CPU fallbacks are the ones Hugging Face's decoding loop makes, as the eager stage
+    records them for every causal LM (argmax and isin in greedy search)."""
+    records = passing_records(extra_ops=())
+    eager = records["eager"].evidence
+    eager["fallback_ops"] = ["aten::argmax", "aten::isin.Tensor_Tensor"]
+    eager["fallback_ops_by_phase"] = {"forward": [], "train": [], "generate": list(eager["fallback_ops"])}
+    records["profile"].evidence["fallbacks"] = []
+    return records
+
+
+def test_fallbacks_only_generate_makes_are_named_as_such_and_do_not_make_the_verdict(tmp_path: Path) -> None:
+    html, data, _ = render(write_run(tmp_path, generate_only_records()))
+    assert data["verdict"] == "ready_with_caveats"
+    (reason,) = data["reasons"]
+    assert reason.startswith("generate() only: 2 op(s) of Hugging Face's decoding loop fall back to CPU")
+    found = {f["op"]: f for f in data["warnings"]}
+    assert found["aten::argmax"]["phases"] == ["generate"]
+    assert "only in generate()'s decoding loop" in found["aten::isin.Tensor_Tensor"]["message"]
+    tile = next(k for k in data["key_numbers"] if k["label"] == "CPU-fallback ops")
+    assert (tile["number"], tile["unit"], tile["value"]) == (0, "ops", "0")
+    assert tile["note"].endswith("2 more only in generate()'s decoding loop")
+    assert "measure generate() latency" in data["next_steps"][0]
+    assert data["next_steps"][1].startswith("Repeat this run on a Trainium instance")
+    assert 'id="next-steps"' in html and html.index('id="next-steps"') < html.index('id="key-numbers"')
+
+
+def test_a_fallback_in_the_model_path_still_makes_the_verdict(tmp_path: Path) -> None:
+    records = generate_only_records()
+    records["eager"].evidence["fallback_ops_by_phase"]["train"] = ["aten::argmax"]
+    _, data, _ = render(write_run(tmp_path, records))
+    assert data["verdict"] == "ready_with_cpu_fallbacks"
+    assert data["reasons"][0] == ("1 op(s) fall back to CPU in the model's path (a host round trip per call): "
+                                  "aten::argmax.")
+    found = {f["op"]: f["phases"] for f in data["warnings"]}
+    assert found == {"aten::argmax": ["train", "generate"], "aten::isin.Tensor_Tensor": ["generate"]}
+    assert data["next_steps"][0].startswith("Decide on the 1 CPU-fallback op(s) in the model's path")
+
+
+def test_next_steps_lead_with_blockers_and_stay_short(tmp_path: Path) -> None:
+    records = passing_records(extra_ops=("median", "nonzero", "_to_sparse"))
+    del records["profile"]
+    _, data, _ = render(write_run(tmp_path, records))
+    steps = data["next_steps"]
+    assert 1 <= len(steps) <= 3
+    assert steps[0].startswith("Change the sparse blocker (aten::_to_sparse)")
+    assert steps[1].startswith("Re-run the stage(s) without a verdict (Profiling): neuronkit run ")
+
+
+def test_a_ready_run_says_to_repeat_it_on_trainium(tmp_path: Path) -> None:
+    _, data, _ = render(write_run(tmp_path, passing_records(extra_ops=())))
+    assert data["verdict"] == "ready"
+    assert data["next_steps"] == [f"Repeat this run on a Trainium instance with the real torch_neuronx installed "
+                                  f"(neuronkit steps aside for it): {data['reproduce']['command']}"]
+
+
+def test_fail_on_gates_ci_on_the_model_path_only(tmp_path: Path, report_cli: Any,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    generate_only = write_run(tmp_path / "generate", generate_only_records())
+    assert report_cli(["report", str(generate_only), "--fail-on", "cpu_fallback"]) == 0
+    model_path = full_run(tmp_path / "model")
+    assert report_cli(["report", str(model_path)]) == 0
+    assert report_cli(["report", str(model_path), "--fail-on", "cpu_fallback,dynamic_shape"]) == 1
+    assert ("findings in --fail-on categories in the model's path: cpu_fallback, dynamic_shape"
+            in capsys.readouterr().err)
+    assert report_cli(["report", str(model_path), "--fail-on", "no_such_thing"]) == 2
+    assert "unknown --fail-on category no_such_thing" in capsys.readouterr().err

@@ -117,3 +117,45 @@ def test_report_in_headless_chromium(browser: Any, tmp_path: Path) -> None:
     assert log.dialogs == []  # nothing injected ran alert()
     requested = log.requests + no_js_log.requests
     assert requested and all(url.startswith(("file:", "data:")) for url in requested), requested
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_report_at_phone_width_and_in_print(browser: Any, tmp_path: Path) -> None:
+    """At 390 px (a phone) nothing scrolls the page sideways and chart text stays legible; printed, the op
+    table shows every row (no scroll box clips it)."""
+    paths = report(full_run(tmp_path / "run", n_ops=43))
+    context = browser.new_context(viewport=PHONE, device_scale_factor=1)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    page.goto(paths.html.as_uri(), wait_until="load")
+    widths = page.evaluate("""() => ({
+        page: document.documentElement.scrollWidth, viewport: window.innerWidth,
+        wide: Array.from(document.querySelectorAll('body *'))
+            .filter(e => e.closest('.scroll') === null && e.getBoundingClientRect().right > window.innerWidth + 1)
+            .map(e => e.tagName + '.' + e.className).slice(0, 5),
+        charts: Array.from(document.querySelectorAll('.charts img')).map(i => i.getBoundingClientRect().width),
+        naturalCharts: Array.from(document.querySelectorAll('.charts img')).map(i => i.naturalWidth),
+    })""")
+    assert widths["page"] <= widths["viewport"], widths
+    assert widths["wide"] == [], widths
+    # Charts are drawn for a narrow column: the smallest chart text (9 pt at 100 dpi, 12.5 px) shrinks to no
+    # less than 8.75 px on the phone.
+    assert widths["charts"] and all(shown >= 0.7 * natural for shown, natural in
+                                    zip(widths["charts"], widths["naturalCharts"])), widths
+    page.screenshot(path=str(tmp_path / "phone.png"), full_page=True)
+
+    page.emulate_media(media="print")
+    printed = page.evaluate("""() => {
+        const box = document.querySelector('.ops-scroll');
+        const rows = Array.from(document.querySelectorAll('#op-table tbody tr'));
+        const frame = box.getBoundingClientRect();
+        return {rows: rows.length, clipped: box.scrollHeight > box.clientHeight + 1,
+                overflow: getComputedStyle(box).overflowY,
+                outside: rows.filter(r => r.getBoundingClientRect().bottom > frame.bottom + 1).length};
+    }""")
+    assert printed["rows"] >= 43 and not printed["clipped"] and printed["outside"] == 0, printed
+    # Chromium prints a scroll container as one block cut at the page's end: the table must flow instead.
+    assert printed["overflow"] == "visible", printed
+    context.close()

@@ -149,3 +149,22 @@ def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp
     frame = display.comparison(tmp_path)
     assert frame.loc["max abs error vs CPU", "eager"] == 2e-6 and frame.loc["max abs error vs CPU", "compile"] == 5e-6
     assert frame.loc["max abs error vs CPU", "audit"] == "—"
+
+
+def test_starting_a_run_keeps_another_models_run_and_clears_its_own(tmp_path: Path) -> None:
+    """Notebook 00 with another `model` and the default `run_dir` is refused in one line, never emptying the
+    earlier run; starting the same model again drops its records and its stale report."""
+    from neuronkit.workbook.flow import start_run
+    from neuronkit.workbook.params import Params
+
+    first = Params("tiny-qwen3", str(tmp_path))
+    start_run(first)
+    first.run.write(StageResult("environment", "pass", "ok", {}))
+    (tmp_path / "report.html").write_text("<p>old</p>")
+    with pytest.raises(NeuronkitInputError, match=f"^{tmp_path} holds the run of tiny-qwen3; set run_dir to a new "
+                                                  "directory for tiny-bert"):
+        start_run(Params("tiny-bert", str(tmp_path)))
+    assert first.run.read("environment") is not None and (tmp_path / "report.html").exists()
+    start_run(Params("tiny-qwen3", str(tmp_path), seq_len=32))
+    assert first.run.read("environment") is None and not (tmp_path / "report.html").exists()
+    assert first.run.read_params()["seq_len"] == 32

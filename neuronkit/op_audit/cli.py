@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neuronkit.errors import DTYPES, NeuronkitInputError
-from neuronkit.policy import load_policy
+from neuronkit.errors import DTYPES
+from neuronkit.policy import fail_on_categories
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    fail_on = _categories(args.fail_on)
+    fail_on = fail_on_categories(args.fail_on)
     from neuronkit.op_audit import audit  # after validating arguments: loads transformers
 
     report = audit(args.model, backward=args.backward, optimizer_step=args.optimizer_step,
@@ -50,15 +50,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"neuronkit audit: blocked: blocker findings in {', '.join(blockers)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _categories(text: str) -> list[str]:
-    """The `--fail-on` list, each name checked against the policy's stable category ids."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    known = load_policy().categories
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise NeuronkitInputError(
-            f"unknown --fail-on categor{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
-            f"known: {', '.join(known)}")
-    return names

@@ -14,7 +14,7 @@ from neuronkit.reporting.charts import render_charts
 from neuronkit.reporting.model import ReportModel, build_model
 from neuronkit.reporting.render import render_html
 from neuronkit.distributed import record as distributed_record
-from neuronkit.stages import RunDir
+from neuronkit.stages import REPORT_HTML, REPORT_JSON, RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
 
@@ -35,7 +35,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     model = build_model(RunDir(run_dir))
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = ReportPaths(out / "report.html", out / "report.json")
+    paths = ReportPaths(out / REPORT_HTML, out / REPORT_JSON)
     scale_out = distributed_record.read(run_dir)  # notebook 07's card, outside the stage model
     charts = render_charts(model.charts, host_timing=model.device != "real")
     paths.html.write_text(render_html(model, charts, scale_out), encoding="utf-8")

@@ -21,7 +21,10 @@ DPI = 100
 SEVERITY_COLORS = {"ok": "#2e7d32", "info": "#1f6fb2", "warn": "#c77700", "blocker": "#c62828"}
 NATIVE_COLOR, OTHER_COLOR, NEUTRAL_COLOR = "#1f6fb2", "#c77700", "#6b7280"
 _TOP_OPS = 12
-_STYLE = {"font.size": 9, "axes.spines.top": False, "axes.spines.right": False, "svg.fonttype": "path",
+# Figures are drawn 460 px wide with 10 pt text (9 pt bar labels, 12.5 px): a phone column of ~340 px
+# shrinks them by at most ~0.74, so the smallest text stays above 9 px.
+FIGURE_WIDTH_IN = 4.6
+_STYLE = {"font.size": 10, "axes.spines.top": False, "axes.spines.right": False, "svg.fonttype": "path",
           "svg.hashsalt": "neuronkit"}  # a fixed salt: the same data gives the same SVG
 _HOST = " (host timing)"
 
@@ -53,8 +56,9 @@ def render_charts(data: dict[str, Any], host_timing: bool = True) -> list[Chart]
 
 
 def _axes(bars: int) -> tuple[Figure, Axes]:
-    """A 640 px wide figure whose height follows the number of bars, so bars keep a readable thickness."""
-    fig = Figure(figsize=(6.4, min(4.2, max(1.8, 0.9 + 0.26 * bars))), dpi=DPI, layout="constrained")
+    """A FIGURE_WIDTH_IN wide figure whose height follows the number of bars, so bars keep a readable
+    thickness."""
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, min(4.6, max(1.9, 0.9 + 0.3 * bars))), dpi=DPI, layout="constrained")
     return fig, fig.add_subplot()
 
 
@@ -69,11 +73,11 @@ def _barh(ax: Axes, labels: list[str], values: list[float], colors: list[str], u
     y = list(range(len(labels)))[::-1]
     bars = ax.barh(y, values, color=colors, height=0.65)
     ax.set_yticks(y, [_short(label) for label in labels], parse_math=False)  # names are data, not mathtext
-    ax.bar_label(bars, [f"{v:,.4g}{unit}" for v in values], padding=3, fontsize=8)
+    ax.bar_label(bars, [f"{v:,.4g}{unit}" for v in values], padding=3, fontsize=9)
     ax.margins(x=0.15)
 
 
-def _short(label: str, width: int = 38) -> str:
+def _short(label: str, width: int = 30) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
@@ -106,12 +110,17 @@ def _step_time(data: dict[str, float]) -> tuple[Figure, str]:
 
 
 def _parity(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
-    floor = 1e-12  # an exact match is drawn at the floor of the log axis
+    floor = 1e-12  # the left end of the log axis: an exact match has no bar, only the word "exact"
     fig, ax = _axes(len(rows))
     labels = [f"{r['run']}: {r.get('name', '?')}" for r in rows]
     y = list(range(len(rows)))[::-1]
-    ax.barh(y, [max(float(r["max_abs_err"]), floor) for r in rows], height=0.65,
-            color=[SEVERITY_COLORS["ok" if r.get("ok") else "blocker"] for r in rows])
+    errors = [float(r["max_abs_err"]) for r in rows]
+    ax.barh(y, [max(err, floor) for err in errors], height=0.65,
+            color=[SEVERITY_COLORS["ok" if r.get("ok") else "blocker"] if err > 0 else "none"
+                   for r, err in zip(rows, errors)])
+    for yy, err in zip(y, errors):
+        if err == 0:
+            ax.annotate("exact", (floor, yy), xytext=(3, 0), textcoords="offset points", va="center", fontsize=9)
     tolerances = [(yy, r["atol"]) for yy, r in zip(y, rows) if isinstance(r.get("atol"), (int, float))]
     ax.scatter([t for _, t in tolerances], [yy for yy, _ in tolerances], marker="|", s=300, color="black",
                zorder=3)

@@ -19,7 +19,8 @@ from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
 from neuronkit.stages import RunDir, StageResult
 
-REPORT_SCHEMA_VERSION = 2  # 2: device, key_numbers; a finding's calls may be null
+REPORT_SCHEMA_VERSION = 3  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
+# each key number's `number` and `unit`, next_steps
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
 
 TITLES: dict[str, str] = {
@@ -46,6 +47,18 @@ TOP_REASONS = 3  # reasons shown beside the verdict; report.json and the page's 
 _REASON_WORDS = 18
 # A parenthesised aside after a space, which may hold calls like `tie_weights()`; `op(s)` is no aside.
 _ASIDE = re.compile(r"\s+\((?:[^()]|\w\([^()]*\))*\)")
+# Where an op was seen falling back to the CPU. GENERATE alone means only Hugging Face's decoding loop
+# (sampling, stopping criteria) calls it: the model's forward, backward and optimizer step never do.
+GENERATE = "generate"
+PHASES: dict[str, str] = {
+    "forward": "the model's forward",
+    "train": "the training step",
+    GENERATE: "generate()'s decoding loop",
+    "compile": "a compiled graph",
+    "profile": "the profiled forward",
+    "audit": "the op audit's trace",
+}
+MAX_NEXT_STEPS = 3
 
 
 @dataclass
@@ -65,7 +78,8 @@ class StageCard:
 @dataclass
 class Finding:
     """An audit finding with the severity the audit recorded; `calls` is None for an op seen falling back
-    to CPU outside the audit (eager run, compiled graphs or profiler), which counts no calls."""
+    to CPU outside the audit (eager run, compiled graphs or profiler), which counts no calls. `phases`
+    (keys of PHASES) say where a CPU fallback was seen; ["generate"] alone: only the decoding loop."""
 
     category: str
     severity: str
@@ -74,15 +88,29 @@ class Finding:
     message: str
     remedy: str
     module_paths: list[str]
+    phases: list[str] = field(default_factory=list)
+
+    @property
+    def seen_in(self) -> str:
+        """Where the fallback was seen, in words."""
+        return _where(self.phases)
+
+    @property
+    def generate_only(self) -> bool:
+        """A CPU fallback only `generate()`'s decoding loop makes, never the model's own passes."""
+        return self.category == CPU_FALLBACK and self.phases == [GENERATE]
 
 
 @dataclass
 class KeyNumber:
-    """One tile at the top of the report: a number that matters for the migration, and what it counts."""
+    """One tile at the top of the report: a number that matters for the migration, and what it counts;
+    `value` is its text, `number` and `unit` the figure itself (report.json)."""
 
     label: str
     value: str
     note: str
+    number: float | int | None = None
+    unit: str = ""
 
 
 @dataclass
@@ -119,6 +147,7 @@ class ReportModel:
     reproduce: dict[str, Any]
     records: dict[str, dict[str, Any] | None]
     key_numbers: list[KeyNumber] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
 
     @property
     def verdict_label(self) -> str:
@@ -153,8 +182,15 @@ class ReportModel:
             "warnings": [asdict(f) for f in self.warnings],
             "audit": self.audit_summary,
             "key_numbers": [asdict(k) for k in self.key_numbers],
+            "next_steps": self.next_steps,
             "reproduce": self.reproduce,
         }
+
+    def failing(self, categories: list[str]) -> list[str]:
+        """The `--fail-on` categories with a finding in the model's path: a CPU fallback only `generate()`'s
+        decoding loop makes does not count (README, "Exit codes")."""
+        found = {f.category for f in self.blockers + self.warnings if not f.generate_only}
+        return sorted(found.intersection(categories))
 
 
 def build_model(run: RunDir) -> ReportModel:
@@ -166,8 +202,9 @@ def build_model(run: RunDir) -> ReportModel:
         raise NeuronkitInputError(f"no stage records under {run.stages_dir}; is {run.path} a run directory?")
     audit = _record(records, "audit") or AuditEvidence()
     severity = _recorded_severities(audit)
-    findings = [_finding(f) for f in audit.findings]
-    findings += _unaudited_fallbacks(records, findings, audit)
+    phases = _fallback_phases(records)
+    findings = [_finding(f, phases) for f in audit.findings]
+    findings += _unaudited_fallbacks(findings, audit, phases)
     blockers = [f for f in findings if f.severity == "blocker"]
     warnings = sorted((f for f in findings if f.severity != "blocker"),
                       key=lambda f: (SEVERITIES.index(f.severity), f.category, -(f.calls or 0), f.op))
@@ -190,6 +227,7 @@ def build_model(run: RunDir) -> ReportModel:
         reproduce=_reproduce(records, params, run),
         records={stage: record.to_dict() if record else None for stage, record in records.items()},
         key_numbers=_key_numbers(records, audit, blockers, warnings),
+        next_steps=_next_steps(records, blockers, warnings, params, run),
     )
 
 
@@ -205,19 +243,59 @@ def _recorded_severities(audit: AuditEvidence) -> dict[str, str]:
     return severity
 
 
-def _unaudited_fallbacks(records: dict[str, StageResult | None], findings: list[Finding],
-                         audit: AuditEvidence) -> list[Finding]:
+def _fallback_phases(records: dict[str, StageResult | None]) -> dict[str, tuple[str, list[str]]]:
+    """Base op name → (the name first seen, the phases it fell back to the CPU in), from the eager run
+    (by phase: forward, generate, train), the compiled graphs and the profiler. An eager record without
+    phases (an older schema) counts as the forward, never as the decoding loop only."""
+    seen: dict[str, tuple[str, list[str]]] = {}
+
+    def add(op: str, phase: str) -> None:
+        phases = seen.setdefault(base_name(op), (op, []))[1]
+        if phase not in phases:
+            phases.append(phase)
+
+    eager = _record(records, "eager")
+    if eager is not None:
+        by_phase = eager.fallback_ops_by_phase or {}
+        for phase in ("forward", "train", GENERATE):
+            for op in by_phase.get(phase) or []:
+                add(str(op), phase)
+        for op in eager.fallback_ops:  # an op no phase list names ran on the host all the same
+            if base_name(str(op)) not in seen:
+                add(str(op), "forward")
+    compiled = _record(records, "compile")
+    for op in (compiled.fallback_ops if compiled is not None else []):
+        add(str(op), "compile")
+    profile = _record(records, "profile")
+    for row in (profile.fallbacks if profile is not None else []):
+        add(str(row.name), "profile")
+    return seen
+
+
+def _where(phases: list[str]) -> str:
+    return ", ".join(PHASES.get(phase, phase) for phase in phases)
+
+
+def _unaudited_fallbacks(findings: list[Finding], audit: AuditEvidence,
+                         phases: dict[str, tuple[str, list[str]]]) -> list[Finding]:
     """Ops the eager run, the compiled graphs or the profiler saw falling back to CPU that the op audit
     did not record (e.g. only `generate()` calls them): findings too, or the report would name them
     nowhere but a reason. Severity and remedy are those the audit recorded for CPU fallbacks."""
     audited = {base_name(f.op) for f in findings}
-    seen = {base_name(op): op for op in _fallback_ops(records, [])}
     severity = _recorded_severities(audit).get(CPU_FALLBACK, "warn")
     remedy = str((audit.remedies or {}).get(CPU_FALLBACK) or load_policy().remedies.get(CPU_FALLBACK, ""))
-    return [Finding(CPU_FALLBACK, severity, op, None,
-                    "fell back to CPU in the eager run, a compiled graph or the profiler; the op audit did not "
-                    "record it", remedy, [])
-            for name, op in seen.items() if name not in audited]
+    unaudited = []
+    for name, (op, where) in phases.items():
+        if name in audited:
+            continue
+        if where == [GENERATE]:
+            message = ("fell back to CPU only in generate()'s decoding loop (Hugging Face's sampling and stopping "
+                       "code), never in the model's forward or training step: a host round trip per generated "
+                       "token")
+        else:
+            message = f"fell back to CPU in {_where(where)}; the op audit did not record it"
+        unaudited.append(Finding(CPU_FALLBACK, severity, op, None, message, remedy, [], list(where)))
+    return unaudited
 
 
 def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, blockers: list[Finding],
@@ -228,22 +306,71 @@ def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, b
     summary = audit.summary
     if isinstance(summary.support_pct_ops, (int, float)):
         tiles.append(KeyNumber("Native op support", f"{summary.support_pct_ops:.0f} %",
-                               f"of {summary.distinct_ops} distinct ops (op audit)"))
+                               f"of {summary.distinct_ops} distinct ops (op audit)", summary.support_pct_ops, "%"))
     if records.get("audit") is not None:
-        tiles.append(KeyNumber("Blocker ops", str(len({f.op for f in blockers})), "must change before migrating"))
+        count = len({f.op for f in blockers})
+        tiles.append(KeyNumber("Blocker ops", str(count), "must change before migrating", count, "ops"))
     if any(records.get(stage) is not None for stage in ("audit", "eager", "profile")):
-        tiles.append(KeyNumber("CPU-fallback ops", str(len(_fallback_ops(records, warnings))),
-                               "a host round trip per call"))
+        model_path, generate_only = _fallback_split(warnings)
+        note = "in the model's forward or training: a host round trip per call"
+        if generate_only:
+            note += f"; {len(generate_only)} more only in generate()'s decoding loop"
+        tiles.append(KeyNumber("CPU-fallback ops", str(len(model_path)), note, len(model_path), "ops"))
     eager = _record(records, "eager")
     largest = eager.parity.largest_abs_err() if eager is not None and hasattr(eager.parity, "outputs") else None
     if largest is not None:
-        tiles.append(KeyNumber("Eager vs CPU", f"{largest:.1e}", "largest absolute error of any output"))
+        tiles.append(KeyNumber("Eager vs CPU", f"{largest:.1e}", "largest absolute error of any output", largest,
+                               "absolute error"))
     compiled = _record(records, "compile")
     if compiled is not None and isinstance(compiled.graphs, int):
         breaks = len(compiled.graph_breaks or [])
         tiles.append(KeyNumber("torch.compile", f"{compiled.graphs} graph{'s' * (compiled.graphs != 1)}",
-                               f"{breaks} graph break{'s' * (breaks != 1)}"))
+                               f"{breaks} graph break{'s' * (breaks != 1)}", compiled.graphs, "graphs"))
     return tiles
+
+
+def _fallback_split(warnings: list[Finding]) -> tuple[list[str], list[str]]:
+    """CPU-fallback ops in the model's path, and those only `generate()`'s decoding loop makes."""
+    fallbacks = [f for f in warnings if f.category == CPU_FALLBACK]
+    return [f.op for f in fallbacks if not f.generate_only], [f.op for f in fallbacks if f.generate_only]
+
+
+def _next_steps(records: dict[str, StageResult | None], blockers: list[Finding], warnings: list[Finding],
+                params: dict[str, Any], run: RunDir) -> list[str]:
+    """At most MAX_NEXT_STEPS concrete steps, the most pressing first: each blocker category's remedy, the
+    stages to re-run, the model-path fallbacks, other findings to plan for, the decoding loop's fallbacks;
+    then, when there is room, the run to repeat on a Trainium instance."""
+    steps: list[str] = []
+    for category, group in _by_category(blockers).items():
+        steps.append(f"Change the {category} blocker ({_names([f.op for f in group])}): {group[0].remedy}")
+    command = _reproduce(records, params, run)["command"]
+    unrun = [TITLES[stage] for stage, record in records.items()
+             if record is None or record.status in ("error", "skipped")]
+    if unrun:
+        steps.append(f"Re-run the stage(s) without a verdict ({', '.join(unrun)}): {command}")
+    model_path, generate_only = _fallback_split(warnings)
+    if model_path:
+        remedy = next(f.remedy for f in warnings if f.category == CPU_FALLBACK and not f.generate_only)
+        steps.append(f"Decide on the {len(model_path)} CPU-fallback op(s) in the model's path "
+                     f"({_names(model_path)}): {remedy}")
+    for category, group in _by_category([f for f in warnings if f.severity == "warn"
+                                         and f.category != CPU_FALLBACK]).items():
+        steps.append(f"Plan for the {category} finding(s) ({_names([f.op for f in group])}): {group[0].remedy}")
+    if generate_only:
+        steps.append(f"If you serve with generate(), expect a host round trip per generated token for "
+                     f"{_names(generate_only)} (Hugging Face's decoding loop, not the model): measure generate() "
+                     "latency on a Trainium instance before you rely on it.")
+    if not blockers and not unrun:
+        steps.append("Repeat this run on a Trainium instance with the real torch_neuronx installed (neuronkit steps "
+                     f"aside for it): {command}")
+    return steps[:MAX_NEXT_STEPS]
+
+
+def _by_category(findings: list[Finding]) -> dict[str, list[Finding]]:
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.category, []).append(f)
+    return groups
 
 
 def _gist(reason: str) -> str:
@@ -287,9 +414,12 @@ def _known(severity: str) -> str:
     return severity if severity in SEVERITIES else "warn"
 
 
-def _finding(raw: dict[str, Any]) -> Finding:
-    """A finding as the audit recorded it, its severity included."""
+def _finding(raw: dict[str, Any], phases: dict[str, tuple[str, list[str]]]) -> Finding:
+    """A finding as the audit recorded it, its severity included; a CPU fallback's phases are the audit's
+    trace and wherever the runs saw it fall back."""
     category = str(raw.get("category", "unknown"))
+    op = str(raw.get("op", ""))
+    seen = ["audit"] + phases.get(base_name(op), (op, []))[1] if category == CPU_FALLBACK else []
     return Finding(
         category=category,
         severity=_known(str(raw.get("severity", "warn"))),
@@ -298,6 +428,7 @@ def _finding(raw: dict[str, Any]) -> Finding:
         message=str(raw.get("message", "")),
         remedy=str(raw.get("remedy", "")),
         module_paths=[str(p) for p in raw.get("module_paths", [])],
+        phases=seen,
     )
 
 
@@ -343,11 +474,8 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     warnings). ready_with_caveats: it runs natively, with warnings to plan for (e.g. untied weights,
     dynamic shapes). ready: every stage passed with nothing to plan for.
     """
-    by_category: dict[str, list[str]] = {}
-    for f in blockers:
-        by_category.setdefault(f.category, []).append(f.op)
-    blocked = [f"Op audit: {len(ops)} blocker op(s) in category {category}: {_names(ops)}."
-               for category, ops in by_category.items()]
+    blocked = [f"Op audit: {len(group)} blocker op(s) in category {category}: {_names([f.op for f in group])}."
+               for category, group in _by_category(blockers).items()]
     incomplete: list[str] = []
     caveats: list[str] = []
     for stage, record in records.items():
@@ -364,34 +492,23 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
             incomplete.append(f"{title}: {record.status} — {_error_line(record.error) or record.summary}")
         elif record.status in ("warn", "fail"):
             caveats.append(f"{title}: {record.status} — {record.summary}")
-    fallback_ops = _fallback_ops(records, warnings)
+    fallback_ops, generate_only = _fallback_split(warnings)
     if fallback_ops:
-        caveats.insert(0, f"{len(fallback_ops)} op(s) fall back to CPU (a host round trip per call): "
-                          f"{_names(fallback_ops)}.")
+        caveats.insert(0, f"{len(fallback_ops)} op(s) fall back to CPU in the model's path (a host round trip per "
+                          f"call): {_names(fallback_ops)}.")
     for category in dict.fromkeys(f.category for f in warnings if f.severity == "warn"):
         if category != CPU_FALLBACK:
             ops = [f.op for f in warnings if f.category == category]
             caveats.append(f"Op audit: {category} findings to plan for: {_names(ops)}.")
+    if generate_only:
+        caveats.append(f"generate() only: {len(generate_only)} op(s) of Hugging Face's decoding loop fall back to "
+                       f"CPU, a host round trip per generated token: {_names(generate_only)}. The model's forward "
+                       "and training step run without them.")
     for verdict, reasons in (("blocked", blocked), ("incomplete", incomplete),
                              ("ready_with_cpu_fallbacks", fallback_ops), ("ready_with_caveats", caveats)):
         if reasons:
             return verdict, blocked + incomplete + caveats
     return "ready", [f"All {len(records)} stages passed; the op audit has no blocker or warning findings."]
-
-
-def _fallback_ops(records: dict[str, StageResult | None], warnings: list[Finding]) -> list[str]:
-    """Ops seen falling back to CPU by the audit, the eager run, inside compiled graphs or by the
-    profiler, one name per base op."""
-    names = [f.op for f in warnings if f.category == CPU_FALLBACK]
-    for stage in ("eager", "compile"):
-        record = _record(records, stage)
-        names += [str(op) for op in (record.fallback_ops if record is not None else [])]
-    profile = _record(records, "profile")
-    names += [str(row.name) for row in (profile.fallbacks if profile is not None else [])]
-    unique: dict[str, str] = {}
-    for name in names:
-        unique.setdefault(base_name(name), name)
-    return list(unique.values())
 
 
 def _card(stage: str, record: StageResult | None) -> StageCard:

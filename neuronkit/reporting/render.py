@@ -26,7 +26,8 @@ VERDICT_MEANING = {
     "incomplete": "The run directory does not hold the records needed to judge the migration.",
     "ready_with_cpu_fallbacks":
         "The model runs on neuron with parity; some work falls back to CPU or needs planning.",
-    "ready_with_caveats": "The model runs on neuron with parity, every op natively; some findings need planning.",
+    "ready_with_caveats": "The model runs on neuron with parity, its forward and training step natively; some "
+                          "findings need planning.",
     "ready": "The model runs on neuron with parity against CPU, every audited op natively.",
 }
 # The line above everything else: whether the numbers below come from Trainium at all.

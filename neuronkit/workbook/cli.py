@@ -1,8 +1,9 @@
 """`neuronkit run MODEL --out DIR`: the whole workbook from the command line.
 
 Prints one line per notebook (stage status and seconds), the report's path and its verdict. Exit codes,
-as for `audit` and `check`: 0 ready (caveats allowed), 1 blocked, incomplete or a notebook failed (the
-report is rendered all the same), 2 bad input, found before any kernel starts.
+as for `audit` and `check`: 0 ready (caveats allowed), 1 blocked, incomplete, a notebook failed (the
+report is rendered all the same) or a `--fail-on` finding in the model's path, 2 bad input, found before any
+kernel starts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.reporting.cli import add_fail_on, exit_code
 from neuronkit.run_command import RUN_FLAGS, parse_value
 from neuronkit.workbook.kernel import KERNEL_NAME
 from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
@@ -43,12 +45,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="start each warm kernel as a fresh interpreter instead of forking it from one process "
                              "that imported torch and the libraries once (the default on Linux)")
     parser.add_argument("--overwrite", action="store_true", help="clear a previous run in --out first")
+    add_fail_on(parser)
     parser.add_argument("--random-weights", action="store_true",
                         help="run the model its config describes on random weights (saved into --out first)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the workbook and print where the report went."""
+    from neuronkit.policy import fail_on_categories
     from neuronkit.workbook.runner import run_workbook
 
     # jsonschema (through papermill's nbformat) imports its optional IRI-syntax checker when present, and
@@ -56,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     # uses. This process runs nothing else, so it goes without it (the library leaves other programs alone).
     sys.modules.setdefault("rfc3987_syntax", None)
 
+    fail_on = fail_on_categories(args.fail_on)
     named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size}
     extra: dict[str, Any] = {}
     for name, raw in args.parameter:
@@ -67,6 +72,6 @@ def run(args: argparse.Namespace) -> int:
                           warm_kernels=not args.cold_kernels, fork_kernels=not args.no_fork_kernels,
                           overwrite=args.overwrite,
                           random_weights=args.random_weights, **named)
-    verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
-    print(f"verdict: {verdict}")
-    return 0 if result.ok and verdict.startswith("ready") else 1
+    data = json.loads((result.run_dir / "report.json").read_text())
+    print(f"verdict: {data['verdict']}")
+    return exit_code(data, fail_on) if result.ok else 1

@@ -5,7 +5,7 @@ say why a stage has no result."""
 from __future__ import annotations
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.stages import STAGES, RunDir, StageResult, now
+from neuronkit.stages import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, now
 from neuronkit.workbook.params import Params
 
 # The migration order (seed article: eager → compile → profile); the audit needs only a loadable model.
@@ -20,10 +20,18 @@ REQUIRES: dict[str, tuple[str, ...]] = {
 
 
 def start_run(params: Params) -> None:
-    """Begin a run in `params.run_dir`: record the parameters and drop records of an earlier run there."""
+    """Begin a run in `params.run_dir`: record the parameters and drop the records and report of an earlier
+    run of the same model there. A directory holding another model's run is refused, never emptied."""
     run = params.run
+    earlier = run.read_params().get("model")
+    if earlier is not None and earlier != params.model:
+        raise NeuronkitInputError(
+            f"{params.run_dir} holds the run of {earlier}; set run_dir to a new directory for {params.model} "
+            "(or delete that one first)")
     for stage in STAGES:
         run.stage_path(stage).unlink(missing_ok=True)
+    for name in (REPORT_HTML, REPORT_JSON):
+        (run.path / name).unlink(missing_ok=True)
     run.write_params(params.to_dict())
 
 
