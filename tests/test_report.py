@@ -93,7 +93,7 @@ def passing_records(model_name: str = "sshleifer/tiny-gpt2", extra_ops: tuple[st
                       "estimated_bytes": 9_200_000},
             "params": {"model": model_name, "dtype": "float32", "seq_len": 16},
         },
-        "cpu_baseline": {"forward_ms": 4.2, "logits_shape": [2, 16, 50257], "loss": 10.83, "threads": 4,
+        "cpu_baseline": {"forward_ms": 4.2, "logits_shape": [2, 16, 50257], "loss": 3.21, "threads": 4,
                          "generate": {"prompt": "Hello", "text": "Hello world", "new_tokens": 8}},
         "eager": {"parity": parity(),
                   "training": {"cpu_losses": [10.8, 10.7], "neuron_losses": [10.8, 10.7],
@@ -568,3 +568,15 @@ def test_fail_on_gates_ci_on_the_model_path_only(tmp_path: Path, report_cli: Any
             in capsys.readouterr().err)
     assert report_cli(["report", str(model_path), "--fail-on", "no_such_thing"]) == 2
     assert "unknown --fail-on category no_such_thing" in capsys.readouterr().err
+
+
+def test_a_baseline_loss_at_chance_level_is_a_caveat(tmp_path: Path) -> None:
+    records = passing_records(extra_ops=())
+    records["cpu_baseline"].evidence["loss"] = 10.9  # ln(50257) = 10.82: a uniform guess over the vocabulary
+    _, data, _ = render(write_run(tmp_path / "chance", records))
+    assert data["verdict"] == "ready_with_caveats"
+    assert data["reasons"] == ["CPU baseline: loss 10.9 is within 10% of ln(50,257) = 10.8, a uniform guess's: the "
+                               "weights look random or broken, so parity says nothing of the trained model."]
+    records["cpu_baseline"].evidence["loss"] = 2.1
+    _, data, _ = render(write_run(tmp_path / "trained", records))
+    assert data["verdict"] == "ready"

@@ -7,6 +7,7 @@ from stage statuses and audit findings and never claims a stage that has no reco
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -59,6 +60,8 @@ PHASES: dict[str, str] = {
     "audit": "the op audit's trace",
 }
 MAX_NEXT_STEPS = 3
+# A CPU loss this close (relative) to ln(classes), a uniform guess's cross-entropy, means untrained weights.
+CHANCE_MARGIN = 0.1
 
 
 @dataclass
@@ -329,6 +332,23 @@ def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, b
     return tiles
 
 
+def _chance_level_loss(records: dict[str, StageResult | None]) -> str | None:
+    """A reason when the CPU baseline's loss is a uniform guess's (within CHANCE_MARGIN of ln(classes), the
+    logits' last dimension): random or broken weights, unless a stage already says the run used random
+    weights."""
+    baseline = _record(records, "cpu_baseline")
+    if baseline is None or not isinstance(baseline.loss, (int, float)) or not baseline.logits_shape:
+        return None
+    classes = int(baseline.logits_shape[-1])
+    chance = math.log(classes) if classes > 1 else 0.0
+    if not chance or abs(baseline.loss - chance) > CHANCE_MARGIN * chance:
+        return None
+    if any("random weights" in (record.summary or "") for record in records.values() if record is not None):
+        return None
+    return (f"CPU baseline: loss {baseline.loss:.3g} is within {CHANCE_MARGIN:.0%} of ln({classes:,}) = {chance:.3g}, "
+            "a uniform guess's: the weights look random or broken, so parity says nothing of the trained model.")
+
+
 def _fallback_split(warnings: list[Finding]) -> tuple[list[str], list[str]]:
     """CPU-fallback ops in the model's path, and those only `generate()`'s decoding loop makes."""
     fallbacks = [f for f in warnings if f.category == CPU_FALLBACK]
@@ -500,6 +520,9 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
         if category != CPU_FALLBACK:
             ops = [f.op for f in warnings if f.category == category]
             caveats.append(f"Op audit: {category} findings to plan for: {_names(ops)}.")
+    chance = _chance_level_loss(records)
+    if chance:
+        caveats.append(chance)
     if generate_only:
         caveats.append(f"generate() only: {len(generate_only)} op(s) of Hugging Face's decoding loop fall back to "
                        f"CPU, a host round trip per generated token: {_names(generate_only)}. The model's forward "
