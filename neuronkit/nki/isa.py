@@ -13,9 +13,20 @@ from typing import Any
 
 import numpy as np
 
+from neuronkit.nki import isa_constants as constants  # noqa: F401 - `from nki.isa import constants`
 from neuronkit.nki import language as nl
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.errors import NkiRuleError, unsupported
+from neuronkit.nki.hardware import core
+from neuronkit.nki.isa_constants import (  # noqa: F401 - public names of nki.isa
+    dge_mode,
+    dma_engine,
+    engine,
+    matmul_perf_mode,
+    nc_version,
+    oob_mode,
+    reduce_cmd,
+)
 from neuronkit.nki.tensors import (
     NkiTensor,
     Operand,
@@ -26,6 +37,37 @@ from neuronkit.nki.tensors import (
     values_of,
     with_mask,
 )
+
+
+unknown_engine, tensor_engine, vector_engine, scalar_engine, gpsimd_engine, sync_engine = (
+    engine.unknown, engine.tensor, engine.vector, engine.scalar, engine.gpsimd, engine.sync)
+
+# nki.isa instructions NKI-lib's kernels use that the interpreter does not execute: they exist (so kernels
+# import) and raise NotImplementedError naming the instruction when called (docs/nki.md).
+NOT_INTERPRETED = (
+    "activation_reduce", "bn_aggr", "bn_stats", "core_barrier", "dma_compute", "dropout", "local_gather",
+    "nc_match_replace8", "nc_matmul_mx", "nc_n_gather", "nc_stream_shuffle", "nonzero_with_count",
+    "quantize_mx", "rand", "range_select", "register_alloc", "register_load", "register_move", "register_store",
+    "select_reduce", "sendrecv", "sequence_bounds", "tensor_copy_dynamic_dst", "tensor_copy_dynamic_src",
+    "tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_reduce",
+)
+
+
+def _not_interpreted(name: str) -> Callable[..., Any]:
+    def instruction(*_: Any, **__: Any) -> Any:
+        raise unsupported(f"nki.isa.{name}")
+    instruction.__name__ = instruction.__qualname__ = name
+    instruction.__doc__ = f"nki.isa.{name}: not executed by the interpreter; raises NotImplementedError naming it."
+    return instruction
+
+
+for _name in NOT_INTERPRETED:
+    globals()[_name] = _not_interpreted(_name)
+
+
+def get_nc_version() -> nc_version:
+    """The NeuronCore generation of the target (neuronkit/data/nki_hardware.toml)."""
+    return nc_version(core().nc_version)
 
 
 def _emit(values: np.ndarray, dst: Any, dtype: Any, what: str, buffer: str = "sbuf") -> NkiTensor | None:
@@ -77,7 +119,8 @@ def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
         dst, args = args[0], args[1:]
     stationary = kwargs.pop("stationary", args[0] if args else None)
     moving = kwargs.pop("moving", args[1] if len(args) > 1 else None)
-    for flag in ("is_stationary_onezero", "is_moving_onezero", "is_transpose"):
+    is_transpose = bool(kwargs.pop("is_transpose", False))
+    for flag in ("is_stationary_onezero", "is_moving_onezero"):
         if kwargs.pop(flag, False):
             raise unsupported(f"nki.isa.nc_matmul({flag}=True)")
     for role, operand in (("stationary", stationary), ("moving", moving)):
@@ -92,6 +135,9 @@ def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
         raise NkiRuleError(f"nki.isa.nc_matmul writes to PSUM, but dst '{dst.name}' is in {dst.buffer.upper()} "
                            f"at {origin()}: allocate it with buffer=nl.psum and copy it to SBUF afterwards "
                            "(nki.isa.tensor_copy).")
+    if is_transpose:  # the Tensor Engine passes the stationary through: dst takes its dtype, nothing accumulates
+        _write(dst, result, "nki.isa.nc_matmul(is_transpose=True)")
+        return None
     if dst.dtype != nl.float32:
         raise NkiRuleError(f"nki.isa.nc_matmul accumulates in float32, but PSUM dst '{dst.name}' is "
                            f"{dst.dtype!r} at {origin()}: allocate it with dtype=nl.float32 and cast when "
@@ -235,3 +281,108 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> NkiTensor | None:
         acc = op1(op0(a[:, t], acc), b[:, t])
         out[:, t] = acc
     return _emit(out, dst, bound.get("dtype") or dtype_of(bound["data0"]), "the result of nki.isa.tensor_tensor_scan")
+
+
+def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """(data op0 operand0) op1 data1: a per-partition scalar step then an element-wise step."""
+    dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "op1", "data1"), 1)
+    first = _fn(bound["op0"], "np_fn")
+    values = values_of(bound["data"]).astype(np.float32)
+    operand = _scalar_or_tile(bound["operand0"])
+    with np.errstate(all="ignore"):
+        values = first(operand, values) if bound.get("reverse0") else first(values, operand)
+        other = values_of(bound["data1"]).astype(np.float32)
+        second = _fn(bound["op1"], "np_fn")
+        values = second(other, values) if bound.get("reverse1") else second(values, other)
+    return _emit(np.asarray(values), dst, bound.get("dtype") or dtype_of(bound["data"]),
+                 "the result of nki.isa.scalar_tensor_tensor")
+
+
+def _affine(shape: tuple[int, ...], pattern: Any, offset: int, channel_multiplier: int, what: str) -> np.ndarray:
+    """offset + partition * channel_multiplier + sum(index_i * step_i) over the free `pattern`
+    ([[step, count], ...]), laid out in the free dimensions of `shape` (the iota / affine_select pseudo code)."""
+    pairs = [(int(step), int(count)) for step, count in pattern]
+    free = int(np.prod(shape[1:]))
+    if int(np.prod([c for _, c in pairs])) != free:
+        raise ValueError(f"{what}: pattern {pairs} spans {int(np.prod([c for _, c in pairs]))} elements per "
+                         f"partition, dst has {free} at {origin()}")
+    grids = np.meshgrid(*(np.arange(c) * st for st, c in pairs), indexing="ij") if pairs else []
+    values = int(offset) + sum((g for g in grids), np.zeros([c for _, c in pairs], dtype=np.int64))
+    per_partition = values.reshape(1, -1)
+    channels = np.arange(shape[0]).reshape(-1, 1) * int(channel_multiplier)
+    return (per_partition + channels).reshape(shape)
+
+
+def iota(*args: Any, **kwargs: Any) -> None:
+    """Fill dst with offset + partition * channel_multiplier + the free pattern's affine index (GpSimd)."""
+    bound = dict(zip(("dst", "pattern", "offset", "channel_multiplier"), args))
+    bound.update(kwargs)
+    dst = bound["dst"]
+    if not isinstance(dst, Operand):
+        raise unsupported("nki.isa.iota without dst= (the older expression form)")
+    if dst.buffer != "sbuf":
+        raise NkiRuleError(f"nki.isa.iota writes to SBUF, but dst '{dst.name}' is in {dst.buffer.upper()} at "
+                           f"{origin()}")
+    values = _affine(tuple(dst.shape), bound["pattern"], bound.get("offset", 0),
+                     bound.get("channel_multiplier", 0), "nki.isa.iota")
+    _write(dst, values, "nki.isa.iota")
+
+
+def affine_select(*args: Any, **kwargs: Any) -> None:
+    """dst = on_true_tile where cmp_op(affine value, 0), else on_false_value (the affine value as in iota)."""
+    bound = dict(zip(("dst", "pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value",
+                      "cmp_op"), args))
+    bound.update(kwargs)
+    dst = bound["dst"]
+    affine = _affine(tuple(dst.shape), bound["pattern"], bound.get("offset", 0), bound.get("channel_multiplier", 0),
+                     "nki.isa.affine_select")
+    predicate = _fn(bound.get("cmp_op", nl.equal), "np_fn")(affine, 0) != 0
+    on_true = values_of(bound["on_true_tile"]).astype(np.float32)
+    _write(dst, np.where(predicate, on_true, np.float32(bound["on_false_value"])), "nki.isa.affine_select")
+
+
+def max8(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """The 8 largest values of each partition, in descending order (Vector Engine)."""
+    dst, bound = _split(args, kwargs, ("src",), 1)
+    values = values_of(bound["src"]).astype(np.float32)
+    flat = values.reshape(values.shape[0], -1)
+    if not 8 <= flat.shape[1] <= 16384:
+        raise NkiRuleError(f"nki.isa.max8 reads 8 to 16384 elements per partition, got {flat.shape[1]} at "
+                           f"{origin()}")
+    top = -np.sort(-flat, axis=1)[:, :8]
+    return _emit(top, dst, bound.get("dtype") or dtype_of(bound["src"]), "the result of nki.isa.max8")
+
+
+def nc_find_index8(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """Per partition, the index of the first occurrence in data of each of the 8 vals; a value absent from
+    data gives the all-ones sentinel of dst's dtype (uint32 by default)."""
+    dst, bound = _split(args, kwargs, ("data", "vals"), 2)
+    data = values_of(bound["data"]).astype(np.float32)
+    flat = data.reshape(data.shape[0], -1)
+    vals = values_of(bound["vals"]).astype(np.float32).reshape(data.shape[0], -1)
+    if vals.shape[1] != 8:
+        raise ValueError(f"nki.isa.nc_find_index8: vals has {vals.shape[1]} elements per partition, not 8, at "
+                         f"{origin()}")
+    if not 8 <= flat.shape[1] <= 16384:
+        raise NkiRuleError(f"nki.isa.nc_find_index8 reads 8 to 16384 elements per partition, got {flat.shape[1]} "
+                           f"at {origin()}")
+    out = as_dtype(bound.get("dtype") or (dst.dtype if dst is not None else nl.uint32))
+    sentinel = np.iinfo(out.storage).max
+    hits = flat[:, :, None] == vals[:, None, :]
+    found = hits.any(axis=1)
+    index = np.where(found, hits.argmax(axis=1), sentinel)
+    return _emit(index, dst, out, "the result of nki.isa.nc_find_index8")
+
+
+def dma_transpose(*args: Any, **kwargs: Any) -> None:
+    """Copy src into dst with its dimensions reversed (a 2-D transpose done by the DMA engines)."""
+    bound = dict(zip(("dst", "src", "axes"), args))
+    bound.update(kwargs)
+    dst, src = bound["dst"], bound["src"]
+    values = src.read() if isinstance(src, Operand) else np.asarray(src)
+    axes = bound.get("axes")
+    moved = np.transpose(values, axes) if axes is not None else values.T
+    if moved.size != int(np.prod(dst.shape)):
+        raise ValueError(f"nki.isa.dma_transpose: src of shape {values.shape} does not fit dst '{dst.name}' of "
+                         f"shape {tuple(dst.shape)} at {origin()}")
+    dst.write(moved.reshape(dst.shape))

@@ -35,6 +35,15 @@ from neuronkit.nki.tensors import (
 float32, float16, bfloat16, tfloat32 = (_DTYPES[n] for n in ("float32", "float16", "bfloat16", "tfloat32"))
 int32, int16, int8, uint32, uint16, uint8, bool_ = (
     _DTYPES[n] for n in ("int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_"))
+float8_e4m3, float8_e4m3fn, float8_e5m2 = (_DTYPES[n] for n in ("float8_e4m3", "float8_e4m3fn", "float8_e5m2"))
+float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4 = (
+    _DTYPES[n] for n in ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"))
+dtype = DType  # `nl.dtype` / `nki.dtype` in annotations
+tensor = NkiTensor  # `nl.tensor` in annotations
+
+
+class NKIObject:
+    """`nl.NKIObject`: the base of the configuration classes kernels pass around; plain Python here."""
 
 sbuf, psum, hbm, shared_hbm, private_hbm = "sbuf", "psum", "hbm", "shared_hbm", "private_hbm"
 
@@ -57,6 +66,15 @@ class _TileSize:
     @property
     def gemm_moving_fmax(self) -> int:
         return _core().gemm_moving_fmax
+
+    @property
+    def bn_stats_fmax(self) -> int:
+        return _core().bn_stats_fmax
+
+    @property
+    def total_available_sbuf_size(self) -> int:
+        """SBUF bytes per partition a kernel may allocate."""
+        return _core().sbuf_bytes_per_partition
 
 
 tile_size = _TileSize()
@@ -99,6 +117,20 @@ def zeros_like(a: Operand, dtype: Any = None, buffer: str = sbuf, name: str = ""
     return full(a.shape, 0, dtype or a.dtype, buffer, name)
 
 
+def shared_identity_matrix(n: int, dtype: Any = uint8, **_: Any) -> NkiTensor:
+    """An n x n identity matrix in SBUF."""
+    return new_tile(np.eye(n, dtype=np.float32), as_dtype(dtype), "nl.shared_identity_matrix")
+
+
+def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
+    """A constant array (NumPy or a list) as an HBM tensor the kernel can read."""
+    values = np.asarray(constant)
+    out = as_dtype(dtype) if dtype is not None else as_dtype(values.dtype)
+    tensor = allocate(values.shape, out, hbm, what="nl.shared_constant")
+    tensor.write(values)
+    return tensor
+
+
 def arange(start: int, stop: int | None = None, step: int = 1) -> np.ndarray:
     """An index tile: `nl.arange(128)[:, None]` indexes 128 partitions."""
     return np.arange(start, stop, step) if stop is not None else np.arange(start)
@@ -133,7 +165,7 @@ def affine_range(start: int, stop: int | None = None, step: int = 1) -> range:
     return range(start) if stop is None else range(start, stop, step)
 
 
-sequential_range = static_range = affine_range
+sequential_range = static_range = dynamic_range = affine_range
 
 
 def program_id(axis: int) -> int:
@@ -145,7 +177,9 @@ def program_id(axis: int) -> int:
     return launch.program[axis] if axis < len(launch.grid) else 0
 
 
-def num_programs(axis: int | None = None) -> int:
+def num_programs(axis: int | None = None, axes: int | None = None) -> int:
+    """The size of the launch grid along `axis` (`axes=` in today's API), or the number of programs."""
+    axis = axes if axis is None else axis
     launch = context.current()
     if axis is None:
         return int(np.prod(launch.grid)) if launch.grid else 1
@@ -185,6 +219,9 @@ def store(dst: Any, value: Any, mask: Any = None, **_: Any) -> None:
 
 def copy(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
     return _elementwise("copy", lambda v: v, (x,), dtype, mask)
+
+
+copy.np_fn = lambda v: v  # `nisa.activation(op=nl.copy)`: the Scalar Engine's identity
 
 
 def broadcast_to(x: Any, shape: Any) -> NkiTensor:
@@ -236,6 +273,7 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "gelu_apprx_tanh": _torch(lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
     "softplus": _torch(torch.nn.functional.softplus), "mish": _torch(torch.nn.functional.mish),
     "logical_not": lambda v: (v == 0).astype(v.dtype),
+    "gelu_apprx_sigmoid": lambda v: v / (1.0 + np.exp(-1.702 * v)),
 }
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
@@ -373,3 +411,6 @@ def transpose(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTenso
     check_partition(values.shape[1], f"the transpose of a tile of shape {values.shape}")
     return new_tile(values.T.copy(), as_dtype(dtype) if dtype is not None else x.dtype,
                     "the result of nl.transpose")
+
+
+globals()["bool"] = bool_  # `nl.bool`, set last: the functions above use the builtin
