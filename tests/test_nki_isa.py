@@ -286,3 +286,32 @@ def test_names_nki_lib_uses_exist_and_unexecuted_ones_raise_when_called():
         assert dtype.itemsize == 4
     with pytest.raises(NotImplementedError, match="nki.isa.quantize_mx is not implemented"):
         nki.jit(lambda x: nisa.quantize_mx(dst=x, src=x))(rand(1, 1))
+
+
+# ---------------------------------------------------------------------------------------------------
+# As a TorchNeuron user calls it
+
+
+@nki.jit
+def triple_kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile, result = sbuf(x.shape), sbuf(x.shape)
+    nisa.dma_copy(dst=tile, src=x)
+    nisa.tensor_scalar(dst=result, data=tile, op0=nl.multiply, operand0=3.0)
+    nisa.dma_copy(dst=out, src=result)
+    return out
+
+
+def test_todays_api_kernel_through_nki_op_eager_compiled_and_backward(fresh_dynamo):
+    from torch_neuronx import nki_op
+
+    @nki_op("test_isa::triple", mutates_args={})
+    def triple(x: torch.Tensor) -> torch.Tensor:
+        return triple_kernel(x)
+
+    triple.register_autograd(lambda ctx, grad: triple(grad))
+    x = torch.randn(4, 8, device="neuron", requires_grad=True)
+    torch.testing.assert_close(triple(x).detach().cpu(), x.detach().cpu() * 3)
+    torch.testing.assert_close(torch.compile(triple, backend="neuron")(x.detach()).cpu(), x.detach().cpu() * 3)
+    triple(x).sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), torch.full((4, 8), 3.0))

@@ -1,4 +1,5 @@
-"""`nki.isa` for machines without the Neuron SDK: the instructions the public NKI tutorials use.
+"""`nki.isa` for machines without the Neuron SDK: the instructions the public NKI tutorials and NKI-lib's
+core kernels use; the other names NKI-lib touches exist and raise NotImplementedError when called.
 
 Two generations of the API are accepted: the older one returns a new tile (`nc_matmul(stationary,
 moving)`), the newer one writes into `dst` (`nc_matmul(dst, stationary, moving)`, `dst=` keyword). A

@@ -1,4 +1,4 @@
-"""`nki.language` for machines without the Neuron SDK: the subset the public NKI tutorials use.
+"""`nki.language` for machines without the Neuron SDK: the subset the public NKI tutorials and NKI-lib use.
 
 Element-wise functions and reductions compute in float32 (as the engines do) and round to the result
 tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tiles. Any other name of
