@@ -113,7 +113,7 @@ def test_dma_transpose():
 @nki.jit
 def elementwise(x, y):
     """tensor_tensor, tensor_scalar with a per-partition operand, scalar_tensor_tensor, activation
-    with bias and scale, reciprocal."""
+    with bias and scale, reciprocal; a per-partition operand also applies to a 3-D tile."""
     p, f = x.shape
     outs = [nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm) for _ in range(5)]
     a, b, col = sbuf((p, f)), sbuf((p, f)), sbuf((p, 1))
@@ -123,8 +123,9 @@ def elementwise(x, y):
     results = [sbuf((p, f)) for _ in range(5)]
     nisa.tensor_tensor(dst=results[0], data1=a, data2=b, op=nl.subtract)
     nisa.tensor_scalar(dst=results[1], data=a, op0=nl.multiply, operand0=col, op1=nl.add, operand1=1.0)
-    nisa.scalar_tensor_tensor(dst=results[2], data=a, op0=nl.multiply, operand0=2.0, op1=nl.add, data1=b)
-    nisa.activation(dst=results[3], op=nl.exp, data=a, bias=col, scale=0.5)
+    nisa.scalar_tensor_tensor(dst=results[2], data=a, op0=nl.multiply, operand0=2.0, op1=nl.add, operand1=b)
+    nisa.activation(dst=results[3].reshape((p, 2, f // 2)), op=nl.exp, data=a.reshape((p, 2, f // 2)), bias=col,
+                    scale=0.5)
     nisa.reciprocal(dst=results[4], data=b)
     for out, result in zip(outs, results):
         nisa.dma_copy(dst=out, src=result)
@@ -183,6 +184,40 @@ def test_reductions_max8_and_find_index8():
     np.testing.assert_allclose(sums, x.reshape(3, 2, 8).sum(axis=2), rtol=1e-5)
     np.testing.assert_array_equal(top, -np.sort(-x, axis=1)[:, :8])
     np.testing.assert_array_equal(where, np.argsort(-x, axis=1, kind="stable")[:, :8])
+
+
+@nki.jit
+def fused_reductions(x):
+    """activation_reduce (sum of exp) and tensor_scalar_reduce (max of x * 2) along the free axes."""
+    p, f = x.shape
+    exp_sum = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    doubled_max = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    data, e, d, s, m = sbuf((p, f)), sbuf((p, f)), sbuf((p, f)), sbuf((p, 1)), sbuf((p, 1))
+    nisa.dma_copy(dst=data, src=x)
+    nisa.activation_reduce(dst=e, op=nl.exp, data=data, reduce_op=nl.add, reduce_res=s)
+    nisa.tensor_scalar_reduce(dst=d, data=data, op0=nl.multiply, operand0=2.0, reduce_op=nl.max, reduce_res=m)
+    nisa.dma_copy(dst=exp_sum, src=s)
+    nisa.dma_copy(dst=doubled_max, src=m)
+    return exp_sum, doubled_max
+
+
+def test_activation_reduce_and_tensor_scalar_reduce():
+    x = rand(3, 10)
+    exp_sum, doubled_max = fused_reductions(x)
+    np.testing.assert_allclose(exp_sum, np.exp(x).sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_array_equal(doubled_max, (x * 2).max(axis=1, keepdims=True))
+
+
+def test_the_scalar_engine_reduces_only_by_adding():
+    @nki.jit
+    def kernel(x):
+        data, out, res = sbuf(x.shape), sbuf(x.shape), sbuf((x.shape[0], 1))
+        nisa.dma_copy(dst=data, src=x)
+        nisa.activation(dst=out, op=nl.exp, data=data, reduce_op=nl.max, reduce_res=res,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
+
+    with pytest.raises(NkiRuleError, match="reduce_op must be one of nl.add"):
+        kernel(rand(2, 4))
 
 
 @nki.jit

@@ -46,11 +46,11 @@ unknown_engine, tensor_engine, vector_engine, scalar_engine, gpsimd_engine, sync
 # nki.isa instructions NKI-lib's kernels use that the interpreter does not execute: they exist (so kernels
 # import) and raise NotImplementedError naming the instruction when called (docs/nki.md).
 NOT_INTERPRETED = (
-    "activation_reduce", "bn_aggr", "bn_stats", "core_barrier", "dma_compute", "dropout", "local_gather",
+    "bn_aggr", "bn_stats", "core_barrier", "dma_compute", "dropout", "local_gather",
     "nc_match_replace8", "nc_matmul_mx", "nc_n_gather", "nc_stream_shuffle", "nonzero_with_count",
     "quantize_mx", "rand", "range_select", "register_alloc", "register_load", "register_move", "register_store",
     "select_reduce", "sendrecv", "sequence_bounds", "tensor_copy_dynamic_dst", "tensor_copy_dynamic_src",
-    "tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_reduce",
+    "tensor_copy_predicated", "tensor_partition_reduce",
 )
 
 
@@ -188,14 +188,35 @@ def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
         dst, args = args[0], args[1:]
     bound = dict(zip(("op", "data", "bias", "scale"), args))
     bound.update(kwargs)
-    if bound.get("reduce_op") is not None or bound.get("reduce_res") is not None:
-        raise unsupported("nki.isa.activation(reduce_op=...)")
-    values = values_of(bound["data"]).astype(np.float32) * _scalar_or_tile(bound.get("scale", 1.0))
+    reduce_res = bound.get("reduce_res")
+    if reduce_res is not None and bound.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce:
+        raise unsupported(f"nki.isa.activation(reduce_cmd={bound['reduce_cmd']}) (accumulating across instructions)")
+    data = values_of(bound["data"]).astype(np.float32)
+    values = data * _scalar_or_tile(bound.get("scale", 1.0), data.ndim)
     if bound.get("bias") is not None:
-        values = values + _scalar_or_tile(bound["bias"])
+        values = values + _scalar_or_tile(bound["bias"], data.ndim)
     with np.errstate(all="ignore"):
         result = _fn(bound["op"], "np_fn")(values)
+    if reduce_res is not None:
+        _reduce_into(reduce_res, result, bound.get("reduce_op"), (nl.add,), "nki.isa.activation")
     return _emit(result, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.activation")
+
+
+def activation_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """activation, and the sum of its result along the free axes into reduce_res ([P, 1])."""
+    kwargs.setdefault("reduce_cmd", reduce_cmd.reset_reduce)
+    if kwargs.get("reduce_res") is None:
+        raise TypeError("nki.isa.activation_reduce needs reduce_res=")
+    return activation(*args, **kwargs)
+
+
+def _reduce_into(reduce_res: Any, values: np.ndarray, op: Any, allowed: tuple, what: str) -> None:
+    """Rule: the engine's reduction registers hold one value per partition, reduced with `allowed` ops."""
+    if op not in allowed:
+        names = ", ".join(f"nl.{getattr(a, '__name__', a)}" for a in allowed)
+        raise NkiRuleError(f"{what}: reduce_op must be one of {names}, got {getattr(op, '__name__', op)} at {origin()}")
+    flat = values.reshape(values.shape[0], -1)
+    _write(reduce_res, _fn(op, "reduce_fn")(flat, axis=1).reshape(-1, 1), f"{what} reduce_res")
 
 
 def tensor_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
@@ -229,7 +250,7 @@ def tensor_scalar(*args: Any, **kwargs: Any) -> NkiTensor | None:
         op = bound.get(f"op{i}")
         if op is None:
             continue
-        operand = _scalar_or_tile(bound[f"operand{i}"])
+        operand = _scalar_or_tile(bound[f"operand{i}"], values.ndim)
         fn = _fn(op, "np_fn")
         with np.errstate(all="ignore"):
             values = fn(operand, values) if bound.get(f"reverse{i}") else fn(values, operand)
@@ -259,11 +280,12 @@ def memset(*args: Any, **kwargs: Any) -> NkiTensor | None:
     return nl.full(shape, bound["value"], bound["dtype"])
 
 
-def _scalar_or_tile(x: Any) -> Any:
-    """A scalar, or a per-partition operand: a [P] or [P, 1] tile applies one value to each partition."""
+def _scalar_or_tile(x: Any, ndim: int = 2) -> Any:
+    """A scalar, or a per-partition operand: a [P] or [P, 1] tile applies one value to each partition of a
+    tile with `ndim` dimensions."""
     if isinstance(x, Operand):
         values = values_of(x).astype(np.float32)
-        return values.reshape(-1, 1) if values.ndim == 1 else values
+        return values.reshape((-1,) + (1,) * (ndim - 1)) if values.size == values.shape[0] else values
     return x
 
 
@@ -285,14 +307,15 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> NkiTensor | None:
 
 
 def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> NkiTensor | None:
-    """(data op0 operand0) op1 data1: a per-partition scalar step then an element-wise step."""
-    dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "op1", "data1"), 1)
+    """(data op0 operand0) op1 operand1: a per-partition scalar step then an element-wise step with the tile
+    operand1 (`data1=` in older releases)."""
+    dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "op1", "operand1"), 1)
     first = _fn(bound["op0"], "np_fn")
     values = values_of(bound["data"]).astype(np.float32)
-    operand = _scalar_or_tile(bound["operand0"])
+    operand = _scalar_or_tile(bound["operand0"], values.ndim)
     with np.errstate(all="ignore"):
         values = first(operand, values) if bound.get("reverse0") else first(values, operand)
-        other = values_of(bound["data1"]).astype(np.float32)
+        other = values_of(bound["operand1"] if "operand1" in bound else bound["data1"]).astype(np.float32)
         second = _fn(bound["op1"], "np_fn")
         values = second(other, values) if bound.get("reverse1") else second(values, other)
     return _emit(np.asarray(values), dst, bound.get("dtype") or dtype_of(bound["data"]),
@@ -387,3 +410,17 @@ def dma_transpose(*args: Any, **kwargs: Any) -> None:
         raise ValueError(f"nki.isa.dma_transpose: src of shape {values.shape} does not fit dst '{dst.name}' of "
                          f"shape {tuple(dst.shape)} at {origin()}")
     dst.write(moved.reshape(dst.shape))
+
+
+def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
+    """data op0 operand0 (as tensor_scalar), and its reduction along the free axes into reduce_res ([P, 1])."""
+    dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0"), 1)
+    if bound.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce or bound.get("reduce_init") is not None:
+        raise unsupported("nki.isa.tensor_scalar_reduce accumulating across instructions (reduce_cmd / reduce_init)")
+    values = values_of(bound["data"]).astype(np.float32)
+    operand, fn = _scalar_or_tile(bound["operand0"], values.ndim), _fn(bound["op0"], "np_fn")
+    with np.errstate(all="ignore"):
+        values = np.asarray(fn(operand, values) if bound.get("reverse0") else fn(values, operand))
+    _reduce_into(bound["reduce_res"], values, bound["reduce_op"], (nl.add, nl.multiply, nl.max, nl.min, nl.maximum,
+                                                                   nl.minimum), "nki.isa.tensor_scalar_reduce")
+    return _emit(values, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.tensor_scalar_reduce")
