@@ -70,6 +70,23 @@ def test_access_patterns_stride_and_broadcast():
     np.testing.assert_array_equal(broadcast, np.repeat(x[:, :1], 5, axis=1))
 
 
+def test_access_pattern_of_a_view_writes_through_to_the_tensor():
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = sbuf(x.shape)
+        nisa.memset(dst=tile, value=0.0)
+        column = tile.ap([[4, 3], [1, 1]], offset=1)  # column 1 of the [3, 4] tile
+        nisa.dma_copy(dst=column.ap([[4, 2], [1, 1]], offset=4), src=x[1:3, 0:1])  # rows 1-2 of that column
+        nisa.dma_copy(dst=out, src=tile)
+        return out
+
+    x = rand(3, 4)
+    expected = np.zeros_like(x)
+    expected[1:3, 1] = x[1:3, 0]
+    np.testing.assert_array_equal(kernel(x), expected)
+
+
 def test_access_pattern_past_the_tensor_is_refused():
     @nki.jit
     def kernel(x):

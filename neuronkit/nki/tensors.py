@@ -188,8 +188,13 @@ class NkiTensor(Operand):
 
 
 def _root(a: np.ndarray) -> np.ndarray:
-    while a.base is not None and isinstance(a.base, np.ndarray):
-        a = a.base
+    """The array `a` views (through slicing, reshapes and access patterns, whose NumPy view holds its
+    source one level further down)."""
+    while a.base is not None:
+        base = a.base if isinstance(a.base, np.ndarray) else getattr(a.base, "base", None)
+        if not isinstance(base, np.ndarray):
+            break
+        a = base
     return a
 
 
