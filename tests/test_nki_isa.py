@@ -4,6 +4,8 @@ tiles against NumPy; and the rules the new buffers obey."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -308,6 +310,37 @@ def test_nl_ndarray_in_sbuf_counts_against_sbuf():
         kernel(rand(1, 1))
 
 
+def test_tensors_placed_at_an_address_reuse_it_and_must_fit():
+    @nki.jit
+    def kernel(x):
+        # 16 PSUM tiles of 2 KiB per partition placed on two banks: more than PSUM's 16 KiB if counted as live
+        keep = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, (i % 2) * 2048))
+                for i in range(16)]
+        nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 15 * 1024))
+        return keep
+
+    with pytest.raises(NkiRuleError, match=r"placed at address \(0, 15360\) runs past PSUM.*bytes 15360..17407 of 16384"):
+        kernel(rand(1, 1))
+
+
+@nki.jit
+def per_partition_vectors(x):
+    """[P]-shaped (1-D) per-partition results: a reduction's reduce_res and a copied column."""
+    p = x.shape[0]
+    sums = nl.ndarray((p,), dtype=nl.float32, buffer=nl.shared_hbm)
+    data, out, res, col = sbuf(x.shape), sbuf(x.shape), sbuf((p,)), sbuf((p,))
+    nisa.dma_copy(dst=data, src=x)
+    nisa.activation_reduce(dst=out, op=nl.copy, data=data, reduce_op=nl.add, reduce_res=res)
+    nisa.tensor_copy(dst=col, src=res)
+    nisa.dma_copy(dst=sums, src=col)
+    return sums
+
+
+def test_per_partition_vectors_may_be_one_dimensional():
+    x = rand(4, 5)
+    np.testing.assert_allclose(per_partition_vectors(x), x.sum(axis=1), rtol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------------
 # The name surface
 
@@ -332,7 +365,13 @@ def test_names_nki_lib_uses_exist_and_unexecuted_ones_raise_when_called():
     from nki.isa.constants import dge_mode, oob_mode  # noqa: F401 - the import itself is the check
 
     assert nisa.get_nc_version() == nisa.nc_version.gen3  # trn2
-    assert issubclass(type("Config", (nl.NKIObject,), {}), nl.NKIObject)
+    @dataclasses.dataclass
+    class Config(nl.NKIObject):  # NKI-lib declares fields without annotations and sets them by keyword
+        tile = None
+
+    assert Config(tile=4).tile == 4
+    with pytest.raises(TypeError, match="Config has no attribute tiles"):
+        Config(tiles=4)
     assert nl.tile_size.total_available_sbuf_size == 224 * 1024
     for dtype in (nl.float8_e4m3fn_x4, nl.float8_e5m2_x4, nl.float4_e2m1fn_x4):
         assert dtype.itemsize == 4

@@ -80,8 +80,15 @@ def _emit(values: np.ndarray, dst: Any, dtype: Any, what: str, buffer: str = "sb
 
 
 def _write(dst: Any, values: np.ndarray, what: str) -> None:
+    """Write `values` into dst: broadcast to its shape, or laid out in its shape when both hold the same
+    elements per partition (an instruction sees each partition's elements as one stream)."""
     if not isinstance(dst, Operand):
         raise TypeError(f"{what}: dst must be a tensor, got {type(dst).__name__}")
+    values = np.asarray(values)
+    same_stream = (values.ndim and len(dst.shape) and values.shape[0] == dst.shape[0]
+                   and values.size == int(np.prod(dst.shape)))
+    if tuple(values.shape) != tuple(dst.shape) and same_stream:
+        values = values.reshape(dst.shape)
     if tuple(values.shape) != tuple(dst.shape):
         try:
             values = np.broadcast_to(values, dst.shape)
@@ -216,7 +223,9 @@ def _reduce_into(reduce_res: Any, values: np.ndarray, op: Any, allowed: tuple, w
         names = ", ".join(f"nl.{getattr(a, '__name__', a)}" for a in allowed)
         raise NkiRuleError(f"{what}: reduce_op must be one of {names}, got {getattr(op, '__name__', op)} at {origin()}")
     flat = values.reshape(values.shape[0], -1)
-    _write(reduce_res, _fn(op, "reduce_fn")(flat, axis=1).reshape(-1, 1), f"{what} reduce_res")
+    reduced = _fn(op, "reduce_fn")(flat, axis=1)  # one value per partition: [P] or [P, 1]
+    _write(reduce_res, reduced.reshape(reduce_res.shape if reduce_res.size == reduced.size else (-1, 1)),
+           f"{what} reduce_res")
 
 
 def tensor_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:

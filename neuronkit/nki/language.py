@@ -6,6 +6,7 @@ tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tile
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,25 @@ dtype = DType  # `nl.dtype` / `nki.dtype` in annotations
 tensor = NkiTensor  # `nl.tensor` in annotations
 
 
-class NKIObject:
+class _NKIObjectType(type):
+    """Lets `Config(name=value)` set a class attribute declared without an annotation, which a dataclass's
+    generated `__init__` does not accept (NKI-lib declares its `@dataclass` NKIObjects that way)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        accepted = inspect.signature(cls.__init__).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            return super().__call__(*args, **kwargs)
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in accepted}
+        unknown = [k for k in extra if not hasattr(cls, k)]
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no attribute {', '.join(unknown)} to set")
+        obj = super().__call__(*args, **kwargs)
+        for k, v in extra.items():
+            setattr(obj, k, v)
+        return obj
+
+
+class NKIObject(metaclass=_NKIObjectType):
     """`nl.NKIObject`: the base of the configuration classes kernels pass around; plain Python here."""
 
 sbuf, psum, hbm, shared_hbm, private_hbm = "sbuf", "psum", "hbm", "shared_hbm", "private_hbm"
@@ -94,9 +113,10 @@ def ds(start: int, size: int) -> DynSlice:
 # Creation, indices, loops, SPMD
 
 
-def ndarray(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", **_: Any) -> NkiTensor:
-    """A new tensor; its elements are unwritten until the kernel writes them."""
-    return allocate(shape, dtype, buffer, name or None, what="nl.ndarray")
+def ndarray(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", address: Any = None, **_: Any) -> NkiTensor:
+    """A new tensor; its elements are unwritten until the kernel writes them. `address=(partition, byte
+    offset)` places an on-chip tensor (checked to fit; not counted with the live tiles)."""
+    return allocate(shape, dtype, buffer, name or None, what="nl.ndarray", address=address)
 
 
 def zeros(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", **_: Any) -> NkiTensor:

@@ -285,9 +285,13 @@ def warn_unwritten(tensor: NkiTensor, count: int) -> None:
 # Allocation
 
 
-def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what: str = "a tile") -> NkiTensor:
+def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what: str = "a tile",
+             address: Any = None) -> NkiTensor:
     """A new tensor of `shape` in `buffer`, every element unwritten; on-chip tensors are checked against
-    the partition limit and the memory left."""
+    the partition limit and the memory left. An on-chip tensor placed by the kernel at `address`
+    (partition, byte offset per partition) must fit the memory from there; it is not added to the live
+    tiles, since kernels place several tensors at one address to reuse it (their elements are not shared:
+    docs/nki.md, known differences)."""
     launch = context.current()
     dtype = as_dtype(dtype)
     dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
@@ -307,8 +311,23 @@ def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what:
         return tensor
     check_partition(dims_int[par], f"{what} in {buffer.upper()} of shape {dims_int}", where)
     per_partition = math.prod(d for i, d in enumerate(dims_int) if i != par) * dtype.itemsize
-    launch.hold(tensor, buffer, per_partition, f"{what} of shape {dims_int} {dtype!r} at {where}")
+    if address is None:
+        launch.hold(tensor, buffer, per_partition, f"{what} of shape {dims_int} {dtype!r} at {where}")
+    else:
+        _check_placed(launch, buffer, dims_int[par], per_partition, address, f"{what} of shape {dims_int} at {where}")
     return tensor
+
+
+def _check_placed(launch: context.Launch, buffer: str, partitions: int, per_partition: int, address: Any,
+                  what: str) -> None:
+    """Rule: a tensor placed at (partition, byte offset) lies inside the buffer's partitions and bytes."""
+    first, offset = (int(a) for a in address)
+    limit = launch.capacity(buffer)
+    if first < 0 or offset < 0 or first + partitions > launch.core.pmax or offset + per_partition > limit:
+        raise NkiRuleError(
+            f"{what} placed at address ({first}, {offset}) runs past {buffer.upper()}: it needs partitions "
+            f"{first}..{first + partitions - 1} of {launch.core.pmax} and bytes {offset}..{offset + per_partition - 1} "
+            f"of {limit} per partition on one {launch.core.name} ({launch.core.target}).")
 
 
 def check_partition(size: int, what: str, where: str | None = None) -> None:
