@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (neuronkit)
 #     language: python
@@ -199,6 +201,97 @@ except NkiRuleError as err:
 print(rule_error)
 
 # %% [markdown]
+# ## Start from NKI-lib
+#
+# [NKI-lib](https://github.com/aws-neuron/nki-library) holds Trainium-tuned kernels (attention, MoE, RoPE,
+# norms, cumsum, top-k), each beside a PyTorch reference (`*_torch.py`). It is written in today's NKI API:
+# tensors allocated with `nl.ndarray(shape, dtype, buffer=nl.sbuf | nl.psum | nl.shared_hbm)` and ISA
+# instructions that write into `dst=` (`nisa.dma_copy`, `nisa.memset`, `nisa.tensor_tensor_scan`, ...).
+# With a checkout on `PYTHONPATH` (its `src/nkilib_src` directory), the cell below runs its cumsum kernel
+# on `neuron` tensors against its reference, with the tolerance of NKI-lib's GETTING_STARTED.md. Without
+# one, it runs the same steps on a cumsum kernel written here in the same style. docs/nki.md lists which
+# NKI-lib kernels run and which instructions are not interpreted yet.
+
+# %%
+import importlib.util
+
+import nki.isa as nisa
+
+
+@nki.jit
+def cumsum_rows(x):
+    """Cumulative sum along the last axis of [rows, cols]: 128 rows per tile, the running total of each
+    row carried from one chunk of columns to the next by the scan's `initial` operand."""
+    rows, cols = x.shape
+    chunk = 512
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range((rows + 127) // 128):
+        r = min(128, rows - r0 * 128)
+        carry = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=carry, value=0.0)
+        ones = nl.ndarray((128, chunk), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=ones, value=1.0)
+        for c0 in nl.sequential_range((cols + chunk - 1) // chunk):
+            c = min(chunk, cols - c0 * chunk)
+            rows_hbm = nl.ds(r0 * 128, r)
+            cols_hbm = nl.ds(c0 * chunk, c)
+            tile = nl.ndarray((128, chunk), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile[0:r, 0:c], src=x[rows_hbm, cols_hbm])
+            total = nl.ndarray((128, chunk), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor_scan(dst=total[0:r, 0:c], data0=ones[0:r, 0:c], data1=tile[0:r, 0:c],
+                                    initial=carry[0:r, :], op0=nl.multiply, op1=nl.add)
+            nisa.tensor_copy(dst=carry[0:r, :], src=total[0:r, c - 1:c])
+            nisa.dma_copy(dst=out[rows_hbm, cols_hbm], src=total[0:r, 0:c])
+    return out
+
+
+if importlib.util.find_spec("nkilib") is not None:
+    from nkilib.core.cumsum.cumsum import cumsum as cumsum_kernel
+    from nkilib.core.cumsum.cumsum_torch import cumsum_torch_ref
+
+    source = "NKI-lib's nkilib.core.cumsum"
+
+    def cumsum_reference(x):
+        return cumsum_torch_ref(x)["output_0"]
+else:
+    cumsum_kernel, source = cumsum_rows, "this lesson's cumsum_rows (no NKI-lib checkout on PYTHONPATH)"
+
+    def cumsum_reference(x):
+        return torch.cumsum(x, dim=-1)
+
+x = torch.randn(160, 700)
+got = cumsum_kernel(x.to("neuron")).cpu()
+nkilib_error = (got - cumsum_reference(x)).abs().max().item()
+nkilib_close = torch.allclose(got, cumsum_reference(x), rtol=1e-2, atol=1e-2)
+print(f"{source}: max error {nkilib_error:.1e}; within rtol=atol=1e-2: {nkilib_close}")
+
+# %% [markdown]
+# The same kernel as a TorchNeuron user wires it in: an `nki_op` with a backward (the gradient of a
+# cumulative sum is the reversed cumulative sum of the incoming gradient), eager and under
+# `torch.compile(backend="neuron")`.
+
+# %%
+@nki_op("lesson08::cumsum", mutates_args={})
+def nki_cumsum(x: torch.Tensor) -> torch.Tensor:
+    return cumsum_kernel(x)
+
+
+def cumsum_backward(ctx, grad):
+    return nki_cumsum(grad.flip(-1)).flip(-1)
+
+
+nki_cumsum.register_autograd(cumsum_backward)
+
+leaf = torch.randn(8, 300, device="neuron", requires_grad=True)
+weights = torch.randn(8, 300, device="neuron")
+(nki_cumsum(leaf) * weights).sum().backward()
+grad_error = (leaf.grad.cpu() - weights.cpu().flip(-1).cumsum(-1).flip(-1)).abs().max().item()
+compiled_cumsum = torch.compile(nki_cumsum, backend="neuron")
+compiled_cumsum_error = (compiled_cumsum(leaf.detach()).cpu() - leaf.detach().cpu().cumsum(-1)).abs().max().item()
+print(f"backward max error {grad_error:.1e}; compiled max error {compiled_cumsum_error:.1e}; "
+      f"both within 1e-4: {max(grad_error, compiled_cumsum_error) < 1e-4}")
+
+# %% [markdown]
 # ## Key numbers
 #
 # What to take away: the kernel matches PyTorch to float32 rounding, the model's next tokens do not change,
@@ -211,3 +304,4 @@ print(f"logits max error        {logits_error:.1e} (same next tokens: {same_toke
 print(f"compiled max error      {compiled_error:.1e}")
 print(f"NKI launches profiled   {int(nki_row.calls)}")
 print(f"rule violation caught   {rule_error is not None}")
+print(f"NKI-lib-style cumsum    {nkilib_error:.1e} ({source})")

@@ -369,12 +369,12 @@ def test_apis_outside_the_subset_name_themselves():
     with pytest.raises(NotImplementedError, match="nki.language.dropout is not implemented"):
         nl.dropout  # noqa: B018
     with pytest.raises(NotImplementedError, match="nki.isa.nc_stream_shuffle is not implemented"):
-        nisa.nc_stream_shuffle  # noqa: B018
+        run(lambda x: nisa.nc_stream_shuffle(dst=x, src=x), rand(1, 1))  # exists; raises when called
     assert not hasattr(nl, "dropout")  # feature detection sees it as absent
     with pytest.raises(ImportError):
         from nki.language import dropout  # noqa: F401
-    with pytest.raises(NotImplementedError, match=r"nc_matmul\(is_transpose=True\)"):
-        run(lambda s, m: nisa.nc_matmul(nl.load(s), nl.load(m), is_transpose=True), rand(4, 4), rand(4, 4))
+    with pytest.raises(NotImplementedError, match=r"nc_matmul\(is_moving_onezero=True\)"):
+        run(lambda s, m: nisa.nc_matmul(nl.load(s), nl.load(m), is_moving_onezero=True), rand(4, 4), rand(4, 4))
 
 
 def test_pypi_placeholder_counts_as_absent(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from neuronkit.nki import isa, language  # noqa: F401 - `nki.language` / `nki.isa` as attributes
+from neuronkit.nki.dtypes import DType as dtype  # noqa: F401 - `nki.dtype` in annotations
 from neuronkit.nki.runtime import Kernel
 
 

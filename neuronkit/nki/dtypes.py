@@ -1,7 +1,11 @@
 """NKI data types: what a tile holds, how the interpreter stores it in NumPy, and its torch twin.
 
-NumPy has no bfloat16 (and neuronkit adds no dependency for it): bfloat16 and tfloat32 tiles are held as
-float32 and rounded to their precision through torch every time they are written."""
+NumPy has no bfloat16 (and neuronkit adds no dependency for it): bfloat16, tfloat32 and the float8 tiles are
+held as float32 and rounded to their precision through torch every time they are written. Trainium's
+`float8_e4m3` (IEEE-style, largest finite 240) is rounded like torch's `float8_e4m3fn` and then saturated
+to +-240 (tests/conformance/known_differences.toml: NaN/inf encodings are not modelled). The microscaling
+`*_x4` types pack four 8-bit (or 4-bit) values in one 32-bit element: tiles of them can be allocated, moved
+and counted against SBUF, but not computed on (nisa.quantize_mx / nc_matmul_mx are not interpreted)."""
 
 from __future__ import annotations
 
@@ -30,6 +34,12 @@ class DType:
 
     def round(self, values: np.ndarray) -> np.ndarray:
         """`values` as this dtype would hold them, in the storage dtype."""
+        if self.name in _FLOAT8:
+            narrow, limit = _FLOAT8[self.name]
+            t = torch.from_numpy(np.array(values, dtype=np.float32))
+            if limit is not None:
+                t = t.clamp(-limit, limit)
+            return t.to(narrow).float().numpy()
         if self.name in ("bfloat16", "tfloat32"):
             narrow = torch.bfloat16 if self.name == "bfloat16" else torch.float32
             t = torch.from_numpy(np.array(values, dtype=np.float32)).to(narrow)
@@ -44,6 +54,14 @@ def _d(name: str, storage: Any, itemsize: int, tdtype: torch.dtype) -> DType:
     return DType(name, np.dtype(storage), itemsize, tdtype)
 
 
+# float8 dtype -> (the torch dtype that rounds like it, the largest finite value it saturates to)
+_FLOAT8 = {
+    "float8_e4m3": (torch.float8_e4m3fn, 240.0),
+    "float8_e4m3fn": (torch.float8_e4m3fn, None),
+    "float8_e5m2": (torch.float8_e5m2, None),
+}
+PACKED = ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
+
 ALL = {d.name: d for d in (
     _d("float32", np.float32, 4, torch.float32),
     _d("float16", np.float16, 2, torch.float16),
@@ -56,9 +74,13 @@ ALL = {d.name: d for d in (
     _d("uint16", np.uint16, 2, torch.uint16),
     _d("uint8", np.uint8, 1, torch.uint8),
     _d("bool_", np.bool_, 1, torch.bool),
+    _d("float8_e4m3", np.float32, 1, torch.float8_e4m3fn),
+    _d("float8_e4m3fn", np.float32, 1, torch.float8_e4m3fn),
+    _d("float8_e5m2", np.float32, 1, torch.float8_e5m2),
+    *(_d(name, np.uint32, 4, torch.uint32) for name in PACKED),
 )}
-_BY_TORCH = {d.torch: d for d in ALL.values() if d.name != "tfloat32"}
-_BY_NUMPY = {d.storage: d for d in ALL.values() if d.name not in ("bfloat16", "tfloat32")}
+_BY_TORCH = {d.torch: d for d in ALL.values() if d.name not in ("tfloat32", "float8_e4m3", *PACKED)}
+_BY_NUMPY = {d.storage: d for d in ALL.values() if d.name not in ("bfloat16", "tfloat32", *_FLOAT8, *PACKED)}
 
 
 def as_dtype(value: Any) -> DType:

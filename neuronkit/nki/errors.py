@@ -25,5 +25,5 @@ def unsupported(api: str, attribute: bool = False) -> NotImplementedError:
     kind = NkiUnsupportedAttributeError if attribute else NotImplementedError
     return kind(
         f"{api} is not implemented by neuronkit's NKI interpreter, which covers the subset of nki.language "
-        "and nki.isa that the public NKI tutorials use (docs/nki.md lists it). Run the kernel with the "
-        "Neuron SDK (nki.simulate or a Trainium instance) to use it.")
+        "and nki.isa that the public NKI tutorials and NKI-lib's core kernels use (docs/nki.md lists it). Run "
+        "the kernel with the Neuron SDK (nki.simulate or a Trainium instance) to use it.")

@@ -25,6 +25,8 @@ class Core:
     psum_fmax: int
     gemm_stationary_fmax: int
     gemm_moving_fmax: int
+    bn_stats_fmax: int
+    nc_version: int
 
 
 @functools.cache
@@ -39,4 +41,5 @@ def core(target: str | None = None) -> Core:
     spec, tiles = table[target], table["tile_size"]
     return Core(target, spec["core"], spec["partitions"], spec["sbuf_bytes_per_partition"],
                 spec["psum_bytes_per_partition"], tiles["pmax"], tiles["psum_fmax"],
-                tiles["gemm_stationary_fmax"], tiles["gemm_moving_fmax"])
+                tiles["gemm_stationary_fmax"], tiles["gemm_moving_fmax"], tiles["bn_stats_fmax"],
+                spec["nc_version"])

@@ -1,4 +1,4 @@
-"""`nki.language` for machines without the Neuron SDK: the subset the public NKI tutorials use.
+"""`nki.language` for machines without the Neuron SDK: the subset the public NKI tutorials and NKI-lib use.
 
 Element-wise functions and reductions compute in float32 (as the engines do) and round to the result
 tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tiles. Any other name of
@@ -6,6 +6,7 @@ tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tile
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,33 @@ from neuronkit.nki.tensors import (
 float32, float16, bfloat16, tfloat32 = (_DTYPES[n] for n in ("float32", "float16", "bfloat16", "tfloat32"))
 int32, int16, int8, uint32, uint16, uint8, bool_ = (
     _DTYPES[n] for n in ("int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_"))
+float8_e4m3, float8_e4m3fn, float8_e5m2 = (_DTYPES[n] for n in ("float8_e4m3", "float8_e4m3fn", "float8_e5m2"))
+float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4 = (
+    _DTYPES[n] for n in ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"))
+dtype = DType  # `nl.dtype` / `nki.dtype` in annotations
+tensor = NkiTensor  # `nl.tensor` in annotations
+
+
+class _NKIObjectType(type):
+    """Lets `Config(name=value)` set a class attribute declared without an annotation, which a dataclass's
+    generated `__init__` does not accept (NKI-lib declares its `@dataclass` NKIObjects that way)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        accepted = inspect.signature(cls.__init__).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            return super().__call__(*args, **kwargs)
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in accepted}
+        unknown = [k for k in extra if not hasattr(cls, k)]
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no attribute {', '.join(unknown)} to set")
+        obj = super().__call__(*args, **kwargs)
+        for k, v in extra.items():
+            setattr(obj, k, v)
+        return obj
+
+
+class NKIObject(metaclass=_NKIObjectType):
+    """`nl.NKIObject`: the base of the configuration classes kernels pass around; plain Python here."""
 
 sbuf, psum, hbm, shared_hbm, private_hbm = "sbuf", "psum", "hbm", "shared_hbm", "private_hbm"
 
@@ -58,6 +86,15 @@ class _TileSize:
     def gemm_moving_fmax(self) -> int:
         return _core().gemm_moving_fmax
 
+    @property
+    def bn_stats_fmax(self) -> int:
+        return _core().bn_stats_fmax
+
+    @property
+    def total_available_sbuf_size(self) -> int:
+        """SBUF bytes per partition a kernel may allocate."""
+        return _core().sbuf_bytes_per_partition
+
 
 tile_size = _TileSize()
 
@@ -76,9 +113,10 @@ def ds(start: int, size: int) -> DynSlice:
 # Creation, indices, loops, SPMD
 
 
-def ndarray(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", **_: Any) -> NkiTensor:
-    """A new tensor; its elements are unwritten until the kernel writes them."""
-    return allocate(shape, dtype, buffer, name or None, what="nl.ndarray")
+def ndarray(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", address: Any = None, **_: Any) -> NkiTensor:
+    """A new tensor; its elements are unwritten until the kernel writes them. `address=(partition, byte
+    offset)` places an on-chip tensor (checked to fit; not counted with the live tiles)."""
+    return allocate(shape, dtype, buffer, name or None, what="nl.ndarray", address=address)
 
 
 def zeros(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", **_: Any) -> NkiTensor:
@@ -97,6 +135,20 @@ def full(shape: Any, fill_value: Any, dtype: Any, buffer: str = sbuf, name: str 
 
 def zeros_like(a: Operand, dtype: Any = None, buffer: str = sbuf, name: str = "") -> NkiTensor:
     return full(a.shape, 0, dtype or a.dtype, buffer, name)
+
+
+def shared_identity_matrix(n: int, dtype: Any = uint8, **_: Any) -> NkiTensor:
+    """An n x n identity matrix in SBUF."""
+    return new_tile(np.eye(n, dtype=np.float32), as_dtype(dtype), "nl.shared_identity_matrix")
+
+
+def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
+    """A constant array (NumPy or a list) as an HBM tensor the kernel can read."""
+    values = np.asarray(constant)
+    out = as_dtype(dtype) if dtype is not None else as_dtype(values.dtype)
+    tensor = allocate(values.shape, out, hbm, what="nl.shared_constant")
+    tensor.write(values)
+    return tensor
 
 
 def arange(start: int, stop: int | None = None, step: int = 1) -> np.ndarray:
@@ -133,7 +185,7 @@ def affine_range(start: int, stop: int | None = None, step: int = 1) -> range:
     return range(start) if stop is None else range(start, stop, step)
 
 
-sequential_range = static_range = affine_range
+sequential_range = static_range = dynamic_range = affine_range
 
 
 def program_id(axis: int) -> int:
@@ -145,7 +197,9 @@ def program_id(axis: int) -> int:
     return launch.program[axis] if axis < len(launch.grid) else 0
 
 
-def num_programs(axis: int | None = None) -> int:
+def num_programs(axis: int | None = None, axes: int | None = None) -> int:
+    """The size of the launch grid along `axis` (`axes=` in today's API), or the number of programs."""
+    axis = axes if axis is None else axis
     launch = context.current()
     if axis is None:
         return int(np.prod(launch.grid)) if launch.grid else 1
@@ -185,6 +239,9 @@ def store(dst: Any, value: Any, mask: Any = None, **_: Any) -> None:
 
 def copy(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
     return _elementwise("copy", lambda v: v, (x,), dtype, mask)
+
+
+copy.np_fn = lambda v: v  # `nisa.activation(op=nl.copy)`: the Scalar Engine's identity
 
 
 def broadcast_to(x: Any, shape: Any) -> NkiTensor:
@@ -236,6 +293,7 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "gelu_apprx_tanh": _torch(lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
     "softplus": _torch(torch.nn.functional.softplus), "mish": _torch(torch.nn.functional.mish),
     "logical_not": lambda v: (v == 0).astype(v.dtype),
+    "gelu_apprx_sigmoid": lambda v: v / (1.0 + np.exp(-1.702 * v)),
 }
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
@@ -373,3 +431,6 @@ def transpose(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTenso
     check_partition(values.shape[1], f"the transpose of a tile of shape {values.shape}")
     return new_tile(values.T.copy(), as_dtype(dtype) if dtype is not None else x.dtype,
                     "the result of nl.transpose")
+
+
+globals()["bool"] = bool_  # `nl.bool`, set last: the functions above use the builtin

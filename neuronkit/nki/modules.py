@@ -22,8 +22,11 @@ _STANDINS = {
     "nki": "neuronkit.nki.api",
     "nki.language": "neuronkit.nki.language",
     "nki.isa": "neuronkit.nki.isa",
+    "nki.isa.constants": "neuronkit.nki.isa_constants",
     "nki.typing": "neuronkit.nki.typing",
 }
+
+_PACKAGES = ("nki", "nki.isa")
 
 
 class _StandIn(types.ModuleType):
@@ -68,8 +71,8 @@ def install() -> bool:
             full = prefix + name
             module = _StandIn(full, f"Stand-in for {full}: neuronkit's CPU interpreter of NKI ({target}).")
             module._target = target
-            module.__spec__ = importlib.machinery.ModuleSpec(full, None, is_package=(name == "nki"))
-            if name == "nki":
+            module.__spec__ = importlib.machinery.ModuleSpec(full, None, is_package=(name in _PACKAGES))
+            if name in _PACKAGES:
                 module.__path__ = []
             sys.modules[full] = module
             parents[full] = module

@@ -116,8 +116,48 @@ class NkiTensor(Operand):
         at = f" (allocated at {self.where})" if self.where else ""
         return f"{self.buffer} tensor '{self.name}' of shape {self.shape}{at}"
 
+    @property
+    def size(self) -> int:
+        return int(self.data.size)
+
     def __getitem__(self, index: Any) -> NkiTensor | Access:
         return index_tensor(self, index)
+
+    def reshape(self, shape: Any) -> NkiTensor:
+        """The same elements under another shape, sharing memory (a view, as `NkiTensor.reshape` in NKI)."""
+        dims = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        try:
+            data = self.data.reshape(dims, copy=False)
+        except ValueError:
+            raise NkiRuleError(f"reshape of {self.describe()} to {dims} at {origin()}: "
+                               f"{'the sizes differ' if math.prod(dims) != self.size else 'the view is not contiguous'}"
+                               "; a reshape is a view of the same memory.") from None
+        return self._derived(data, self.written.reshape(dims, copy=False),
+                             None if self.stored is None else self.stored.reshape(dims, copy=False))
+
+    def ap(self, pattern: Any, offset: int = 0, dtype: Any = None, **indirect: Any) -> NkiTensor:
+        """An access pattern over this tensor's memory: `pattern` is [[stride, count], ...] in elements of the
+        tensor laid out row-major (the first pair steps partitions on chip), starting `offset` elements in
+        (the NKI access-pattern deep dive). A stride of 0 repeats elements (broadcast)."""
+        if any(v is not None for v in indirect.values()):
+            raise unsupported("NkiTensor.ap with indirect offsets (scalar_offset / vector_offset)")
+        if dtype is not None and as_dtype(dtype) != self.dtype:
+            raise unsupported(f"NkiTensor.ap reinterpreting {self.dtype!r} as {as_dtype(dtype)!r}")
+        pairs = [(int(stride), int(count)) for stride, count in pattern]
+        root = _root(self.data)
+        start = (self.data.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // root.itemsize
+        first = start + int(offset)
+        last = first + sum((c - 1) * st for st, c in pairs if c > 0)
+        if first < 0 or last >= root.size or min(st for st, _ in pairs) < 0:
+            raise NkiRuleError(f"access pattern {pairs} at offset {offset} on {self.describe()} reaches element "
+                               f"{last} of {root.size} at {origin()}: it runs past the tensor's memory.")
+        shape = tuple(c for _, c in pairs)
+        views = [_strided(a, first, pairs, shape) if a is not None else None
+                 for a in (self.data, self.written, self.stored)]
+        return self._derived(*views)
+
+    def _derived(self, data: np.ndarray, written: np.ndarray, stored: np.ndarray | None) -> NkiTensor:
+        return NkiTensor(data, written, self.dtype, self.buffer, self.name, self.where, stored)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         target = index_tensor(self, index)
@@ -143,6 +183,25 @@ class NkiTensor(Operand):
             self.written[keep] = True
             if self.stored is not None:
                 self.stored[keep] = True
+
+
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array `a` views (through slicing, reshapes and access patterns, whose NumPy view holds its
+    source one level further down)."""
+    while a.base is not None:
+        base = a.base if isinstance(a.base, np.ndarray) else getattr(a.base, "base", None)
+        if not isinstance(base, np.ndarray):
+            break
+        a = base
+    return a
+
+
+def _strided(a: np.ndarray, first: int, pairs: list[tuple[int, int]], shape: tuple[int, ...]) -> np.ndarray:
+    """A view of `a`'s root array: element `first` on, stepping `pairs` ([stride, count] in elements)."""
+    root = _root(a).reshape(-1)
+    return np.lib.stride_tricks.as_strided(root[first:], shape, tuple(st * root.itemsize for st, _ in pairs))
 
 
 class Access(Operand):
@@ -226,9 +285,13 @@ def warn_unwritten(tensor: NkiTensor, count: int) -> None:
 # Allocation
 
 
-def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what: str = "a tile") -> NkiTensor:
+def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what: str = "a tile",
+             address: Any = None) -> NkiTensor:
     """A new tensor of `shape` in `buffer`, every element unwritten; on-chip tensors are checked against
-    the partition limit and the memory left."""
+    the partition limit and the memory left. An on-chip tensor placed by the kernel at `address`
+    (partition, byte offset per partition) must fit the memory from there; it is not added to the live
+    tiles, since kernels place several tensors at one address to reuse it (their elements are not shared:
+    docs/nki.md, known differences)."""
     launch = context.current()
     dtype = as_dtype(dtype)
     dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
@@ -248,8 +311,23 @@ def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what:
         return tensor
     check_partition(dims_int[par], f"{what} in {buffer.upper()} of shape {dims_int}", where)
     per_partition = math.prod(d for i, d in enumerate(dims_int) if i != par) * dtype.itemsize
-    launch.hold(tensor, buffer, per_partition, f"{what} of shape {dims_int} {dtype!r} at {where}")
+    if address is None:
+        launch.hold(tensor, buffer, per_partition, f"{what} of shape {dims_int} {dtype!r} at {where}")
+    else:
+        _check_placed(launch, buffer, dims_int[par], per_partition, address, f"{what} of shape {dims_int} at {where}")
     return tensor
+
+
+def _check_placed(launch: context.Launch, buffer: str, partitions: int, per_partition: int, address: Any,
+                  what: str) -> None:
+    """Rule: a tensor placed at (partition, byte offset) lies inside the buffer's partitions and bytes."""
+    first, offset = (int(a) for a in address)
+    limit = launch.capacity(buffer)
+    if first < 0 or offset < 0 or first + partitions > launch.core.pmax or offset + per_partition > limit:
+        raise NkiRuleError(
+            f"{what} placed at address ({first}, {offset}) runs past {buffer.upper()}: it needs partitions "
+            f"{first}..{first + partitions - 1} of {launch.core.pmax} and bytes {offset}..{offset + per_partition - 1} "
+            f"of {limit} per partition on one {launch.core.name} ({launch.core.target}).")
 
 
 def check_partition(size: int, what: str, where: str | None = None) -> None:
