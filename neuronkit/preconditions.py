@@ -122,6 +122,26 @@ def grouped_mm_offsets(call: dict[str, Any]) -> Outcome | None:
                              "and 2-D x 3-D)")
 
 
+def grouped_mm_compiled(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
+                        bias: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """`_grouped_mm` as S's compile path computes it, without asking can_handle
+    (neuron_dynamo_backend/decompositions.py:1475-1497): a 2-D x 3-D call cuts the tokens into blocks of
+    TORCH_NEURONX_ATEN_GMM_ALIGN rows and multiplies each block by one expert, the one whose group has
+    ended before the block (counted in blocks). Exact for aligned groups; unaligned groups give wrong
+    rows, and a token count that is not a multiple of the alignment fails the reshape. Other calls run
+    PyTorch's kernel (S's decomposition returns NotImplemented for them)."""
+    if a.dim() != 2 or b.dim() != 3 or offs is None:
+        return torch.ops.aten._grouped_mm.default(a, b, offs, bias, out_dtype)
+    align, tokens = gmm_align(), a.shape[0]
+    blocks = a.reshape(tokens // align, align, a.shape[1])
+    block_index = torch.arange(tokens // align, device=a.device)
+    expert = (offs.unsqueeze(1) // align <= block_index).sum(0).clamp(0, b.shape[0] - 1)
+    return torch.bmm(blocks, b[expert]).reshape(tokens, b.shape[2])
+
+
+# How S's torch.compile path computes an op whose eager path has preconditions, by ATen base name.
+COMPILED: dict[str, Callable[..., Any]] = {"_grouped_mm": grouped_mm_compiled}
+
 PREDICATES: dict[str, Callable[[dict[str, Any]], Outcome | None]] = {
     "grouped_mm_offsets": grouped_mm_offsets,
 }

@@ -74,13 +74,19 @@ def test_ranks_no_implementation_takes_fall_back_or_raise(monkeypatch):
     """S: base.py:715-804: a 3-D x 3-D grouped matmul matches neither implementation's can_handle
     (grouped_mm.py:31-32,50-51): a release build runs it on the CPU and logs it as offloaded
     (base.py:820-829); TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1 raises S's message."""
+    from neuronkit.device.simulator import tracking
     a, b = torch.randn(2, 4, 8), torch.randn(2, 8, 16)
     torch_neuronx.clear_op_tracking()
-    got = torch._grouped_mm(a.to(N), b.to(N))
+    events = []
+    tracking.observers.append(events.append)
+    try:
+        got = torch._grouped_mm(a.to(N), b.to(N))
+    finally:
+        tracking.observers.remove(events.append)
     torch.testing.assert_close(got.cpu(), torch._grouped_mm(a, b))
     assert torch_neuronx.get_fallback_ops() == ["aten::_grouped_mm"]
-    from neuronkit.device.simulator import tracking
     assert "3-D x 3-D" in tracking.get_input_fallbacks()["aten::_grouped_mm"]
+    assert [(e.fallback, e.category, e.cache_key) for e in events] == [(True, "input_fallback", None)]
     monkeypatch.setenv("TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS", "1")
     with pytest.raises(RuntimeError, match="^CPU fallback disabled because TORCH_NEURONX_FALLBACK_ONLY_FOR_"
                                            "UNIMPLEMENTED_OPS=1. Operation _grouped_mm failed to be handled"):
@@ -109,3 +115,18 @@ def test_the_audit_reports_unaligned_grouped_mm_as_a_blocker_naming_the_layer():
     assert report.summary["blockers"][0]["category"] == "grouped_mm_alignment"
     aligned = audit(nn.Sequential(nn.Linear(8, 8), _Experts([128, 0, 128, 0])), torch.randn(256, 8))
     assert aligned.summary["blockers"] == [] and not aligned.findings_in("grouped_mm_alignment")
+
+
+def test_compiled_grouped_mm_computes_as_s_compile_path_does(fresh_dynamo):
+    """S: neuron_dynamo_backend/decompositions.py:1475-1497: torch.compile asks no can_handle and
+    decomposes a 2-D x 3-D `_grouped_mm` into blocks of TORCH_NEURONX_ATEN_GMM_ALIGN rows, one expert per
+    block: exact for aligned groups, wrong numbers for unaligned ones, a reshape error below 128 tokens."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(256, 8, generator=gen).bfloat16(), torch.randn(4, 8, 16, generator=gen).bfloat16()
+    compiled = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, offs=o), backend="neuron")
+    for offs, exact in (([128, 128, 256, 256], True), ([60, 130, 200, 256], False)):
+        o = torch.tensor(offs, dtype=torch.int32)
+        got = compiled(a.to(N), b.to(N), o.to(N)).cpu()
+        assert torch.equal(got, torch._grouped_mm(a, b, offs=o)) is exact, offs
+    with pytest.raises(Exception, match=r"shape '\[0, 128, 8\]' is invalid"):
+        compiled(a[:48].to(N), b.to(N), torch.tensor([13, 25, 37, 48], dtype=torch.int32).to(N))

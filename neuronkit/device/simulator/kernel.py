@@ -117,7 +117,7 @@ class OpKernel:
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
                  "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind",
-                 "written", "preconditions")
+                 "written", "preconditions", "compiled_as")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
@@ -146,6 +146,8 @@ class OpKernel:
         self.native = policy.runs_natively(schema.name)
         # S's can_handle checks of this op (data/op_support.toml `[[precondition]]`), asked on every call.
         self.preconditions = policy.preconditions.get(self.rule.name, ()) if self.native else ()
+        # How S's compile path computes such an op (no can_handle there), used inside a compiled graph.
+        self.compiled_as = preconditions.COMPILED.get(self.rule.name) if self.preconditions else None
         self.compiles = self.native and not self.rule.is_view
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
         self.random = torch.Tag.nondeterministic_seeded in op.tags
@@ -252,12 +254,13 @@ class OpKernel:
             duration = _perf_ns() - start
         result = self._results(result, values, target)
         if observed:
-            _notify(observers, self, start, duration, key, hit, cvalues, result)
+            _notify(observers, self, start, duration, key, hit, cvalues, result, fallback)
         return result
 
     def _invoke(self, cvalues: list):
         n = self.positional
-        return self.op(*cvalues[:n], **dict(zip(self.arg_names[n:], cvalues[n:])))
+        op = self.compiled_as if self.compiled_as is not None and compiled_graphs.in_compiled_graph else self.op
+        return op(*cvalues[:n], **dict(zip(self.arg_names[n:], cvalues[n:])))
 
     def _compute(self, cvalues: list, wide: bool):
         if wide and self.compiles:
@@ -477,11 +480,11 @@ def _nbytes(values) -> int:
 
 
 def _notify(observers: list, kernel: OpKernel, start: int, duration: int, key, hit: bool, cvalues: list,
-            result) -> None:
+            result, fallback: bool) -> None:
     tensors = [a for a in cvalues[:kernel.positional] if isinstance(a, _Tensor)]
     event = tracking.OpEvent(
-        name=kernel.name, overload=kernel.overload, category=kernel.rule.category,
-        fallback=not kernel.native, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
+        name=kernel.name, overload=kernel.overload, category=INPUT_FALLBACK if fallback and kernel.native else
+        kernel.rule.category, fallback=fallback, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
         input_shapes=tuple(tuple(t.shape) for t in tensors), input_dtypes=tuple(str(t.dtype) for t in tensors),
         bytes_in=_nbytes(cvalues),
         bytes_out=_nbytes(result if isinstance(result, (list, tuple)) else (result,)),
