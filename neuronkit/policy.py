@@ -27,6 +27,7 @@ CPU_FALLBACK = "cpu_fallback"
 FLOAT64_EMULATED = "float64_emulated"
 INT64_EMULATED = "int64_emulated"
 COMPLEX_DTYPE = "complex_dtype"
+INPUT_FALLBACK = "input_fallback"
 
 
 RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
@@ -72,6 +73,21 @@ class _Feature:
                     remedy=self.remedy, documented=self.documented, runtime=self.runtime, source=self.source)
 
 
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    """An input check of a registered op (`[[precondition]]`): `check` names a predicate in
+    `neuronkit.preconditions`; a call it refuses is `category`, one it cannot judge without tensor values
+    is `unknown_category`, and one no implementation takes is an input-dependent CPU fallback."""
+
+    op: str
+    check: str
+    category: str
+    unknown_category: str
+    feature: str
+    remedy: str
+    source: str
+
+
 def _feature(entry: dict, gap: bool) -> _Feature:
     runtime = entry.get("runtime", "")
     if runtime not in RUNTIMES + ("",):
@@ -99,6 +115,11 @@ class Policy:
             getattr(torch, wide): getattr(torch, narrow)
             for wide, narrow in dtypes.items() if wide in ("float64", "int64")
         }
+        preconditions = [Precondition(p["op"], p["check"], p["category"], p["unknown_category"], p["feature"],
+                                      p["remedy"], p["source"]) for p in table.get("precondition", [])]
+        self.preconditions: dict[str, tuple[Precondition, ...]] = {}
+        for p in preconditions:
+            self.preconditions[p.op] = self.preconditions.get(p.op, ()) + (p,)
         self.complex_dtypes = frozenset(getattr(torch, d) for d in dtypes["complex"])
         self.complex_remedy: str = dtypes["complex_remedy"]
         self.emulated_remedy: str = dtypes["emulated_remedy"]
@@ -109,8 +130,18 @@ class Policy:
             "Runs on the host: each call copies its inputs to CPU and its outputs back. Acceptable off the "
             "hot path; on it, rewrite with natively supported ops or ask for a lowering.")
         self.remedies[COMPLEX_DTYPE] = self.complex_remedy
+        self.remedies[INPUT_FALLBACK] = (
+            "These inputs are ones no device implementation of the op takes, so it runs on the host (an "
+            "input-dependent fallback; TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1 makes it an error): "
+            "change the inputs to a form the op's note names.")
+        for p in preconditions:
+            self.remedies[p.category] = self.remedies[p.unknown_category] = p.remedy
         self.remedies[FLOAT64_EMULATED] = self.remedies[INT64_EMULATED] = self.emulated_remedy
         self.features: dict[str, str] = {f.category: f.feature for f in features}
+        self.features[INPUT_FALLBACK] = "inputs no device implementation of a registered op takes"
+        for p in preconditions:
+            self.features[p.category] = p.feature
+            self.features[p.unknown_category] = p.feature + " (not decidable from shapes alone: checked on the device)"
         # Documented gaps by category: where each is documented and what the device does at run time.
         self.gaps: dict[str, Rule] = {f.category: f.rule(f.category) for f in features if f.documented}
 

@@ -27,6 +27,7 @@ import torch
 
 from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
+from neuronkit.checks import refusals
 from neuronkit.checks.reference import Reference
 from neuronkit.evidence import CHECK_EVIDENCE, CompileCheck, CompileTiming, CompileTraining, \
     CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, NeffCache, Parity, \
@@ -170,6 +171,8 @@ def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
     except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
         cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
         status, summary = "error", f"{type(cause).__name__}: {_first_line(cause)}"
+        if (why := refusals.explain(exc)) is not None:
+            summary += f": {why}"
         error = "".join(traceback.format_exception(exc))
     return StageResult(name, status, summary, record, error, time.perf_counter() - start, now())
 

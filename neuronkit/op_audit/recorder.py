@@ -28,9 +28,9 @@ from torch._C import DispatchKey
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from neuronkit import call_rules
+from neuronkit import call_rules, preconditions
 from neuronkit.nki import is_nki_op, nki_launch_name
-from neuronkit.policy import CPU_FALLBACK, NATIVE, load_policy
+from neuronkit.policy import CPU_FALLBACK, INPUT_FALLBACK, NATIVE, Precondition, load_policy
 
 ROOT = "<root>"
 BACKWARD = "<backward>"
@@ -52,6 +52,7 @@ class _OpInfo(NamedTuple):
     checks: tuple[tuple[str, str], ...]  # input-aware rules: (call_rules name, category)
     decompose: bool  # a composite the device never receives: record its parts instead
     documented: bool  # a documented gap: recorded itself even when it decomposes
+    preconditions: tuple[Precondition, ...]  # S's can_handle checks of a registered op
 
 
 @dataclass
@@ -110,6 +111,10 @@ class OpRecorder:
                 stack.callback(module.register_forward_hook(self._popper(path), always_call=True).remove)
                 for param in module.parameters(recurse=False):
                     self._param_paths.setdefault(id(param), path)
+                if isinstance(module, nn.MultiheadAttention):
+                    pre_hook, post_hook = _fast_path_hooks()
+                    stack.callback(module.register_forward_pre_hook(pre_hook).remove)
+                    stack.callback(module.register_forward_hook(post_hook, always_call=True).remove)
         stack.enter_context(_FunctionLevel(self))
         stack.enter_context(_DispatchLevel(self))
         self._exit = stack
@@ -195,7 +200,8 @@ class OpRecorder:
                          and not rule.blocked and not checks
                          and not is_nki_op(name)  # an NKI op is one device kernel, recorded as itself
                          and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
-            info = _OpInfo(name, checks, decompose, bool(rule.documented))
+            checked = self._policy.preconditions.get(base, ()) if self._policy.runs_natively(base) else ()
+            info = _OpInfo(name, checks, decompose, bool(rule.documented), checked)
         self._infos[func] = info
         return info
 
@@ -243,6 +249,25 @@ class OpRecorder:
         return post_hook
 
 
+def _fast_path_hooks() -> tuple[Callable[..., None], Callable[..., None]]:
+    """Forward hooks letting nn.MultiheadAttention take its fast path as it does on the device: it leaves
+    the fast path whenever a torch-function mode is active (`has_torch_function`), so the function level
+    steps aside for its forward; the dispatch level still records `_native_multi_head_attention` with its
+    input-aware rules (a mask, need_weights)."""
+    guards: list[Any] = []
+
+    def pre_hook(module: nn.Module, args: Any) -> None:
+        guard = torch._C.DisableTorchFunction()
+        guard.__enter__()
+        guards.append(guard)
+
+    def post_hook(module: nn.Module, args: Any, output: Any) -> None:
+        if guards:
+            guards.pop().__exit__(None, None, None)
+
+    return pre_hook, post_hook
+
+
 class _DispatchLevel(TorchDispatchMode):
     """Every ATen op that reaches the backend, with its tensors. Of higher-order ops, only an NKI kernel
     launch (`nki_kernel_wrapper`, from a `wrap_nki` kernel) is recorded, as `nki::<kernel>`."""
@@ -276,10 +301,11 @@ class _DispatchLevel(TorchDispatchMode):
                 return func._op_dk(_COMPOSITE, *args, **kwargs)
         out = func(*args, **kwargs)
         categories = ()
-        if info.checks:
+        if info.checks or info.preconditions:
             call = call_rules.bind(tuple(a.name for a in func._schema.arguments), args, kwargs)
             qualified = call_rules.qualified_name(func)
             categories = tuple(category for fn, category in info.checks if call_rules.fires(fn, qualified, call))
+            categories += _refusals(info.preconditions, call)
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
         return out
@@ -342,6 +368,18 @@ class _FunctionLevel(TorchFunctionMode):
             out = func(*args, **kwargs)
         self.recorder._record(NATIVE_DROPOUT, [x, out], 1)
         return out
+
+
+def _refusals(checked: tuple[Precondition, ...], call: dict[str, Any]) -> tuple[str, ...]:
+    """The categories of the preconditions that refuse a call, as the device would: S's error, an
+    input-dependent fallback, or (fake tensors) a check only the tensor values decide."""
+    found = []
+    for precondition in checked:
+        outcome = preconditions.evaluate(precondition.check, call)
+        if outcome is not None:
+            found.append({"raise": precondition.category, "reject": INPUT_FALLBACK,
+                          "unknown": precondition.unknown_category}[outcome.action])
+    return tuple(found)
 
 
 def _shape(t: torch.Tensor) -> list[int | str]:

@@ -32,6 +32,10 @@ def _policy_rows(table: dict) -> list[str]:
     for entry in table.get("finding", []):
         rows.append(f"| `{entry['category']}`: {_cell(entry['feature'])} | | {entry.get('runtime', 'run')} | "
                     f"{_cell(entry['source'])} |")
+    for entry in table.get("precondition", []):
+        rows.append(f"| `{entry['category']}` (precondition of `{entry['op']}`, `{entry['check']}`): "
+                    f"{_cell(entry['feature'])} | | raise (S's error); inputs no implementation takes: CPU "
+                    f"fallback (`input_fallback`) | {_cell(entry['source'])} |")
     return rows
 
 

@@ -64,6 +64,27 @@ def test_complex_tensors_exist_but_ops_raise_the_devices_message():
         on_device * 2
 
 
+def test_complex_inputs_of_ops_without_a_lowering_take_the_cpu_fallback():
+    """S: torch_neuronx/csrc/core/NeuronBindings.cpp:483-485 registers the boxed CPU fallback for every op
+    without a kernel, with no dtype check: `angle` and `polar` (unregistered) run on the host for complex
+    tensors, recorded as fallbacks, and the audit reports them as fallbacks, not complex blockers."""
+    import torch_neuronx
+    z, r, theta = torch.randn(3, dtype=torch.complex64), torch.rand(3), torch.rand(3)
+    torch_neuronx.clear_op_tracking()
+    torch.testing.assert_close(torch.angle(z.to(N)).cpu(), torch.angle(z))
+    torch.testing.assert_close(torch.polar(r.to(N), theta.to(N)).cpu(), torch.polar(r, theta))
+    fallbacks = torch_neuronx.get_fallback_ops()
+    assert any(op.startswith("aten::angle") for op in fallbacks) and any(op.startswith("aten::polar") for op in fallbacks)
+    from neuronkit.op_audit import audit
+
+    class Angle(torch.nn.Module):
+        def forward(self, x):
+            return torch.angle(torch.view_as_complex(x))
+
+    report = audit(Angle(), torch.randn(3, 2))
+    assert report.summary["blockers"] == [] and report.op("aten::angle")["classification"] == "cpu_fallback"
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32])
 def test_histc_keeps_the_devices_dtype_coverage(dtype):
     """S: torch_neuronx/python_ops/torch_mlir/ops/misc.py:86-130 (torch_histc: linear bin index, counted in

@@ -18,11 +18,11 @@ import time
 import torch
 from torch._C import DispatchKey, DispatchKeySet
 
-from neuronkit import call_rules
+from neuronkit import call_rules, preconditions
 from neuronkit.device.simulator import compiled_graphs, device_ops, native, rng, tracking
 from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.device.simulator.neff_cache import NeffCache
-from neuronkit.policy import Policy, Rule
+from neuronkit.policy import INPUT_FALLBACK, Policy, Rule
 
 CPU_KEYS = DispatchKeySet(DispatchKey.CPU)
 _CPU = torch.device("cpu")
@@ -117,7 +117,7 @@ class OpKernel:
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
                  "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind",
-                 "written")
+                 "written", "preconditions", "compiled_as")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
@@ -144,6 +144,10 @@ class OpKernel:
         # native kernel tests them on every call and comes here only when one fires.
         self.checks = tuple((fn, rule) for fn, rule in policy.call_rules(schema.name) if rule.blocked or strict)
         self.native = policy.runs_natively(schema.name)
+        # S's can_handle checks of this op (data/op_support.toml `[[precondition]]`), asked on every call.
+        self.preconditions = policy.preconditions.get(self.rule.name, ()) if self.native else ()
+        # How S's compile path computes such an op (no can_handle there), used inside a compiled graph.
+        self.compiled_as = preconditions.COMPILED.get(self.rule.name) if self.preconditions else None
         self.compiles = self.native and not self.rule.is_view
         self.cross_device = self.rule.name in _CROSS_DEVICE_OK
         self.random = torch.Tag.nondeterministic_seeded in op.tags
@@ -161,7 +165,7 @@ class OpKernel:
         self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
         host_in_python = self.op is not op and self.name not in device_ops.NATIVE_IMPLS
-        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or host_in_python
+        self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or host_in_python or self.preconditions
                                                     or (strict and not self.native) else "kernel")
 
     def describe(self) -> tuple:
@@ -178,16 +182,34 @@ class OpKernel:
             for fn, rule in self.checks:
                 if call_rules.fires(fn, self.qualified, call):
                     raise_blocked(self.name, rule, STATE.strict)
+        rejected = self._rejected(values) if self.preconditions and not compiled_graphs.in_compiled_graph else None
         profiling = _profiler_enabled()
         if profiling:
             _enable_record_function(False)
         try:
-            return self._run(values, profiling)
+            return self._run(values, profiling, rejected)
         finally:
             if profiling:
                 _enable_record_function(True)
 
-    def _run(self, values: list, profiling: bool):
+    def _rejected(self, values: list) -> str | None:
+        """Ask the op's preconditions (S's `can_handle`, neuronkit/preconditions.py) about this call: raise
+        S's error, or return why no implementation takes the inputs (an input-dependent CPU fallback, or
+        S's error under TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1); None when it runs natively."""
+        call = {n: to_cpu(v) if _is_neuron(v) else v for n, v in zip(self.arg_names, values)}
+        for precondition in self.preconditions:
+            outcome = preconditions.evaluate(precondition.check, call)
+            if outcome is None:
+                continue
+            if outcome.action == "raise":
+                raise preconditions.tagged(outcome.error(outcome.message), self.name, precondition.category)
+            if preconditions.fallback_only():
+                raise preconditions.tagged(RuntimeError(preconditions.fallback_only_message(self.rule.name)),
+                                           self.name, INPUT_FALLBACK)
+            return outcome.message
+        return None
+
+    def _run(self, values: list, profiling: bool, rejected: str | None = None):
         state = STATE
         call = _HostCall(self)
         cvalues = [call.convert(v, name) for v, name in zip(values, self.arg_names)]
@@ -198,8 +220,11 @@ class OpKernel:
         target = call.target
         if target == -1:
             target = call.index if call.index >= 0 else native.current_device()
-        if self.native:
+        fallback = not self.native or rejected is not None
+        if not fallback:
             native.record_op(self.name, False)
+        elif rejected is not None:  # S logs the registered op as offloaded (python_ops/base.py:820-829)
+            tracking.record_input_fallback(self.name, rejected)
         elif not compiled_graphs.in_compiled_graph:  # a compiled graph is lowered whole: no host fallback
             if state.strict:
                 raise RuntimeError(
@@ -208,7 +233,7 @@ class OpKernel:
             native.record_op(self.qualified, True)
         key = None
         hit = False
-        if self.compiles and not compiled_graphs.in_compiled_graph:
+        if self.compiles and not fallback and not compiled_graphs.in_compiled_graph:
             sig = signature(self, cvalues)
             if sig is not None:
                 key, hit = state.cache.lookup(sig)
@@ -221,18 +246,21 @@ class OpKernel:
         if self.random:
             index = target if target is not None else call.index
             result = rng.draw(lambda: self._compute(cvalues, call.wide), call.generator, index)
+        elif fallback:  # the host runs the op at its own width
+            result = self._invoke(cvalues)
         else:
             result = self._compute(cvalues, call.wide)
         if observed:
             duration = _perf_ns() - start
         result = self._results(result, values, target)
         if observed:
-            _notify(observers, self, start, duration, key, hit, cvalues, result)
+            _notify(observers, self, start, duration, key, hit, cvalues, result, fallback)
         return result
 
     def _invoke(self, cvalues: list):
         n = self.positional
-        return self.op(*cvalues[:n], **dict(zip(self.arg_names[n:], cvalues[n:])))
+        op = self.compiled_as if self.compiled_as is not None and compiled_graphs.in_compiled_graph else self.op
+        return op(*cvalues[:n], **dict(zip(self.arg_names[n:], cvalues[n:])))
 
     def _compute(self, cvalues: list, wide: bool):
         if wide and self.compiles:
@@ -342,7 +370,7 @@ class _HostCall:
         dt = t.dtype
         if dt is torch.float64 or (dt is torch.int64 and t.numel()):  # an empty int64 has nothing to narrow
             self.wide = True
-        elif dt.is_complex and not kernel.rule.is_view:
+        elif dt.is_complex and kernel.native and not kernel.rule.is_view:  # the boxed fallback has no dtype check
             raise_complex(kernel.name, dt)
         return to_cpu(t)
 
@@ -357,8 +385,9 @@ def raise_blocked(name: str, rule: Rule, strict: bool = False) -> None:
 
 
 def raise_complex(name: str, dtype: torch.dtype) -> None:
-    """Complex tensors can be created and moved, but ops on them fail with the device's message
-    (`tests/pytorch_tests/specs/aten_spec.json`: "Complex data types are not supported on Neuron")."""
+    """Complex tensors can be created and moved, but native ops on them fail with the device's message
+    (`tests/pytorch_tests/specs/aten_spec.json`: "Complex data types are not supported on Neuron"). Ops
+    without a lowering take the boxed CPU fallback, which has no dtype check (NeuronBindings.cpp:483-485)."""
     raise RuntimeError(f"{name}: Complex data types are not supported on Neuron ({dtype}) [complex_dtype]. "
                        f"{STATE.policy.complex_remedy}")
 
@@ -451,11 +480,11 @@ def _nbytes(values) -> int:
 
 
 def _notify(observers: list, kernel: OpKernel, start: int, duration: int, key, hit: bool, cvalues: list,
-            result) -> None:
+            result, fallback: bool) -> None:
     tensors = [a for a in cvalues[:kernel.positional] if isinstance(a, _Tensor)]
     event = tracking.OpEvent(
-        name=kernel.name, overload=kernel.overload, category=kernel.rule.category,
-        fallback=not kernel.native, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
+        name=kernel.name, overload=kernel.overload, category=INPUT_FALLBACK if fallback and kernel.native else
+        kernel.rule.category, fallback=fallback, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
         input_shapes=tuple(tuple(t.shape) for t in tensors), input_dtypes=tuple(str(t.dtype) for t in tensors),
         bytes_in=_nbytes(cvalues),
         bytes_out=_nbytes(result if isinstance(result, (list, tuple)) else (result,)),

@@ -69,6 +69,24 @@ def record_executed(name: str) -> None:
     native.record_op(name, False)
 
 
+# Input-dependent fallbacks since the last clear: a registered op whose implementations all rejected the
+# call's inputs (neuronkit/preconditions.py), with the reason, by the name S logs (python_ops/base.py:820-829).
+_input_fallbacks: dict[str, str] = {}
+
+
+def record_input_fallback(name: str, reason: str) -> None:
+    """Count `name` as fallen back to CPU because no device implementation took these inputs."""
+    native.record_op(name, True)
+    _input_fallbacks.setdefault(name, reason)
+
+
+def get_input_fallbacks() -> dict[str, str]:
+    """The registered ops that fell back to CPU for their inputs (a subset of `get_fallback_ops()`), each
+    with why no device implementation took them."""
+    return dict(_input_fallbacks)
+
+
 def clear_op_tracking() -> None:
     """Forget the ops seen so far."""
     native.clear_tracking()
+    _input_fallbacks.clear()
