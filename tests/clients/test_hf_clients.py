@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from transformers import Trainer, TrainingArguments
 
 from neuronkit.models import load_model
@@ -38,6 +39,13 @@ def _train(tmp_path, on_cpu: bool, **options) -> tuple[list[float], str]:
     return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry], str(args.device)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _accelerate_state_reset():
+    """Trainer keeps accelerate's process-wide state (device, mixed precision): no later test inherits it."""
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+
+
 @pytest.fixture(scope="module")
 def cpu_losses(tmp_path_factory) -> list[float]:
     return _train(tmp_path_factory.mktemp("cpu"), on_cpu=True)[0]
@@ -60,7 +68,8 @@ def test_trainer_in_bfloat16_trains(tmp_path, cpu_losses):
 
 
 def test_accelerate_in_one_process_trains_like_the_cpu():
-    accelerator = Accelerator()
+    AcceleratorState._reset_state(reset_partial_state=True)  # Trainer's bf16 run left its mixed precision behind
+    accelerator = Accelerator(mixed_precision="no")
     assert accelerator.device.type == "neuron"
     batch = _Tokens().ids[:4]
     results = []
