@@ -76,7 +76,10 @@ def test_seeded_generator_on_a_core_repeats_its_draws():
     gen.manual_seed(7)
     again = torch.randn(4, generator=gen, device="neuron:1")
     assert first.device == torch.device("neuron:1") and torch.equal(first.cpu(), again.cpu())
+    host = torch.get_rng_state()
     assert not torch.equal(first.cpu(), torch.randn(4, generator=gen, device="neuron:1").cpu())
+    assert gen.get_state().numel() == 16 and gen.get_offset() == 8  # one Philox block (4) per draw
+    assert torch.equal(torch.get_rng_state(), host)  # a device generator's draw leaves the host's alone
 
 
 def test_torch_manual_seed_seeds_every_core():
@@ -90,20 +93,25 @@ def test_torch_manual_seed_seeds_every_core():
     assert torch.neuron.initial_seed() == 2
 
 
-def test_each_core_has_its_own_default_generator_and_host_draws_are_untouched():
-    torch.neuron.manual_seed_all(3)
+def test_each_core_has_its_own_default_generator_and_random_ops_draw_from_the_host():
+    torch.neuron.manual_seed_all(3)  # S: a core's generator is a seed and offset; random ops are CPU fallbacks
+    with torch.neuron.device(1):
+        torch.neuron.manual_seed(4)
+    assert [torch.neuron.get_rng_state(i)[:8].view(torch.int64).item() for i in (0, 1)] == [3, 4]
     torch.manual_seed(11)
     host_expected = torch.rand(3)
     torch.manual_seed(11)
     state_1 = torch.neuron.get_rng_state(1)
-    on_0 = torch.rand(3, device="neuron:0").cpu()
-    assert torch.equal(torch.rand(3), host_expected)  # device draws left the host generator alone
-    assert torch.equal(torch.neuron.get_rng_state(1), state_1)  # and the other core's
-    assert torch.equal(torch.rand(3, device="neuron:1").cpu(), on_0)  # both seeded 3
+    assert torch.equal(torch.rand(3, device="neuron:0").cpu(), host_expected)
+    assert torch.equal(torch.neuron.get_rng_state(1), state_1)
     states = torch.neuron.get_rng_state_all()
     assert len(states) == torch.neuron.device_count()
-    dropped = torch.nn.functional.dropout(torch.ones(64, device="neuron:2"), 0.5)
+    torch.neuron.manual_seed_all(5)
     torch.neuron.set_rng_state_all(states)
+    assert torch.equal(torch.neuron.get_rng_state(1), state_1)
+    host = torch.get_rng_state()
+    dropped = torch.nn.functional.dropout(torch.ones(64, device="neuron:2"), 0.5)
+    torch.set_rng_state(host)
     assert torch.equal(torch.nn.functional.dropout(torch.ones(64, device="neuron:2"), 0.5).cpu(), dropped.cpu())
 
 

@@ -22,7 +22,8 @@ from neuronkit.distributed import record as record_module
 from neuronkit.distributed.record import PARITY_TOL
 
 TOL = PARITY_TOL
-TWO_RANKS = ["collectives", "ddp", "fsdp2", "tp", "sp", "pp", "dtensor", "dcp", "compile"]
+TWO_RANKS = ["collectives", "ddp", "fsdp2", "tp", "sp", "pp", "dtensor", "dcp", "compile", "random_init", "premul_sum",
+             "flex"]
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +108,35 @@ def test_distributed_checkpoint_round_trip(two_ranks):
 def test_functional_collectives_under_compile(two_ranks):
     for rank, result in enumerate(_each(two_ranks, "compile")):
         assert result == {"diff": 0.0, "graphs": 1, "device": f"neuron:{rank}"}
+
+
+@pytest.mark.subprocess
+def test_fsdp2_random_init_on_the_cores_moves_the_philox_offset_and_matches_the_cpu(two_ranks):
+    """DTensor random init through PyTorch's RNG tracker (S csrc/core/NeuronHooksInterface.cpp:17-98: a 16-byte
+    seed and offset); each shard holds the host's draws from the state before init, as S's CPU-fallback random
+    ops give (S tests/device/test_rng_state.py:85-104) under the tracker's fork_rng; then FSDP2's gradient
+    divide factor, a PREMUL_SUM reduce-scatter."""
+    results = _each(two_ranks, "random_init")
+    for result in results:
+        assert result["state_bytes"] == 16 and result["offset_before"] == 0 and result["host_restored"]
+        assert result["offset_after"] == sum((n + 3) // 4 * 4 for n in result["full_numels"])
+        assert result["init_diff"] == 0.0 and result["grad_diff"] < TOL
+
+
+@pytest.mark.subprocess
+def test_premul_sum_multiplies_then_sums_as_the_real_process_group(two_ranks):
+    """S torch_neuronx/distributed/utils.py:63-89 (parse_and_update_inputs) from backend.py:528, 888, 971."""
+    for result in _each(two_ranks, "premul_sum"):
+        assert result["all_reduce"] == result["expected_all_reduce"]
+        assert result["scatter_diff"] == 0.0 and result["input_unchanged"] == 0.0
+        assert "PREMUL_SUM is not modelled" in result["reduce_error"] and "gloo" not in result["reduce_error"].lower()
+
+
+@pytest.mark.subprocess
+def test_compiled_flex_attention_on_two_cores_matches_the_cpu(two_ranks):
+    """S neuron_dynamo_backend/fx/passes/flex_attention_legalization.py:33-50."""
+    for rank, result in enumerate(_each(two_ranks, "flex")):
+        assert result["output_diff"] < 1e-5 and result["grad_diff"] < 1e-5 and result["device"] == f"neuron:{rank}"
 
 
 @pytest.mark.subprocess

@@ -15,7 +15,7 @@ def _pyproject() -> dict:
 
 def test_environment_yml_matches_pyproject():
     project = _pyproject()["project"]
-    wanted = set(project["dependencies"]) | set(project["optional-dependencies"]["test"])
+    wanted = set(project["dependencies"]).union(*project["optional-dependencies"].values())
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert set(pip_section) == wanted

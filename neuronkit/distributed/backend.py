@@ -80,6 +80,11 @@ class _Staged:
         return _completed(self._outputs)
 
 
+def _scaled(tensors: list[torch.Tensor], factor: object) -> list[torch.Tensor]:
+    """PREMUL_SUM's inputs multiplied by its factor (new tensors: the caller's inputs stay as they are)."""
+    return tensors if factor is None else [t * factor for t in tensors]
+
+
 def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -128,27 +133,40 @@ class ProcessGroupNeuron(ProcessGroup):
         """The profiler range of one collective, with the bytes of `tensors` (the data it moves)."""
         return collective_range(kind, _nbytes(tensors), self.size())
 
-    def _summing(self, opts, cls) -> tuple[object, int]:
-        """gloo has no AVG: options of type `cls` that SUM, and the divisor that turns the sum into the
-        average the caller asked for (1 for other reductions). The caller's options are left as they are."""
+    def _summing(self, opts, cls) -> tuple[object, int, object]:
+        """gloo has no AVG or PREMUL_SUM: options of type `cls` that SUM, the divisor that turns the sum into
+        the average the caller asked for (1 otherwise) and the factor PREMUL_SUM multiplies the inputs by
+        before summing (None otherwise), as S's process group does in all_reduce and reduce_scatter
+        (S torch_neuronx/distributed/utils.py:63-89 `parse_and_update_inputs`, backend.py:528, 888, 971).
+        The caller's options are left as they are."""
         fresh = cls()
-        average = opts.reduceOp == dist.ReduceOp.AVG
-        fresh.reduceOp = dist.ReduceOp.SUM if average else opts.reduceOp
-        return fresh, self.size() if average else 1
+        op = opts.reduceOp
+        average, premul = op == dist.ReduceOp.AVG, op == dist.ReduceOp.PREMUL_SUM
+        fresh.reduceOp = dist.ReduceOp.SUM if average or premul else op
+        factor = op.__getstate__()[1] if premul else None
+        if isinstance(factor, torch.Tensor):
+            factor = _host(factor)
+        return fresh, self.size() if average else 1, factor
 
     # Reductions.
     def allreduce(self, tensors: list[torch.Tensor], opts: AllreduceOptions | None = None) -> Work:
-        gloo_opts, divide_by = self._summing(opts or AllreduceOptions(), AllreduceOptions)
+        gloo_opts, divide_by, factor = self._summing(opts or AllreduceOptions(), AllreduceOptions)
         rules.check_dtypes(tensors)
         with self._traced("all_reduce", tensors):
             staged = _Staged()
-            return staged.finish(self._gloo.allreduce(staged.output(tensors), gloo_opts), divide_by)
+            host = staged.output(tensors)
+            if factor is not None:
+                for tensor in host:
+                    tensor.mul_(factor)
+            return staged.finish(self._gloo.allreduce(host, gloo_opts), divide_by)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: AllreduceOptions | None = None) -> Work:
         return self._each(tensors, lambda t: self.allreduce([t], opts))
 
     def reduce(self, tensors: list[torch.Tensor], opts: ReduceOptions | None = None) -> Work:
         opts = opts or ReduceOptions()
+        if opts.reduceOp == dist.ReduceOp.PREMUL_SUM:
+            raise rules.premul_sum_not_modelled("reduce")
         rules.check_dtypes(tensors)
         with self._traced("reduce", tensors):
             staged = _Staged()
@@ -156,23 +174,25 @@ class ProcessGroupNeuron(ProcessGroup):
 
     def reduce_scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]],
                        opts: ReduceScatterOptions | None = None) -> Work:
-        gloo_opts, divide_by = self._summing(opts or ReduceScatterOptions(), ReduceScatterOptions)
+        gloo_opts, divide_by, factor = self._summing(opts or ReduceScatterOptions(), ReduceScatterOptions)
         flat = [t for group in inputs for t in group]
         rules.check_dtypes(flat)
         with self._traced("reduce_scatter", flat):
             staged = _Staged()
             host_out = staged.output(outputs)
-            work = self._gloo.reduce_scatter(host_out, [staged.input(group) for group in inputs], gloo_opts)
+            host_in = [_scaled(staged.input(group), factor) for group in inputs]
+            work = self._gloo.reduce_scatter(host_out, host_in, gloo_opts)
             return staged.finish(work, divide_by)
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor,
                               opts: ReduceScatterOptions | None = None) -> Work:
-        gloo_opts, divide_by = self._summing(opts or ReduceScatterOptions(), ReduceScatterOptions)
+        gloo_opts, divide_by, factor = self._summing(opts or ReduceScatterOptions(), ReduceScatterOptions)
         rules.check_dtypes([input])
         with self._traced("reduce_scatter", [input]):
             staged = _Staged()
             host_out = staged.output([output])
-            work = self._gloo.reduce_scatter_single(host_out[0], staged.input([input])[0], gloo_opts)
+            host_in = _scaled(staged.input([input]), factor)[0]
+            work = self._gloo.reduce_scatter_single(host_out[0], host_in, gloo_opts)
             return staged.finish(work, divide_by)
 
     _reduce_scatter_base = reduce_scatter_single  # the name the source and older PyTorch use

@@ -53,3 +53,12 @@ def check_dtypes(tensors: Sequence[torch.Tensor]) -> None:
 def not_supported(what: str) -> NotImplementedError:
     """A collective the real process group leaves unimplemented (S backend.py raises NotImplementedError)."""
     return NotImplementedError(f"{what} is not implemented by the neuron process group (S {_BACKEND})")
+
+
+def premul_sum_not_modelled(what: str) -> NotImplementedError:
+    """PREMUL_SUM outside all_reduce and reduce_scatter: S pre-multiplies only there (utils.py:63-89
+    `parse_and_update_inputs`, called from backend.py:528, 888, 971) and hands other collectives the op
+    unchanged, whose device outcome the source does not show."""
+    return NotImplementedError(f"{what} with ReduceOp.PREMUL_SUM is not modelled: the neuron process group "
+                               "pre-multiplies only in all_reduce and reduce_scatter (S torch_neuronx/distributed/"
+                               "utils.py parse_and_update_inputs); multiply the input, then reduce with SUM")

@@ -388,10 +388,108 @@ def compiled() -> dict[str, Any]:
             "device": str(out.device)}
 
 
+def _offset(state: torch.Tensor) -> int:
+    """The offset of a 16-byte (seed, offset) generator state."""
+    return int(state[8:].view(torch.int64).item())
+
+
+def random_init() -> dict[str, Any]:
+    """FSDP2 parameters made on the meta device and initialised on the cores, as TorchTitan does: DTensor random
+    ops go through PyTorch's RNG tracker, which moves the device generator's Philox offset. S's random ops are CPU
+    fallbacks drawing from the host generator (tests/device/test_rng_state.py xfail), and the tracker's fork_rng
+    restores the host generator after each op: every local shard holds the host's draws from the same state.
+    Then one step with a gradient divide factor, which
+    FSDP2 reduce-scatters with ReduceOp.PREMUL_SUM, against the CPU."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    rank, world = dist.get_rank(), dist.get_world_size()
+    mesh = init_device_mesh("neuron", (world,))
+    with torch.device("meta"):
+        model = _MLP()
+    fully_shard(model, mesh=mesh)
+    model.to_empty(device=_device())
+    torch.manual_seed(0)  # seeds the host and every core
+    before, host = torch.neuron.get_rng_state(), torch.get_rng_state()
+    for param in model.parameters():
+        nn.init.normal_(param, std=0.1)
+    after, host_restored = torch.neuron.get_rng_state(), torch.equal(torch.get_rng_state(), host)
+    expected = []  # the tracker's fork_rng restores the host generator after each op: each draw starts from `host`
+    for param in model.parameters():
+        torch.set_rng_state(host)
+        expected.append(torch.empty(param.to_local().shape).normal_(std=0.1))
+    init_diff = max(_diff(p.to_local(), e) for p, e in zip(model.parameters(), expected))
+    reference = _MLP()
+    reference.load_state_dict({name: _full(value).cpu() for name, value in model.state_dict().items()})
+    x = torch.randn(8, 32, generator=torch.Generator().manual_seed(1))
+    factor = 2.0 * world  # not the world size, so FSDP2 uses PREMUL_SUM(1 / factor) rather than AVG
+    model.set_gradient_divide_factor(factor)
+    model(_local_slice(x, rank, world).to(_device())).pow(2).mean().backward()
+    reference(x).pow(2).mean().backward()
+    grad_diff = max(_diff(_full(p.grad), r.grad * world / factor)
+                    for p, r in zip(model.parameters(), reference.parameters()))
+    return {"state_bytes": before.numel(), "offset_before": _offset(before), "offset_after": _offset(after),
+            "host_restored": host_restored,
+            "full_numels": [p.numel() for p in model.parameters()], "init_diff": init_diff, "grad_diff": grad_diff}
+
+
+def premul_sum() -> dict[str, Any]:
+    """ReduceOp.PREMUL_SUM: all_reduce and reduce_scatter multiply the inputs, then sum (S utils.py:63-89);
+    reduce, which S hands the op unchanged, says so."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = _device()
+    total = torch.full((2,), float(rank + 1), device=device)
+    dist.all_reduce(total, op=dist._make_nccl_premul_sum(0.5))
+    sent = torch.arange(2.0 * world, device=device) + rank
+    scattered = torch.empty(2, device=device)
+    dist.reduce_scatter_tensor(scattered, sent, op=dist._make_nccl_premul_sum(0.25))
+    try:
+        dist.reduce(torch.ones(2, device=device), dst=0, op=dist._make_nccl_premul_sum(0.5))
+        reduce_error = ""
+    except NotImplementedError as exc:
+        reduce_error = str(exc)
+    expected_scatter = 0.25 * sum(torch.arange(2.0 * world) + r for r in range(world)).chunk(world)[rank]
+    return {"all_reduce": total.cpu().tolist(), "expected_all_reduce": [0.5 * world * (world + 1) / 2] * 2,
+            "scatter_diff": _diff(scattered, expected_scatter), "input_unchanged": _diff(sent.cpu() - rank,
+                                                                                      torch.arange(2.0 * world)),
+            "reduce_error": reduce_error}
+
+
+def flex() -> dict[str, Any]:
+    """FlexAttention (causal mask, relative bias, GQA) under torch.compile(backend="neuron") on this rank's half
+    of the batch, forward and backward, against SDPA with the same bias on the CPU. FlexAttention's own device
+    check is lifted for `neuron` tensors, as S's GPT-OSS example does (examples/torch_compile/models/gpt_oss/
+    attention.py:17-26): a client-side change, not the device's."""
+    import torch.nn.attention.flex_attention as flex_module
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    rank, world = dist.get_rank(), dist.get_world_size()
+    original = flex_module._validate_device
+    flex_module._validate_device = lambda q, k, v: None if q.device.type == "neuron" else original(q, k, v)
+    generator = torch.Generator().manual_seed(3)
+    batch, length = 2 * world, 16
+    cpu = [torch.randn(batch, heads, length, 8, generator=generator).requires_grad_() for heads in (4, 2, 2)]
+    i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
+    bias = torch.where(i >= j, 0.1 * (i - j), float("-inf"))
+    expected = nn.functional.scaled_dot_product_attention(*cpu, attn_mask=bias, enable_gqa=True)
+    expected.pow(2).sum().backward()
+    mine = [_local_slice(t.detach(), rank, world).to(_device()).requires_grad_() for t in cpu]
+
+    def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Any) -> torch.Tensor:
+        return flex_attention(q, k, v, score_mod=lambda s, b, h, qi, ki: s + 0.1 * (qi - ki), block_mask=mask,
+                              enable_gqa=True)
+
+    mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, 1, 1, length, length, device=str(_device()))
+    out = torch.compile(attend, backend="neuron", fullgraph=True)(*mine, mask)
+    out.pow(2).sum().backward()
+    return {"output_diff": _diff(out, _local_slice(expected, rank, world)),
+            "grad_diff": max(_diff(m.grad, _local_slice(t.grad, rank, world)) for m, t in zip(mine, cpu)),
+            "device": str(out.device)}
+
+
 SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     "ddp": ddp, "fsdp2": fsdp2, "tp": tensor_parallel, "sp": sequence_parallel, "fsdp2_tp": fsdp2_tp,
     "pp": pipeline, "dtensor": dtensor_ops, "dcp": checkpoint, "collectives": collectives,
-    "all_to_all": all_to_all, "compile": compiled,
+    "all_to_all": all_to_all, "compile": compiled, "random_init": random_init, "premul_sum": premul_sum,
+    "flex": flex,
 }
 
 

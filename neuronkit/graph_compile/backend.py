@@ -4,7 +4,8 @@ Behaviour doc §3 and design/simulated-device.md §D: TorchDynamo captures a gra
 into a forward and a backward graph, and each is lowered whole through torch-mlir into one NEFF
 (cached). There is no per-op host fallback inside a graph (S: examples/torch_compile/README.md:40,
 "95% of ATen ops"); what the lowering cannot take fails as a lowering error: higher-order ops such as
-`cond`, `map`, `invoke_subgraph` ("Higher-order operation '<op>' not implemented in the FxImporter"),
+`cond`, `map`, `invoke_subgraph` ("Higher-order operation '<op>' not implemented in the FxImporter";
+FlexAttention's op is legalized into ATen ops instead, as S's pass does: flex_attention.py),
 a graph with no outputs (S: neuron_dynamo_backend/fx/fx_transform.py:240-245), and ops the device
 raises for. Here a "compilation" checks the graph for those, counts it as one entry in the device's
 NEFF cache, appends a `NeuronCompilationMetrics` record (S: neuron_dynamo_backend/metrics.py:154) and
@@ -38,6 +39,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuronkit.device.simulator import compiled_graphs, kernel
 from neuronkit import env
+from neuronkit.graph_compile import flex_attention
 from neuronkit.policy import Policy, load_policy
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ _graph_ids = itertools.count()
 # Higher-order ops torch-mlir's FxImporter has no importer for (S: tests/pytorch_tests/specs/dynamo_spec.json).
 _UNLOWERED_HOPS = frozenset({"cond", "map_impl", "invoke_subgraph", "while_loop", "while_loop_stack_output",
                              "scan", "auto_functionalized_v2", "invoke_quant_packed", "run_and_save_rng_state",
-                             "flex_attention", "associative_scan"})
+                             "associative_scan"})
 
 
 @dataclass
@@ -98,6 +100,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, m
                            "this process (TORCH_DEVICE_BACKEND_AUTOLOAD=0 or NEURONKIT_SIMULATOR=0?)")
     settings = _Settings.parse(mode, options)
     try:
+        flex_attention.legalize(gm)  # S legalizes FlexAttention rather than refusing it (flex_attention.py)
         _check_lowerable(gm)
         if _dynamic_dims(gm, example_inputs) and (settings.shapes == "source" or _explicitly_dynamic(gm)):
             _reject_dynamic_shapes(gm, example_inputs)

@@ -140,8 +140,9 @@ def _is_in_bad_fork() -> bool:
 
 
 # RNG: one default generator per device (torch_neuronx/neuron.py: manual_seed and seed act on the current
-# device's, manual_seed_all on every device's; torch.manual_seed calls manual_seed_all). The generators
-# are CPU-style, so a device seeded like the host draws the same numbers (see rng.py).
+# device's, manual_seed_all on every device's; torch.manual_seed calls manual_seed_all). Each holds a
+# 16-byte (seed, offset) state (S csrc/core/NeuronHooksInterface.cpp:17-98); random ops draw from the host
+# generator, as S's CPU fallbacks do (see rng.py).
 def _generator(device: int | str | torch.device | None = None) -> torch.Generator:
     return native.default_generator(_check_index(device))
 

@@ -1,9 +1,9 @@
-"""Random ops draw from the neuron device's generators.
+"""Random ops on the neuron device: host kernels, as the real device's CPU fallbacks.
 
 Each logical core has a default generator, and `torch.Generator(device='neuron:N')` makes new ones (native
-runtime, csrc/generator.cpp). CPU kernels only accept CPU generators, so a random op's CPU kernel runs
-with the host's default generator holding the device generator's state, which goes back to the device
-generator afterwards; the host generator's own state is restored, so device draws do not consume it
+runtime, csrc/generator.cpp): Philox-style seed and offset, as S's. A random op with a core's default
+generator draws from the host's default generator, as S's CPU fallbacks do; with an explicit device
+generator, from a host generator keyed by its seed and offset, the host's own state restored afterwards
 (csrc/generator.cpp `lend_generator`; the native per-op path lends a core's default generator itself).
 """
 
@@ -18,6 +18,6 @@ from neuronkit.device.simulator import native
 
 
 def draw(compute: Callable[[], Any], generator: torch.Generator | None, index: int) -> Any:
-    """Run `compute()` drawing from `generator`, or from device `index`'s default."""
+    """Run `compute()` drawing for `generator`, or for device `index`'s default generator."""
     source = generator if generator is not None else native.default_generator(index)
     return native.lend_generator(source, compute)

@@ -60,8 +60,9 @@ bool is_pinned(const void* ptr);
 // generator.cpp: one default generator per core, and new ones.
 const at::Generator& default_generator(c10::DeviceIndex index);
 at::Generator new_generator(c10::DeviceIndex index);
-// Run `run` with the host's default generator holding `source`'s state, which goes back to `source`
-// afterwards; the host generator's own state is restored (CPU kernels take only CPU generators).
+// Run a random op's host kernel for `source`: a core's default generator draws from the host's default
+// generator (S's CPU fallback); an explicit device generator through a host generator keyed by its
+// (seed, offset), whose offset then moves on, leaving the host generator's own state restored.
 void lend_generator(const at::Generator& source, const std::function<void()>& run);
 
 // hooks.cpp
