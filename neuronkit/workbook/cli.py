@@ -45,6 +45,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="clear a previous run in --out first")
     parser.add_argument("--random-weights", action="store_true",
                         help="run the model its config describes on random weights (saved into --out first)")
+    from neuronkit.port.workbook import configure_script_arguments
+    configure_script_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     # uses. This process runs nothing else, so it goes without it (the library leaves other programs alone).
     sys.modules.setdefault("rfc3987_syntax", None)
 
+    from neuronkit.port.workbook import check_script, record_script
+    script = check_script(args)  # bad input before any kernel starts
     named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size}
     extra: dict[str, Any] = {}
     for name, raw in args.parameter:
@@ -67,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
                           warm_kernels=not args.cold_kernels, fork_kernels=not args.no_fork_kernels,
                           overwrite=args.overwrite,
                           random_weights=args.random_weights, **named)
+    script_ok = record_script(script, args, result.run_dir) if script else True
     verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
     print(f"verdict: {verdict}")
-    return 0 if result.ok and verdict.startswith("ready") else 1
+    return 0 if result.ok and verdict.startswith("ready") and script_ok else 1
