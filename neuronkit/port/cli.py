@@ -34,6 +34,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              "under torchrun when the script calls init_process_group, else 1)")
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
                         help="with --run: end the run after S seconds (default 600)")
+    parser.epilog = "with --run, everything after '--' is the script's own arguments: " \
+                    "neuronkit port train.py --run --steps 20 -- --model DIR --lr 1e-4"
     _split_script_args(parser)
 
 
