@@ -74,6 +74,11 @@ def test_rewrites_read_as_torchneuron_code():
         "if t.is_neuron:", "    pass"]
 
 
+def test_a_star_import_from_torch_cuda_is_reported():
+    (finding,) = scan_source("from torch.cuda.amp import *\n").findings
+    assert (finding.line, finding.rule.id, finding.category) == (1, "cuda-unknown", "decide")
+
+
 def _s_source(path: str) -> str:
     return subprocess.run(["git", "-C", str(S_REPO), "show", f"HEAD:{path}"], capture_output=True, text=True,
                           check=True).stdout

@@ -99,7 +99,7 @@ class PortMatcher(cst.CSTTransformer):
         self._import_depth -= 1
         module = _dotted(original.module) if original.module and not original.relative else None
         if module is None or isinstance(original.names, cst.ImportStar):
-            if module and (rule := rule_for_name(module)) and rule.id != "cuda-unknown":
+            if module and (rule := rule_for_name(module)):
                 self._add(original, rule, module, False)
             return updated
         hits = [(alias, f"{module}.{_dotted(alias.name)}") for alias in original.names]
