@@ -77,3 +77,35 @@ def test_run_checks_the_script_before_any_kernel_starts(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and f"{bad}:1:" in err[0] and "no such file" in err[1] and "needs --script" in err[2]
     assert not Path(tmp_path / "out").exists()
+
+
+_TRAINS_ON_THE_MODEL_PATH = """import sys, pathlib, torch
+assert pathlib.Path(sys.argv[2], "config.json").is_file(), sys.argv
+model = torch.nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(10):
+    model(torch.ones(2, 4, device="cuda")).sum().backward()
+    optimizer.step()
+"""
+
+
+def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_path, capfd):
+    """The glue of `neuronkit run --script`: {model} is the run's checkpoint, the run stops after
+    --script-steps, script.json and the report's section follow."""
+    import argparse
+
+    from conftest import TINY_QWEN3
+    from neuronkit.port.workbook import record_script
+    from neuronkit.stages import RunDir
+
+    run_dir = full_run(tmp_path / "run")
+    RunDir(run_dir).write_params({"model": str(TINY_QWEN3), "dtype": "float32"})
+    script = tmp_path / "train.py"
+    script.write_text(_TRAINS_ON_THE_MODEL_PATH)
+    (scan,) = scan_paths([script])
+    args = argparse.Namespace(model="unused", script_args="--model {model}", script_steps=3)
+    assert record_script(scan, args, run_dir) is True
+    doc = json.loads((run_dir / "report.json").read_text())
+    assert doc["script"]["run"]["ok"] and doc["script"]["run"]["steps"] == 3
+    assert doc["script"]["counts"]["fixed_by_write"] == 2
+    assert "your script: ready" in capfd.readouterr().out

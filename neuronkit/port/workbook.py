@@ -18,7 +18,8 @@ def configure_script_arguments(parser: argparse.ArgumentParser) -> None:
                         help="your training script: scanned for CUDA, rewritten and run for --script-steps "
                              "optimizer steps; the report gains a 'Your script' section")
     parser.add_argument("--script-args", default="", metavar="ARGS",
-                        help="the script's arguments, one string; {model} is the checkpoint's path "
+                        help="the script's arguments, one string; {model} is the path of the checkpoint the "
+                             "notebooks ran (with --random-weights, the one saved into --out) "
                              "(e.g. --script-args '--model {model} --lr 1e-4')")
     parser.add_argument("--script-steps", type=int, default=5, metavar="N",
                         help="optimizer steps of the script's run (default 5)")
@@ -44,9 +45,11 @@ def record_script(scan: FileScan, args: argparse.Namespace, run_dir: Path) -> bo
     from neuronkit.port import record
     from neuronkit.port.run import run_script, run_summary
     from neuronkit.reporting import report
+    from neuronkit.stages import RunDir
 
-    script_args = [a.replace("{model}", str(resolve_model(args.model).resolve()))
-                   for a in shlex.split(args.script_args)]
+    # the model the notebooks ran: with --random-weights, the checkpoint saved into the run directory
+    model = resolve_model(RunDir(run_dir).read_params().get("model", args.model)).resolve()
+    script_args = [a.replace("{model}", str(model)) for a in shlex.split(args.script_args)]
     result = run_script(scan, steps=args.script_steps, script_args=script_args, workdir=run_dir / "artifacts" /
                         "script")
     print(run_summary(result))
