@@ -14,6 +14,7 @@ from neuronkit.reporting.charts import render_charts
 from neuronkit.reporting.model import ReportModel, build_model
 from neuronkit.reporting.render import render_html
 from neuronkit.distributed import record as distributed_record
+from neuronkit.port import record as script_record
 from neuronkit.stages import REPORT_HTML, REPORT_JSON, RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
@@ -37,8 +38,10 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(out / REPORT_HTML, out / REPORT_JSON)
     scale_out = distributed_record.read(run_dir)  # notebook 07's card, outside the stage model
+    script = script_record.read(run_dir)  # `neuronkit run --script`'s section, outside the verdict
     charts = render_charts(model.charts, host_timing=model.device != "real")
-    paths.html.write_text(render_html(model, charts, scale_out), encoding="utf-8")
-    doc = {**model.to_json(), **({"distributed": scale_out} if scale_out else {})}
+    paths.html.write_text(render_html(model, charts, scale_out, script), encoding="utf-8")
+    doc = {**model.to_json(), **({"distributed": scale_out} if scale_out else {}),
+           **({"script": script} if script else {})}
     paths.json.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return paths

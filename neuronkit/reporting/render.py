@@ -78,9 +78,11 @@ def render_card(record: StageResult) -> str:
         items=evidence_items(record.stage, record.evidence))
 
 
-def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None) -> str:
-    """The report page, with the scale-out card when `distributed` (notebook 07's record) is given. Every
-    model string is escaped by jinja2; the data JSON is embedded inert."""
+def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None,
+                script: dict[str, Any] | None = None) -> str:
+    """The report page, with the scale-out card when `distributed` (notebook 07's record) is given and the
+    "Your script" section when `script` (script.json) is. Every model string is escaped by jinja2; the data
+    JSON is embedded inert."""
     template = _environment().get_template("report.html.j2")
     return template.render(
         m=model,
@@ -96,6 +98,7 @@ def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, 
         finding_rows=FINDING_ROWS,
         version=neuronkit.__version__,
         distributed=distributed,
+        script=script,
         zip=zip,
     )
 

@@ -48,11 +48,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_fail_on(parser)
     parser.add_argument("--random-weights", action="store_true",
                         help="run the model its config describes on random weights (saved into --out first)")
+    from neuronkit.port.workbook import configure_script_arguments
+    configure_script_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the workbook and print where the report went."""
     from neuronkit.policy import fail_on_categories
+    from neuronkit.port.workbook import check_script, record_script
     from neuronkit.workbook.runner import run_workbook
 
     # jsonschema (through papermill's nbformat) imports its optional IRI-syntax checker when present, and
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     sys.modules.setdefault("rfc3987_syntax", None)
 
     fail_on = fail_on_categories(args.fail_on)
+    script = check_script(args)  # bad input before any kernel starts
     named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size}
     extra: dict[str, Any] = {}
     for name, raw in args.parameter:
@@ -72,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
                           warm_kernels=not args.cold_kernels, fork_kernels=not args.no_fork_kernels,
                           overwrite=args.overwrite,
                           random_weights=args.random_weights, **named)
+    script_ok = record_script(script, args, result.run_dir) if script else True
     data = json.loads((result.run_dir / "report.json").read_text())
     print(f"verdict: {data['verdict']}")
-    return exit_code(data, fail_on) if result.ok else 1
+    return exit_code(data, fail_on) if result.ok and script_ok else 1

@@ -1,0 +1,107 @@
+"""`neuronkit port SCRIPT.py [more files or a directory]`: find the CUDA in a training script, say what each use
+takes on Trainium, rewrite what is mechanical, and (`--run`) run the rewritten copy on the simulated device.
+
+Exit status: 0 ready (decide findings allowed), 1 blockers found, or the run failed, 2 bad input (an
+unparsable file is one line naming it). The files named are only read: `--write OUT` writes the rewritten copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from neuronkit.errors import NeuronkitInputError, positive_int_problem
+from neuronkit.port.output import scan_record, summary_line, table
+from neuronkit.port.scan import FileScan, scan_paths
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="SCRIPT",
+                        help="the training script, and more files or directories (every *.py under them)")
+    parser.add_argument("--json", metavar="OUT", help="write the findings as JSON to OUT ('-' for stdout)")
+    parser.add_argument("--diff", action="store_true", help="print a unified diff of the rewrite fixes")
+    parser.add_argument("--write", metavar="OUT",
+                        help="write the rewritten copy to OUT (a file for one script, else a directory)")
+    parser.add_argument("--run", action="store_true",
+                        help="run the rewritten SCRIPT on the simulated device; arguments for it follow '--'")
+    parser.add_argument("--steps", type=int, default=20, metavar="N",
+                        help="with --run: stop after N optimizer steps (default 20)")
+    parser.add_argument("--nproc", type=int, metavar="K",
+                        help="with --run: K processes under torchrun; 1 is one plain process (default: 2 "
+                             "under torchrun when the script calls init_process_group, else 1)")
+    parser.add_argument("--timeout", type=float, default=600, metavar="S",
+                        help="with --run: end the run after S seconds (default 600)")
+    parser.epilog = "with --run, everything after '--' is the script's own arguments: " \
+                    "neuronkit port train.py --run --steps 20 -- --model DIR --lr 1e-4"
+    _split_script_args(parser)
+
+
+def _split_script_args(parser: argparse.ArgumentParser) -> None:
+    """Everything after the first `--` is the script's own arguments (`args.script_args`), never a path."""
+    parse = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):  # type: ignore[no-untyped-def]
+        args = list(sys.argv[1:] if args is None else args)
+        cut = args.index("--") if "--" in args else len(args)
+        namespace, extra = parse(args[:cut], namespace)
+        namespace.script_args = args[cut + 1:]
+        return namespace, extra
+
+    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
+
+
+def run(args: argparse.Namespace) -> int:
+    for name in ("steps", "nproc"):
+        if getattr(args, name) is not None and (problem := positive_int_problem(f"--{name}", getattr(args, name))):
+            raise NeuronkitInputError(problem)
+    if args.script_args and not args.run:
+        raise NeuronkitInputError("arguments after '--' are for the script, and only with --run")
+    scans = scan_paths(args.paths)
+    if args.run and (len(args.paths) != 1 or not Path(args.paths[0]).is_file()):
+        raise NeuronkitInputError("--run runs one script: name exactly one .py file")
+    if args.json == "-":
+        print(json.dumps(scan_record(scans), indent=2, ensure_ascii=False))
+    elif args.diff:
+        print("".join(s.diff() for s in scans), end="")
+        print(summary_line(scans), file=sys.stderr)
+    else:
+        print(table(scans))
+    if args.json and args.json != "-":
+        Path(args.json).write_text(json.dumps(scan_record(scans), indent=2, ensure_ascii=False) + "\n")
+        print(f"findings JSON written to {args.json}", file=sys.stderr)
+    if args.write:
+        for target in write_copies(scans, Path(args.write)):
+            print(f"rewritten copy written to {target}", file=sys.stderr)
+    blocked = any(f.category == "blocker" for s in scans for f in s.findings)
+    if args.run:
+        from neuronkit.port.run import run_script, run_summary
+        result = run_script(scans[0], steps=args.steps, nproc=args.nproc, script_args=args.script_args,
+                            timeout=args.timeout)
+        print(run_summary(result))
+        return 1 if blocked or not result.ok else 0
+    if blocked:
+        print("neuronkit port: blocked: blocker findings (see above)", file=sys.stderr)
+    return 1 if blocked else 0
+
+
+def write_copies(scans: list[FileScan], out: Path) -> list[Path]:
+    """Write each rewritten file: to `out` itself for one file (unless `out` is a directory), else under
+    `out` by path relative to the files' common folder. Refuses to overwrite a file it scanned."""
+    originals = {s.path.resolve() for s in scans}
+    if len(scans) == 1 and not out.is_dir():
+        targets = [out]
+    else:
+        root = Path(os.path.commonpath([s.path.resolve().parent for s in scans]))
+        targets = [out / s.path.resolve().relative_to(root) for s in scans]
+    clash = [t for t in targets if t.resolve() in originals]
+    if clash:
+        raise NeuronkitInputError(f"--write {out}: would overwrite {clash[0]}, a file being ported; "
+                                  "choose another path (the original is never modified)")
+    for scan, target in zip(scans, targets):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(scan.rewritten, encoding="utf-8")
+    return targets
+

@@ -1,0 +1,22 @@
+"""Port corpus: memory statistics and random number generators."""
+import torch
+
+torch.cuda.manual_seed(0)  # expect: manual-seed
+torch.cuda.manual_seed_all(0)  # expect: manual-seed-all
+torch.cuda.seed()  # expect: seed
+torch.cuda.seed_all()  # expect: seed-all
+print(torch.cuda.initial_seed())  # expect: initial-seed
+state = torch.cuda.get_rng_state()  # expect: get-rng-state
+torch.cuda.set_rng_state(state)  # expect: set-rng-state
+states = torch.cuda.get_rng_state_all()  # expect: rng-state-all
+torch.cuda.set_rng_state_all(states)  # expect: rng-state-all
+print(torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated())  # expect: memory-allocated max-memory-allocated
+print(torch.cuda.memory_reserved(), torch.cuda.max_memory_reserved())  # expect: memory-reserved memory-reserved
+print(torch.cuda.memory_stats()["allocated_bytes.all.peak"])  # expect: memory-stats
+torch.cuda.reset_peak_memory_stats()  # expect: reset-peak-memory-stats
+print(torch.cuda.memory_summary())  # expect: memory-summary
+free, total = torch.cuda.mem_get_info()  # expect: mem-get-info
+try:
+    big = torch.empty(2**40, device="cuda")  # expect: device-string
+except torch.cuda.OutOfMemoryError:  # expect: cuda-oom
+    pass
