@@ -93,11 +93,6 @@ class KernelStarter:
         self._server = fork_server(name, env) if mode == "fork" else None
         self._warm: WarmKernels | None = None
 
-    @property
-    def forked(self) -> bool:
-        """Whether the kernels are forks of a fork server (`fork` where kernels can fork)."""
-        return self._server is not None
-
     def start(self, cwd: str, arguments: list[str], count: int) -> None:
         """Start the kernels of `count` notebooks run in `cwd` with kernel `arguments` (none when `cold`)."""
         if self.mode != "cold":
