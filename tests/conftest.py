@@ -118,9 +118,10 @@ def executed_notebooks(folder: Path) -> list[Path]:
 def _every_plot_of_an_executed_notebook_is_an_image(request: pytest.FixtureRequest) -> Iterator[None]:
     """After each `notebooks` test: every plotting cell of every notebook it executed into its tmp_path
     (whichever notebook, whichever way its kernel started) has an image/png output (issue 21)."""
+    checked = request.node.get_closest_marker("notebooks") is not None and "tmp_path" in request.fixturenames
+    folder = request.getfixturevalue("tmp_path") if checked else None  # now, so it outlives this teardown
     yield
-    if request.node.get_closest_marker("notebooks") is None or "tmp_path" not in request.fixturenames:
+    if folder is None:
         return
-    missing = [line for path in executed_notebooks(request.getfixturevalue("tmp_path"))
-               for line in unrendered_plots(path)[1]]
+    missing = [line for path in executed_notebooks(folder) for line in unrendered_plots(path)[1]]
     assert not missing, "plots without an image:\n" + "\n".join(missing)
