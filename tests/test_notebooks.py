@@ -101,6 +101,8 @@ def test_runner_refuses_bad_parameters_before_starting_a_kernel(tmp_path: Path) 
         run_workbook(tmp_path / "missing", tmp_path / "run")
     with pytest.raises(NeuronkitInputError, match="unknown workbook parameter"):
         run_workbook("tiny-qwen3", tmp_path / "run", parameters={"max_new_tokenz": 4})
+    with pytest.raises(NeuronkitInputError, match="kernels must be one of fork, warm, cold, got 'hot'"):
+        run_workbook("tiny-qwen3", tmp_path / "run", kernels="hot")
     assert not (tmp_path / "run").exists()
 
 
