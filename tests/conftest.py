@@ -90,13 +90,14 @@ _NOT_SHOWN = "is non-interactive, and thus cannot be shown"
 def unrendered_plots(notebook: Path) -> tuple[int, list[str]]:
     """An executed notebook's plotting cells, counted, and those among them without an image/png output.
 
-    A plotting cell is a cell papermill completed that calls `plt.show()` unconditionally (at the top
+    A plotting cell is a cell that ran to completion and calls `plt.show()` unconditionally (at the top
     level of the cell), or whose outputs show a figure some other way (its text repr, the warning of a
     backend that cannot show). A conditional plot whose branch did not run is no plotting cell."""
     nb = nbformat.read(notebook, as_version=4)
     plotting, missing = 0, []
     for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
-        if cell.metadata.get("papermill", {}).get("status") != "completed":
+        # papermill marks even the cells after a timed-out one completed: only an execution count says it ran
+        if cell.execution_count is None or cell.metadata.get("papermill", {}).get("status") != "completed":
             continue
         outputs = cell.get("outputs", [])
         texts = [o.get("data", {}).get("text/plain", "") for o in outputs] + [o.get("text", "") for o in outputs]
