@@ -2,8 +2,8 @@
 
 Arms interleaved run by run (`neuronkit.timing.interleaved_medians`), chosen with `--arms`: `fork` (the
 default: each notebook's kernel is forked from one process that imported torch & co. once, one notebook
-ahead), `warm` (`--no-fork-kernels`: each kernel a fresh interpreter importing them, one notebook ahead)
-and `cold` (`--cold-kernels`: papermill starts each kernel when its notebook begins). Each run is a
+ahead), `warm` (`--kernels warm`: each kernel a fresh interpreter importing them, one notebook ahead)
+and `cold` (`--kernels cold`: papermill starts each kernel when its notebook begins). Each run is a
 fresh `neuronkit run` process into a fresh run directory; the figure is the median over `--rounds`, with
 the 1-minute load average before each run (the machine is shared: read every figure with its load).
 With `--baseline DIR` the arms are instead this tree and another checkout of neuronkit (its notebooks and
@@ -28,7 +28,7 @@ from neuronkit.timing import interleaved_medians
 
 
 # Each arm's `neuronkit run` flags.
-ARMS = {"fork": (), "warm": ("--no-fork-kernels",), "cold": ("--cold-kernels",)}
+ARMS = {mode: ("--kernels", mode) for mode in ("fork", "warm", "cold")}
 
 
 def workbook(out_root: Path, *flags: str, tree: Path | None = None, loads: list[str] | None = None):

@@ -1,14 +1,18 @@
-"""Shared fixtures: offline Hugging Face, the bundled model, the architecture zoo, and fresh-process runs."""
+"""Shared fixtures: offline Hugging Face, the bundled model, the architecture zoo, fresh-process runs, and
+the check that every plot of every notebook a test executes is an image."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Iterator
 
+import nbformat
 import pytest
 import torch
 from torch import nn
@@ -75,3 +79,50 @@ class TwoLayerMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc2(torch.relu(self.fc1(x)))
+
+
+# A figure that reached the notebook as its text repr only (no image formatter: the inline backend not
+# hooked into the kernel's shell), or a plt.show() on a non-interactive backend (a warning, no output).
+_FIGURE_TEXT = re.compile(r"^<Figure size \d+x\d+ with \d+ Axes>$")
+_NOT_SHOWN = "is non-interactive, and thus cannot be shown"
+
+
+def unrendered_plots(notebook: Path) -> tuple[int, list[str]]:
+    """An executed notebook's plotting cells, counted, and those among them without an image/png output.
+
+    A plotting cell is a cell that ran to completion and calls `plt.show()` unconditionally (at the top
+    level of the cell), or whose outputs show a figure some other way (its text repr, the warning of a
+    backend that cannot show). A conditional plot whose branch did not run is no plotting cell."""
+    nb = nbformat.read(notebook, as_version=4)
+    plotting, missing = 0, []
+    for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
+        # papermill marks even the cells after a timed-out one completed: only an execution count says it ran
+        if cell.execution_count is None or cell.metadata.get("papermill", {}).get("status") != "completed":
+            continue
+        outputs = cell.get("outputs", [])
+        texts = [o.get("data", {}).get("text/plain", "") for o in outputs] + [o.get("text", "") for o in outputs]
+        if not (re.search(r"^plt\.show\(\)", cell.source, re.M) or any(_FIGURE_TEXT.match(t) for t in texts)
+                or any(_NOT_SHOWN in t for t in texts)):
+            continue
+        plotting += 1
+        if not any("image/png" in o.get("data", {}) for o in outputs):
+            missing.append(f"{notebook.name} code cell {number}: {' | '.join(t.strip() for t in texts if t.strip())[:200]}")
+    return plotting, missing
+
+
+def executed_notebooks(folder: Path) -> list[Path]:
+    """The notebooks under `folder` that papermill executed (its metadata), at any depth."""
+    return [path for path in sorted(folder.rglob("*.ipynb")) if "papermill" in nbformat.read(path, as_version=4).metadata]
+
+
+@pytest.fixture(autouse=True)
+def _every_plot_of_an_executed_notebook_is_an_image(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each `notebooks` test: every plotting cell of every notebook it executed into its tmp_path
+    (whichever notebook, whichever way its kernel started) has an image/png output (issue 21)."""
+    checked = request.node.get_closest_marker("notebooks") is not None and "tmp_path" in request.fixturenames
+    folder = request.getfixturevalue("tmp_path") if checked else None  # now, so it outlives this teardown
+    yield
+    if folder is None:
+        return
+    missing = [line for path in executed_notebooks(folder) for line in unrendered_plots(path)[1]]
+    assert not missing, "plots without an image:\n" + "\n".join(missing)

@@ -107,6 +107,42 @@ def test_each_kernel_is_a_fork_that_sees_nothing_of_the_kernel_before_it(server)
     assert numpy_first != numpy_second
 
 
+def test_a_forked_kernels_figures_are_images_shown_or_left_open(server) -> None:
+    """The inline backend's hooks are the kernel's own (issue 21: forked kernels printed every figure as
+    `<Figure size ...>`): a figure left open at the end of a cell and one shown with plt.show() are PNGs."""
+    km, kc = _start(server)
+    shown: list[dict] = []
+    try:
+        for cell in ("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 1))\nax.plot([1, 2])",
+                     "fig, ax = plt.subplots(figsize=(2, 1))\nax.plot([2, 1])\nplt.show()"):
+            kc.execute_interactive(cell, output_hook=lambda msg: shown.append(msg), timeout=60)
+    finally:
+        _stop(km, kc)
+    displays = [m["content"]["data"] for m in shown if m["msg_type"] == "display_data"]
+    assert len(displays) == 2 and all("image/png" in data for data in displays), displays
+
+
+def test_the_server_forks_with_one_thread(server) -> None:
+    """A fork copies only the forking thread: the server holds no other (no torch pool, no zmq) when it
+    forks a kernel, and `threads()`, the count it checks before each fork, sees native threads too."""
+    km, kc = _start(server)
+    try:
+        assert int(_run(kc, "import os; print(os.getppid())")[0]) == _server_pid(server), "not forked"
+        assert os.listdir(f"/proc/{_server_pid(server)}/task") == [str(_server_pid(server))]
+    finally:
+        _stop(km, kc)
+    import threading
+
+    before, release = zygote.threads(), threading.Event()
+    waiting = threading.Thread(target=release.wait)
+    waiting.start()
+    try:
+        assert zygote.threads() == before + 1
+    finally:
+        release.set()
+        waiting.join()
+
+
 def test_interrupt_liveness_and_kill_reach_the_forked_kernel(server) -> None:
     km, kc = _start(server)
     try:

@@ -17,6 +17,7 @@ import papermill
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
+from conftest import executed_notebooks, unrendered_plots
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import data_dir, notebooks_dir
 from neuronkit.stages import STAGES, RunDir
@@ -100,6 +101,8 @@ def test_runner_refuses_bad_parameters_before_starting_a_kernel(tmp_path: Path) 
         run_workbook(tmp_path / "missing", tmp_path / "run")
     with pytest.raises(NeuronkitInputError, match="unknown workbook parameter"):
         run_workbook("tiny-qwen3", tmp_path / "run", parameters={"max_new_tokenz": 4})
+    with pytest.raises(NeuronkitInputError, match="kernels must be one of fork, warm, cold, got 'hot'"):
+        run_workbook("tiny-qwen3", tmp_path / "run", kernels="hot")
     assert not (tmp_path / "run").exists()
 
 
@@ -182,6 +185,10 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     assert "profiler_start" not in json.dumps([cell.get("outputs", []) for cell in profiled.cells]), \
         "kineto's trace markers reached notebook 05's output"
     assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
+    # Under the default (forked) kernels every plot of every executed notebook is a PNG; 00-06 each plot.
+    plots = {path.name: unrendered_plots(path) for path in executed_notebooks(out / "artifacts" / "notebooks")}
+    assert set(plots) == set(NOTEBOOKS) and not any(missing for _, missing in plots.values()), plots
+    assert all(plots[name][0] >= 1 for name in NOTEBOOKS if name < "07"), plots
     assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1}
 
 

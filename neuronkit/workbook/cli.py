@@ -17,7 +17,7 @@ from typing import Any
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.reporting.cli import add_fail_on, exit_code
 from neuronkit.run_command import RUN_FLAGS, parse_value
-from neuronkit.workbook.kernel import KERNEL_NAME
+from neuronkit.workbook.kernel import KERNEL_MODES, KERNEL_NAME
 from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
 from neuronkit.workbook.params import DTYPES
 
@@ -38,12 +38,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds one cell may run before the run stops with an error (default {CELL_TIMEOUT_S})")
     parser.add_argument("--start-timeout", type=int, default=START_TIMEOUT_S, metavar="S",
                         help=f"seconds a kernel may take to start (default {START_TIMEOUT_S})")
-    parser.add_argument("--cold-kernels", action="store_true",
-                        help="start each notebook's kernel when it begins, not during the previous notebook "
-                             "(one kernel at a time; slower)")
-    parser.add_argument("--no-fork-kernels", action="store_true",
-                        help="start each warm kernel as a fresh interpreter instead of forking it from one process "
-                             "that imported torch and the libraries once (the default on Linux)")
+    parser.add_argument("--kernels", default="fork", choices=KERNEL_MODES,
+                        help="how each notebook's kernel starts: fork (the default), forked from one process that "
+                             "imported torch and the libraries once, during the previous notebook (Linux; elsewhere "
+                             "warm); warm, a fresh interpreter during the previous notebook; cold, a fresh one when "
+                             "its notebook begins (one kernel at a time; slowest)")
     parser.add_argument("--overwrite", action="store_true", help="clear a previous run in --out first")
     add_fail_on(parser)
     parser.add_argument("--random-weights", action="store_true",
@@ -73,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
         (named if name in RUN_FLAGS else extra)[name] = parse_value(raw)
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
                           kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
-                          warm_kernels=not args.cold_kernels, fork_kernels=not args.no_fork_kernels,
-                          overwrite=args.overwrite,
+                          kernels=args.kernels, overwrite=args.overwrite,
                           random_weights=args.random_weights, **named)
     script_ok = record_script(script, args, result.run_dir) if script else True
     data = json.loads((result.run_dir / "report.json").read_text())

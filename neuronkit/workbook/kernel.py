@@ -1,6 +1,7 @@
 """The Jupyter kernels the notebooks run on: kernelspec `neuronkit` (this environment's Python), started
 one notebook ahead so that kernel start-up and imports overlap the previous notebook's work; on Linux
 each one forked from a process that imported the libraries once (`fork_server`, neuronkit.workbook.zygote).
+`KernelStarter` is the one interface to the three ways (KERNEL_MODES).
 
 papermill and nbval start the kernel a notebook names; a kernel that resolves to another interpreter
 would import another torch (papermill#625), so the runner installs this one into `sys.prefix` when it is
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 from typing import Any
+
+from neuronkit.errors import NeuronkitInputError
 
 KERNEL_NAME = "neuronkit"
 DISPLAY_NAME = "Python (neuronkit)"
@@ -66,6 +69,50 @@ def _runs_this_python(name: str) -> bool:
     # An environment is its bin/ directory: the kernelspec says `.venv/bin/python`, while the `neuronkit`
     # console script runs `.venv/bin/python3.11` (resolving symlinks would match every venv of one Python).
     return os.path.dirname(os.path.abspath(command)) == os.path.dirname(os.path.abspath(sys.executable))
+
+
+# How each notebook's kernel starts (`neuronkit run --kernels`, `run_workbook(kernels=...)`): forked from a
+# process that imported the libraries once, one notebook ahead (where kernels cannot fork: as `warm`); a
+# fresh interpreter each, one notebook ahead; or started by papermill when its notebook begins.
+KERNEL_MODES = ("fork", "warm", "cold")
+
+
+class KernelStarter:
+    """The kernels of a sequence of notebooks, started the `mode` way (one of KERNEL_MODES).
+
+    Made before the caller's own checks, so that a fork server's imports (seconds) overlap them; `start()`
+    starts the first kernels once the notebooks are sure to run; `take()` gives each notebook's kernel
+    manager in turn (None: papermill starts the kernel itself), to be stopped with `shutdown`; `close()`
+    stops whatever is left, the fork server included. `env` is the kernels' environment.
+    """
+
+    def __init__(self, mode: str, name: str, env: dict[str, str]) -> None:
+        if mode not in KERNEL_MODES:
+            raise NeuronkitInputError(f"kernels must be one of {', '.join(KERNEL_MODES)}, got {mode!r}")
+        self.mode, self._name = mode, name
+        self._server = fork_server(name, env) if mode == "fork" else None
+        self._warm: WarmKernels | None = None
+
+    def start(self, cwd: str, arguments: list[str], count: int) -> None:
+        """Start the kernels of `count` notebooks run in `cwd` with kernel `arguments` (none when `cold`)."""
+        if self.mode != "cold":
+            specs = self._server.kernel_spec_manager if self._server else None
+            self._warm = WarmKernels(self._name, cwd, arguments, count, kernel_spec_manager=specs)
+
+    def take(self) -> Any:
+        """The next notebook's started kernel manager, or None when papermill is to start it."""
+        return self._warm.take() if self._warm else None
+
+    def close(self) -> None:
+        """Stop the kernels never taken, then the fork server (which kills any kernel it still serves);
+        once done, closing again does nothing."""
+        warm, server, self._warm, self._server = self._warm, self._server, None, None
+        try:
+            if warm:
+                warm.close()
+        finally:
+            if server:
+                server.close()
 
 
 class WarmKernels:

@@ -23,7 +23,7 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import notebooks_dir
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
-from neuronkit.workbook.kernel import KERNEL_NAME, WarmKernels, ensure_kernel, fork_server, shutdown
+from neuronkit.workbook.kernel import KERNEL_NAME, KernelStarter, ensure_kernel, shutdown
 from neuronkit.workbook.params import check_declared_types, parameters as validate
 
 # Notebook file → the stage whose record it writes, in order; then the report notebook, which writes none.
@@ -81,7 +81,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
                  seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
                  cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
-                 warm_kernels: bool = True, fork_kernels: bool = True, overwrite: bool = False,
+                 kernels: str = "fork", overwrite: bool = False,
                  random_weights: bool = False,
                  log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
@@ -92,30 +92,30 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
     `random_weights` runs the model its config describes with random weights, saved first into
     `out/random-weights/` (the report says so).
-    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. With
-    `warm_kernels`, each notebook's kernel is started (and has imported torch and transformers) while
-    the previous notebook runs; without, papermill starts each kernel when its notebook begins. With
-    `fork_kernels` too (Linux), each warm kernel is a fork of one process that imported them once
-    (`neuronkit.workbook.zygote`), so a kernel starts in milliseconds; each notebook still has its own.
+    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. `kernels`
+    says how each notebook's kernel starts (`neuronkit.workbook.kernel.KERNEL_MODES`): `warm`, while the
+    previous notebook runs (it has imported torch and transformers when its notebook begins); `fork`
+    (the default), warm too, and a fork of one process that imported them once
+    (`neuronkit.workbook.zygote`; Linux, elsewhere `warm`), so it starts in milliseconds; `cold`, by
+    papermill when its notebook begins. Each notebook has a kernel process of its own whichever way.
     """
     for name, value in (("cell_timeout", cell_timeout), ("start_timeout", start_timeout)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
-    # The fork server starts first: its imports (seconds) overlap this process's checks and imports.
-    server = fork_server(kernel_name, {**KERNEL_ENV, **os.environ}) if warm_kernels and fork_kernels else None
+    # The kernels' starter first: a fork server's imports (seconds) overlap this process's checks and imports.
+    starter = KernelStarter(kernels, kernel_name, {**KERNEL_ENV, **os.environ})
     try:
         return _run(model, out, dtype, seq_len, batch_size, parameters, notebooks, kernel_name, cell_timeout,
-                    start_timeout, warm_kernels, overwrite, random_weights, log, server)
+                    start_timeout, overwrite, random_weights, log, starter)
     finally:
-        if server:
-            server.close()
+        starter.close()
 
 
 def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: int, batch_size: int,
          parameters: dict[str, Any] | None, notebooks: str | os.PathLike | None, kernel_name: str,
-         cell_timeout: int, start_timeout: int, warm_kernels: bool, overwrite: bool, random_weights: bool,
-         log: Callable[[str], None], server: Any) -> WorkbookResult:
-    """run_workbook's work, kernels started through `server` (a ForkServer) when there is one."""
+         cell_timeout: int, start_timeout: int, overwrite: bool, random_weights: bool,
+         log: Callable[[str], None], starter: KernelStarter) -> WorkbookResult:
+    """run_workbook's work, each notebook's kernel from `starter`."""
     import papermill
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
@@ -147,14 +147,12 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     run = params.run
     result = WorkbookResult(run.path)
     with _kernel_environment():
-        # Every check above has passed: only now do kernels start (each one notebook ahead when warm).
-        specs = server.kernel_spec_manager if server else None
-        kernels = WarmKernels(kernel_name, str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS),
-                              kernel_spec_manager=specs) if warm_kernels else None
+        # Every check above has passed: only now do kernels start (each one notebook ahead unless cold).
+        starter.start(str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS))
         try:
             def execute(name: str) -> NotebookRun:
                 own = {k: v for k, v in values.items() if k in declared[name]}
-                km = kernels.take() if kernels else None
+                km = starter.take()
                 try:
                     nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
                 finally:
@@ -165,8 +163,7 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
 
             _execute_all(run, result, execute, log)
         finally:
-            if kernels:
-                kernels.close()
+            starter.close()
     nb = result.notebooks[-1]
     log(_line(len(result.notebooks), nb))
     if nb.error:

@@ -1,10 +1,10 @@
-"""A fork server for the notebooks' kernels: one process imports torch, transformers, matplotlib, pandas,
-neuronkit and ipykernel once, then every notebook's kernel is a `fork()` of it, started in milliseconds
+"""A fork server for the notebooks' kernels: one process imports torch, transformers, matplotlib, neuronkit
+and ipykernel once, then every notebook's kernel is a `fork()` of it, started in milliseconds
 instead of seconds of imports.
 
 Each kernel is still its own process, forked from a server that has only imported modules: importing
 creates no device state (the simulated device registers, but allocates nothing and runs no op), no NEFF
-cache statistics, no op tracking and no notebook variables, and starts no intra-op or zmq threads (torch
+cache statistics, no op tracking and no notebook variables, and leaves no thread running at a fork (torch
 starts its thread pool at the first parallel op, the kernel creates its zmq context after the fork). So a
 notebook still cannot see another notebook's state, exactly as with one fresh process per notebook.
 
@@ -14,7 +14,8 @@ child takes them over and runs `ipykernel` as `python -m ipykernel_launcher` wou
 children and tells each launcher its kernel's exit status; it kills a kernel whose launcher went away, and
 exits (killing its kernels) when the process that started it does. A kernel whose environment differs from
 the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is declined, and the launcher
-starts an ordinary kernel instead. Linux only (`available()`); elsewhere the runner keeps warm kernels.
+starts an ordinary kernel instead; so does a kernel forked while the server had a second thread (the
+fork is killed at once). Linux only (`available()`); elsewhere the runner keeps warm kernels.
 
     python -m neuronkit.workbook.zygote FD DIR PID   # what ForkServer starts: FD its listening socket, in
                                                       # DIR, for the runner PID
@@ -37,8 +38,16 @@ from typing import Any
 from neuronkit.workbook.kernel_launcher import HEADER
 
 # Modules every notebook imports (kernel.PRELOAD's) and the kernel's own; imported once, by the server.
-IMPORTS = ("torch", "transformers", "pandas", "matplotlib.pyplot", "neuronkit.models", "neuronkit.workbook.display",
-           "neuronkit.workbook.lesson", "ipykernel.kernelapp", "ipykernel.ipkernel", "matplotlib_inline.backend_inline")
+# Only modules whose import does the same with or without a kernel's shell: not matplotlib's inline backend,
+# which hooks itself into the IPython shell that exists when it is imported (it registers the PNG formatter
+# for figures and the hook that shows them after each cell). Imported by the server, where there is no
+# shell, it hooked into nothing and every plot of a forked kernel printed as `<Figure size ...>`; the
+# kernel's first figure imports it (milliseconds), as in an ordinary kernel.
+# Nor pandas: it imports pyarrow, whose allocator (jemalloc) starts a background thread, and a fork copies
+# only the forking thread; each kernel imports pandas while the notebook before it runs (kernel.PRELOAD).
+# (numpy's OpenBLAS starts a thread pool too, and joins it before any fork, in its own atfork handler.)
+IMPORTS = ("torch", "transformers", "matplotlib.pyplot", "neuronkit.models", "neuronkit.workbook.display",
+           "neuronkit.workbook.lesson", "ipykernel.kernelapp", "ipykernel.ipkernel")
 # Variables that may differ between the server and a kernel: jupyter_client's per-kernel ones (parent pid,
 # session, interrupt event), and ones read only when used, never at import: torch writes its default
 # TORCHINDUCTOR_CACHE_DIR into the environment at first use (torch/_inductor/runtime/cache_dir_utils.py),
@@ -145,6 +154,17 @@ def _exactly(conn: socket.socket, size: int) -> bytes:
     return data
 
 
+def threads() -> int:
+    """This process's threads, native ones included (torch's intra-op pool, zmq's I/O threads): forking
+    is safe only with one, as the child gets only the forking thread and none of the others' locks."""
+    return len(os.listdir("/proc/self/task"))
+
+
+# The server's thread count at each fork, taken in the parent right after it: once the libraries' own atfork
+# handlers have run (OpenBLAS joins its pool in one), with the thread count the child was forked from.
+AT_FORK: list[int] = []
+
+
 def _differences(imported_under: dict[str, str], env: dict[str, str]) -> list[str]:
     """Variables, other than the per-kernel ones, that a kernel's environment sets differently."""
     keys = {*imported_under, *env}
@@ -187,6 +207,14 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int)
                     return request
                 for fd in request["fds"]:
                     os.close(fd)
+                if AT_FORK[-1] > 1:  # the kernel may hang on a lock another thread held: an ordinary one instead
+                    _kill(pid)
+                    os.waitpid(pid, 0)
+                    print(f"neuronkit fork server: {AT_FORK[-1]} threads when forking, where a fork copies one: "
+                          "starting an ordinary kernel", file=sys.stderr)
+                    _send(conn, "cold")
+                    conn.close()
+                    continue
                 _send(conn, f"pid {pid}")
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
@@ -263,6 +291,7 @@ def main(argv: list[str]) -> int:
     imported_under, parent = dict(os.environ), int(argv[2])
     listener = socket.socket(fileno=int(argv[0]))
     _preload()
+    os.register_at_fork(after_in_parent=lambda: AT_FORK.append(threads()))
     request = _serve(listener, imported_under, parent)
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
         shutil.rmtree(argv[1], ignore_errors=True)

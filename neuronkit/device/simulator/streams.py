@@ -15,6 +15,8 @@ import time
 
 import torch
 
+from neuronkit.device.simulator import native
+
 _POOL_SIZE = 4
 _pool = itertools.cycle(range(1, _POOL_SIZE + 1))
 _current = threading.local()
@@ -91,9 +93,8 @@ class Event:
 
 
 def _device(device: int | str | torch.device | None) -> torch.device:
-    if device is None:
-        from neuronkit.device.simulator.module import current_device
-        return torch.device("neuron", current_device())
+    if device is None:  # this thread's current device, from the native runtime (module.current_device's)
+        return torch.device("neuron", native.current_device())
     if isinstance(device, int):
         return torch.device("neuron", device)
     return torch.device(device)
