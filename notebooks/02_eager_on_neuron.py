@@ -40,6 +40,8 @@ run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of o
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
+layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
+full_model: bool = False             # run the whole model, however large
 
 device: str = "neuron"    # the NeuronCore to run on, e.g. "neuron:0"
 train_steps: int = 2      # SGD steps compared between CPU and neuron
@@ -48,7 +50,8 @@ generate_tokens: int = 8  # greedy tokens compared (causal LMs)
 # %%
 from neuronkit.workbook import display, eager, lesson, parameters
 
-params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
+params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
+                    layers=layers, full_model=full_model)
 params
 
 # %% [markdown]

@@ -28,6 +28,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and compute dtype (default float32)")
     parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
     parser.add_argument("--batch-size", type=int, default=1, metavar="N", help="example inputs per batch (default 1)")
+    parser.add_argument("--layers", type=int, default=0, metavar="K",
+                        help="run parity, compile and profiling on a slice of the first K blocks (default 0: as many "
+                             "as fit the memory and time budget; the full model when it fits)")
+    parser.add_argument("--full-model", action="store_true",
+                        help="run every stage on the whole model, however large")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="a notebook parameter, VALUE read as JSON when it parses (e.g. -p max_new_tokens 8)")
     parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
@@ -56,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     # uses. This process runs nothing else, so it goes without it (the library leaves other programs alone).
     sys.modules.setdefault("rfc3987_syntax", None)
 
-    named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size}
+    named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size,
+                             "layers": args.layers, "full_model": args.full_model}
     extra: dict[str, Any] = {}
     for name, raw in args.parameter:
         if name in ("model", "run_dir", "out"):
@@ -67,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
                           warm_kernels=not args.cold_kernels, fork_kernels=not args.no_fork_kernels,
                           overwrite=args.overwrite,
                           random_weights=args.random_weights, **named)
-    verdict = json.loads((result.run_dir / "report.json").read_text())["verdict"]
+    summary = json.loads((result.run_dir / "report.json").read_text())
+    verdict = summary["verdict"]
     print(f"verdict: {verdict}")
+    if summary.get("ran_on"):
+        print(summary["ran_on"])
     return 0 if result.ok and verdict.startswith("ready") else 1
