@@ -209,7 +209,7 @@ def _ran_on(records: dict[str, StageResult | None]) -> str:
         return "Every stage ran on the full model." if slices else ""
     piece = next(iter(sliced.values()))
     titles = ", ".join(TITLES[stage] for stage in sliced)
-    return (f"{titles} ran on {piece.describe()} ({piece.reason}); the op audit, the memory figures and the "
+    return (f"{titles} ran on {piece.describe()} — {piece.reason}. The op audit, the memory figures and the "
             "parallel plan cover the full model.")
 
 
