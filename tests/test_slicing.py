@@ -93,6 +93,20 @@ def test_check_says_it_ran_a_slice(zoo, monkeypatch, capsys, tmp_path):
     assert json.loads(out.read_text())["model_slice"]["layers"] == 1
 
 
+def test_the_run_command_and_parameters_carry_the_slice(tmp_path):
+    from neuronkit.run_command import run_command
+    from neuronkit.workbook.params import parameters
+
+    assert run_command("m", "o", {"dtype": "float32", "layers": 2, "full_model": False}) == \
+        "neuronkit run m --out o --dtype float32 --layers 2"
+    assert run_command("m", "o", {"layers": 0, "full_model": True}) == "neuronkit run m --out o --full-model"
+    assert parameters("tiny-qwen3", str(tmp_path), layers=1).layers == 1
+    for bad, message in (({"layers": -1}, "layers must be 0"), ({"full_model": "yes"}, "full_model must be"),
+                         ({"layers": 1, "full_model": True}, "not both")):
+        with pytest.raises(NeuronkitInputError, match=message):
+            parameters("tiny-qwen3", str(tmp_path), **bad)
+
+
 @pytest.fixture
 def safetensors_reads(monkeypatch):
     """Per file, how many times tensors were read from it (one open that reads any tensor counts once)."""

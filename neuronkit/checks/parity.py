@@ -218,6 +218,9 @@ class _Session:
                                                       random_weights=random_weights)  # config first
             tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(spec)
             processor = example.processor_config(spec)
+        elif layers is not None or full_model:
+            raise NeuronkitInputError("layers and full_model slice a MODEL spec (a checkpoint); a module passed in "
+                                      "runs as it is")
         prompts = None
         if isinstance(inputs, (str, os.PathLike)) and Path(inputs).suffix == ".txt":
             inputs, prompts = None, example.read_prompts(inputs)
