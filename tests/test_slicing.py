@@ -107,6 +107,21 @@ def test_the_run_command_and_parameters_carry_the_slice(tmp_path):
             parameters("tiny-qwen3", str(tmp_path), **bad)
 
 
+def test_every_kernel_of_a_run_runs_the_slice_the_first_one_planned(zoo, tmp_path, monkeypatch):
+    from neuronkit.workbook import loading
+    from neuronkit.workbook.params import parameters
+
+    params = parameters(str(zoo["llama"]), str(tmp_path / "run"))
+    config = models.load_config(zoo["llama"])
+    monkeypatch.setattr(slicing, "memory_budget", lambda available=None: _budget_for(config, 1) // 2)
+    first = loading.run_slice(params)  # little memory free: one block
+    monkeypatch.setattr(slicing, "memory_budget", lambda available=None: 10**12)
+    loading._LOADED.clear()  # a later kernel, with plenty free: still the run's one block
+    subject = loading.load(params)
+    assert first.layers == subject.model_slice.layers == subject.config.num_hidden_layers == 1
+    assert loading.run_slice(parameters(str(zoo["llama"]), str(tmp_path / "run"), full_model=True)).full_model
+
+
 @pytest.fixture
 def safetensors_reads(monkeypatch):
     """Per file, how many times tensors were read from it (one open that reads any tensor counts once)."""
@@ -159,7 +174,7 @@ def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_read
     assert environment.run(params).ok
     for notebook in (lambda: cpu_baseline.run(params, max_new_tokens=2, timing_steps=1),
                      lambda: eager.run(params, train_steps=1, generate_tokens=2),
-                     lambda: profile.run(params, steps=1, warmup=1)):
+                     lambda: profile.run(params, steps=1, warmup=3)):
         loading._LOADED.clear()  # a new kernel
         safetensors_reads.clear()
         subject = loading.load(params)  # the notebook's teaching cells

@@ -3,14 +3,16 @@ CPU, its tokenizer, and the deterministic example inputs every stage compares on
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from neuronkit.evidence import CheckStage, ModelSlice
+from neuronkit.evidence import CheckStage, ModelSlice, load as load_record
 from neuronkit.stages import StageResult, worst
 from neuronkit.workbook.params import Params
 
@@ -45,14 +47,33 @@ def load(params: Params, dtype: str | None = None) -> Subject:
     dtype = dtype or params.dtype
     key = (params.model, dtype, params.layers, params.full_model, params.batch_size, params.seq_len)
     if key not in _LOADED:
-        model, weights, piece = models.load_slice(params.model, dtype, layers=params.layers or None,
-                                                  full_model=params.full_model)
+        piece = run_slice(params)
+        model, weights, _ = models.load_slice(params.model, dtype, full_model=piece.full_model,
+                                              layers=None if piece.full_model else piece.layers)
         config = model.config
         tokenizer = _tokenizer(params.model)
         example = inputs.example_inputs(config, tokenizer, batch_size=params.batch_size, seq_len=params.seq_len,
                                         processor=inputs.processor_config(params.model))
         _LOADED[key] = Subject(model, tokenizer, config, example, models.task_of(config), weights, piece)
     return _LOADED[key]
+
+
+def run_slice(params: Params) -> ModelSlice:
+    """What the run's stages run: planned once per run directory by the first kernel that loads the model
+    and read back by the others (`artifacts/model/slice.json`), so every stage runs the same blocks even
+    when the memory free at its start differs."""
+    from neuronkit import models, slicing
+
+    file = params.run.artifact_dir("model") / "slice.json"
+    request = {"model": params.model, "layers": params.layers, "full_model": params.full_model}
+    if file.is_file():
+        stored = json.loads(file.read_text(encoding="utf-8"))
+        if stored.get("request") == request:
+            return load_record(ModelSlice, stored["slice"])
+    _, piece = slicing.plan(models.load_config(params.model), layers=params.layers or None,
+                            full_model=params.full_model)
+    file.write_text(json.dumps({"request": request, "slice": dataclasses.asdict(piece)}), encoding="utf-8")
+    return piece
 
 
 @functools.lru_cache(maxsize=4)
