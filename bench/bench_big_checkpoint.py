@@ -7,7 +7,7 @@ the runner, the fork server) and the largest sum over the tree. Prints and write
 with its load.
 
     python bench/bench_big_checkpoint.py /work/bigckpt/llama-1b --json bench/big-llama-1b.json
-    python bench/bench_big_checkpoint.py /work/bigckpt/llama-1b -- --layers 1
+    python bench/bench_big_checkpoint.py /work/bigckpt/llama-1b --layers 1 --cell-timeout 1200
 """
 
 from __future__ import annotations
@@ -80,12 +80,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--json", type=Path, default=None, help="also write the record here")
-    parser.add_argument("extra", nargs="*", help="more `neuronkit run` flags (after --)")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)  # the rest: more `neuronkit run` flags
     out = Path(tempfile.mkdtemp(prefix="nk-big-")) / "run"
     neuronkit = Path(sys.executable).with_name("neuronkit")
     record = measure([str(neuronkit), "run", str(args.checkpoint), "--out", str(out), "--dtype", args.dtype,
-                      *args.extra])
+                      *[flag for flag in extra if flag != "--"]])
     record["run_dir"] = str(out)
     text = json.dumps(record, indent=2)
     print(text)

@@ -582,6 +582,7 @@ DIR/
   stages/04_compile.json
   stages/05_profile.json
   artifacts/<stage>/...       bulky outputs: the CPU reference, executed notebooks, traces, Parquet, audit.json
+  artifacts/model/slice.json  what the stages that run the model run (full model or layer slice), planned once per run
   report.html, report.json    the migration report (neuronkit report DIR)
 ```
 
