@@ -88,6 +88,36 @@ class CheckStage:
     error: str | None = fact("Error", doc="the traceback when the check stage raised, the reason when skipped")
 
 
+@dataclass
+class ModelSlice:
+    """What a stage ran the model on: the whole checkpoint, or a layer slice of it (the embeddings, the
+    first `layers` blocks of each block stack with their real weights, the final norm and the head),
+    chosen to fit the memory and time budget (`neuronkit.slicing`)."""
+
+    full_model: bool = fact("Whole model", doc="False: a layer slice ran", default=True)
+    layers: int | None = fact("Blocks run", "count", "per block stack; None for a model that has no block count")
+    total_layers: int | None = fact("Blocks in the model", "count", "per block stack (the largest)")
+    parameters: int | None = fact("Parameters run", "count")
+    total_parameters: int | None = fact("Parameters in the model", "count")
+    reason: str = fact("Why", doc="forced (`--full-model`, `--layers K`), the budget, or why it cannot be sliced",
+                       default="")
+
+    def describe(self) -> str:
+        """One phrase for a verdict: `the full model` or `a slice: 2 of 16 blocks (384M of 1.24B parameters)`."""
+        if self.full_model:
+            return "the full model"
+        share = (f" ({_count(self.parameters)} of {_count(self.total_parameters)} parameters)"
+                 if self.parameters and self.total_parameters else "")
+        return f"a layer slice: {self.layers} of {self.total_layers} blocks{share}"
+
+
+def _count(n: int) -> str:
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
 # ---------------------------------------------------------------------------------------------------
 # One record per stage.
 
@@ -140,6 +170,7 @@ class CpuBaselineEvidence(CpuRun):
     fill_mask: dict[str, Any] | None = fact("Masked-word fill", doc="`text`, `predictions` (masked LMs)")
     weights: dict[str, Any] = fact("Weights", doc="`source` checkpoint or random, `missing` and `unexpected` "
                                                   "names, `warnings` (any makes the stage `warn`)", factory=dict)
+    model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
 
 
 @dataclass
@@ -241,6 +272,7 @@ class EagerEvidence(EagerForward):
     fallback_ops_by_phase: dict[str, list[str]] = fact("CPU fallback ops by phase", factory=dict)
     stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
                                                        "reference read back; eager, generate, train)", factory=list)
+    model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
 
 
 @dataclass
@@ -372,6 +404,7 @@ class CompileEvidence(CompileTiming, CompileCheck):
 
     stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "
                                                        "reference read back; compile, timing)", factory=list)
+    model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
 
 
 @dataclass
@@ -417,6 +450,7 @@ class ProfileEvidence:
     parquet_path: str | None = fact("Parquet export")
     summary_path: str | None = fact("Summary table")
     hardware: dict[str, Any] = fact("Roofline hardware", factory=dict)
+    model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
 
 
 @dataclass
@@ -605,6 +639,7 @@ DIR/
   stages/05_profile.json
   artifacts/<stage>/...       bulky outputs: the CPU reference, executed notebooks, traces, Parquet, audit.json
   script.json                 your training script (`neuronkit run MODEL --script train.py`)
+  artifacts/model/slice.json  what the stages that run the model run (full model or layer slice), planned once per run
   report.html, report.json    the migration report (neuronkit report DIR)
 ```
 

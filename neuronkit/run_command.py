@@ -8,7 +8,10 @@ import shlex
 from typing import Any
 
 # Parameters `neuronkit run` takes as named options; every other parameter goes as `-p NAME VALUE`.
-RUN_FLAGS: dict[str, str] = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size"}
+RUN_FLAGS: dict[str, str] = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size",
+                             "layers": "--layers", "full_model": "--full-model"}
+# Named options whose default is left out of the command (`--full-model` is a switch, `--layers 0` automatic).
+_DEFAULTS: dict[str, Any] = {"layers": 0, "full_model": False}
 # Parameters that are the command's positional MODEL and its --out, never `-p`.
 _PLACES = ("model", "run_dir", "out")
 
@@ -17,9 +20,13 @@ def run_command(model: str, out: str, params: dict[str, Any]) -> str:
     """`neuronkit run MODEL --out OUT` with `params` as options, shell-quoted."""
     command = ["neuronkit", "run", str(model), "--out", str(out)]
     for key, value in params.items():
-        if key not in _PLACES:
-            command += [RUN_FLAGS[key]] if key in RUN_FLAGS else ["-p", key]
-            command.append(cli_value(value))
+        if key in _PLACES or (key in _DEFAULTS and value == _DEFAULTS[key]):
+            continue
+        if key == "full_model":
+            command.append(RUN_FLAGS[key])
+            continue
+        command += [RUN_FLAGS[key]] if key in RUN_FLAGS else ["-p", key]
+        command.append(cli_value(value))
     return shlex.join(command)
 
 

@@ -32,6 +32,8 @@ run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of o
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
+layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
+full_model: bool = False             # run the whole model, however large
 
 prompt: str = "A migration starts with"  # causal LM: text to continue; encoder: text with a [MASK]
 max_new_tokens: int = 16                 # tokens of greedy generation
@@ -40,7 +42,8 @@ timing_steps: int = 5                    # timed forward passes (after one warm-
 # %%
 from neuronkit.workbook import cpu_baseline, display, lesson, parameters
 
-params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
+params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
+                    layers=layers, full_model=full_model)
 params
 
 # %% [markdown]
@@ -50,6 +53,9 @@ params
 # (`config.architectures[0]`, from local files; a `.bin` only with `weights_only=True`) in `dtype`, its
 # tokenizer, and the task's deterministic example inputs (`batch_size × seq_len` token ids, or
 # `pixel_values` / `input_features` from the processor config) with labels, so the model returns a loss.
+# A model too large for this machine is loaded as a *layer slice*: the embeddings, its first blocks with
+# their real weights, the final norm and the head (`layers` picks how many, `full_model` forces it all).
+# The kernel keeps what `load` returns: this notebook's stage below runs on the same model.
 
 # %%
 import torch
@@ -60,6 +66,7 @@ subject = load(params)
 with torch.inference_mode():
     out = subject.model(**subject.inputs)
 print(type(subject.model).__name__, {name: tuple(t.shape) for name, t in subject.inputs.items()})
+print("runs on:", subject.model_slice.describe(), f"({subject.model_slice.reason})")
 print("loss:", None if getattr(out, "loss", None) is None else round(float(out.loss), 4))
 
 # %% [markdown]

@@ -41,6 +41,8 @@ run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of o
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
+layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
+full_model: bool = False             # run the whole model, however large
 
 training: bool = True   # also audit backward and one optimizer step (AdamW)
 generate: bool = False  # also audit greedy generate() (causal LMs; runs on random weights, needs the memory)
@@ -48,7 +50,8 @@ generate: bool = False  # also audit greedy generate() (causal LMs; runs on rand
 # %%
 from neuronkit.workbook import audit, display, lesson, parameters
 
-params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
+params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
+                    layers=layers, full_model=full_model)
 params
 
 # %% [markdown]

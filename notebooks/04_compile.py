@@ -40,6 +40,8 @@ run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of o
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
+layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
+full_model: bool = False             # run the whole model, however large
 
 device: str = "neuron"  # the NeuronCore to compile for, e.g. "neuron:0"
 timing_runs: int = 5    # interleaved eager/compiled timings (medians)
@@ -49,7 +51,8 @@ max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
 # %%
 from neuronkit.workbook import display, lesson, parameters, torch_compile
 
-params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
+params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
+                    layers=layers, full_model=full_model)
 params
 
 # %% [markdown]

@@ -35,6 +35,8 @@ run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of o
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
+layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
+full_model: bool = False             # run the whole model, however large
 
 device: str = "neuron"  # the NeuronCore to profile on, e.g. "neuron:0"
 steps: int = 5          # profiled forward passes (and as many plain, timed ones to measure overhead)
@@ -44,7 +46,8 @@ top: int = 15           # ops kept in the stage record, by device time
 # %%
 from neuronkit.workbook import display, lesson, parameters, profile
 
-params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size)
+params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
+                    layers=layers, full_model=full_model)
 params
 
 # %% [markdown]

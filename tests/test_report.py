@@ -179,6 +179,23 @@ def test_full_passing_run_is_ready(tmp_path: Path) -> None:
     assert html.count('<img src="data:image/svg+xml;base64,') == 3  # top ops, step time, parity (one category: no chart)
 
 
+def test_the_verdict_says_which_stages_ran_a_layer_slice(tmp_path: Path) -> None:
+    records = passing_records()
+    piece = {"full_model": False, "layers": 2, "total_layers": 16, "parameters": 384_313_344,
+             "total_parameters": 1_235_814_400, "reason": "the budget"}
+    for stage in ("cpu_baseline", "eager", "compile", "profile"):
+        records[stage].evidence["model_slice"] = piece
+    html, data, _ = render(write_run(tmp_path, records))
+    assert data["ran_on"] == ("CPU baseline, Eager parity on neuron, torch.compile, Profiling ran on a layer slice: "
+                              "2 of 16 blocks (384M of 1.24B parameters) — the budget. The op audit, the memory "
+                              "figures and the parallel plan cover the full model.")
+    assert '<p class="verdict-scope" id="ran-on">' in html and "2 of 16 blocks" in html
+    whole = {**piece, "full_model": True, "layers": 16, "parameters": 1_235_814_400, "reason": "fits the budget"}
+    for stage in ("cpu_baseline", "eager", "compile", "profile"):
+        records[stage].evidence["model_slice"] = whole
+    assert render(write_run(tmp_path / "whole", records))[1]["ran_on"] == "Every stage ran on the full model."
+
+
 def test_cpu_fallbacks_and_warnings_give_ready_with_cpu_fallbacks(full_report: Any) -> None:
     html, data, _ = full_report
     assert data["verdict"] == "ready_with_cpu_fallbacks"
@@ -372,7 +389,7 @@ def test_report_json_has_stable_keys(full_report: Any) -> None:
     _, data, paths = full_report
     run_dir = paths.json.parent
     assert list(data) == ["schema_version", "model", "run_dir", "device", "verdict", "verdict_label", "reasons",
-                          "missing_stages", "stages", "blockers", "warnings", "audit", "key_numbers",
+                          "ran_on", "missing_stages", "stages", "blockers", "warnings", "audit", "key_numbers",
                           "next_steps", "reproduce"]
     assert list(data["stages"]) == list(STAGES)
     assert set(data["stages"]["eager"]) == {"title", "status", "summary", "error", "duration_s",

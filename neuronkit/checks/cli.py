@@ -27,6 +27,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
     parser.add_argument("--random-weights", action="store_true",
                         help="build the model from its config with random weights (a checkpoint without weights)")
+    parser.add_argument("--layers", type=int, default=None, metavar="K",
+                        help="check a layer slice: the embeddings, the first K blocks, the final norm and head "
+                             "(default: as many blocks as fit the memory and time budget; the full model when it fits)")
+    parser.add_argument("--full-model", action="store_true", help="check the whole model, however large")
     parser.add_argument("--inputs", type=Path, default=None, metavar="FILE",
                         help="your own example inputs: prompts.txt (one per line, text models) or a .safetensors "
                              "file of named tensors (the forward's arguments)")
@@ -38,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     report = check(args.model, args.inputs, stages=stages, dtype=args.dtype, seq_len=args.seq_len,
-                   batch_size=args.batch_size, train_steps=args.train_steps, random_weights=args.random_weights)
+                   batch_size=args.batch_size, train_steps=args.train_steps, random_weights=args.random_weights,
+                   layers=args.layers, full_model=args.full_model)
     print(report.table())
     if args.json is not None:
         report.to_json(args.json)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import html
 import json
@@ -30,8 +31,8 @@ from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks import refusals
 from neuronkit.checks.reference import Reference
 from neuronkit.evidence import CHECK_EVIDENCE, CompileCheck, CompileTiming, CompileTraining, \
-    CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, NeffCache, Parity, \
-    ParityRow, ReferenceOutput, rows
+    CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, ModelSlice, NeffCache, \
+    Parity, ParityRow, ReferenceOutput, rows
 from neuronkit.graph_compile import compare
 from neuronkit.graph_compile.backend import neuron_backend
 from neuronkit.graph_compile.buckets import advise_buckets
@@ -54,6 +55,7 @@ class CheckReport:
     dtype: str
     stages: list[StageResult]
     weights: models.Weights = field(default_factory=lambda: models.Weights("module"))
+    model_slice: ModelSlice | None = None  # what ran: the full model or a layer slice (None: a module passed in)
 
     @property
     def warnings(self) -> list[str]:
@@ -76,6 +78,7 @@ class CheckReport:
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "dtype": self.dtype, "status": self.status, "ok": self.ok,
                 "random_weights": self.weights.random, "weights": self.weights.to_dict(),
+                "model_slice": dataclasses.asdict(self.model_slice) if self.model_slice else None,
                 "stages": [s.to_dict() for s in self.stages]}
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -89,6 +92,8 @@ class CheckReport:
         """A fixed-width table: stage, status, seconds, summary."""
         random = ", random weights" if self.weights.random else ""
         lines = [f"neuronkit check: {self.model} ({self.dtype}{random}) -> {self.status.upper()}"]
+        if self.model_slice is not None and not self.model_slice.full_model:
+            lines.append(f"ran on {self.model_slice.describe()} ({self.model_slice.reason})")
         lines += [f"warning: {w}" for w in self.warnings]
         lines.append(f"{'stage':<9} {'status':<8} {'time':>7}  summary")
         for s in self.stages:
@@ -105,7 +110,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
           lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
           seq_len: int = 16, model_name: str | None = None, random_weights: bool = False,
           reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
-          max_buckets: int = 4) -> CheckReport:
+          max_buckets: int = 4, layers: int | None = None, full_model: bool = False) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -120,7 +125,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     `reference` (the CPU baseline's, `Reference.load`) replaces the `cpu` stage's run and the inputs:
     the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
     `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
-    the bundled sample prompts)."""
+    the bundled sample prompts). A MODEL spec too large for the budget runs as a layer slice (its first
+    `layers` blocks; default as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which."""
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
                           max_buckets=max_buckets)
@@ -133,13 +139,14 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
-                             bucket_prompts=bucket_prompts, max_buckets=max_buckets)
+                             bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers,
+                             full_model=full_model)
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
     for name in wanted:
         session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session)
     return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(session.results.values()),
-                       session.weights)
+                       session.weights, session.model_slice)
 
 
 def _resolve_stages(stages: Iterable[str]) -> list[str]:
@@ -199,18 +206,24 @@ class _Session:
         self.neuron_inputs: Any = None
         self.compiled: torch.nn.Module | None = None
         self.results: dict[str, StageResult] = {}  # each stage's record, read by the stages after it
+        self.model_slice: ModelSlice | None = None  # what a MODEL spec loaded as (None: a module passed in)
 
     @classmethod
     def build(cls, model: Any, inputs: Any, tokenizer: Any, dtype: torch.dtype, model_name: str | None,
-              random_weights: bool, **settings: Any) -> "_Session":
+              random_weights: bool, layers: int | None = None, full_model: bool = False,
+              **settings: Any) -> "_Session":
         name = model_name
-        weights, processor = models.Weights("module"), None
+        weights, processor, piece = models.Weights("module"), None, None
         if isinstance(model, (str, os.PathLike)):
             name = name or str(model)
             spec = model
-            model, weights = models.load_checkpoint(spec, random_weights=random_weights)  # config first
+            model, weights, piece = models.load_slice(spec, layers=layers, full_model=full_model,
+                                                      random_weights=random_weights)  # config first
             tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(spec)
             processor = example.processor_config(spec)
+        elif layers is not None or full_model:
+            raise NeuronkitInputError("layers and full_model slice a MODEL spec (a checkpoint); a module passed in "
+                                      "runs as it is")
         prompts = None
         if isinstance(inputs, (str, os.PathLike)) and Path(inputs).suffix == ".txt":
             inputs, prompts = None, example.read_prompts(inputs)
@@ -223,8 +236,10 @@ class _Session:
         model.eval()
         if inputs is None:
             inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"], processor, prompts)
-        return cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
-                   weights, **settings)
+        session = cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
+                      weights, **settings)
+        session.model_slice = piece
+        return session
 
     def device_mode(self) -> contextlib.AbstractContextManager:
         """Autocast to the checked dtype on the device (fp32: no autocast)."""

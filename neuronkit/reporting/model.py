@@ -151,6 +151,7 @@ class ReportModel:
     records: dict[str, dict[str, Any] | None]
     key_numbers: list[KeyNumber] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
+    ran_on: str = ""  # what the verdict rests on: the full model, or which stages ran a layer slice
 
     @property
     def verdict_label(self) -> str:
@@ -177,6 +178,7 @@ class ReportModel:
             "verdict": self.verdict,
             "verdict_label": self.verdict_label,
             "reasons": self.reasons,
+            "ran_on": self.ran_on,
             "missing_stages": self.missing_stages,
             "stages": {card.stage: {"title": card.title, "status": card.status, "summary": card.summary,
                                     "error": card.error, "duration_s": card.duration_s,
@@ -231,7 +233,25 @@ def build_model(run: RunDir) -> ReportModel:
         records={stage: record.to_dict() if record else None for stage, record in records.items()},
         key_numbers=_key_numbers(records, audit, blockers, warnings),
         next_steps=_next_steps(records, blockers, warnings, params, run),
+        ran_on=_ran_on(records),
     )
+
+
+# The stages that run the model (on a layer slice when it does not fit); the rest cover the full model.
+_SLICED_STAGES = ("cpu_baseline", "eager", "compile", "profile")
+
+
+def _ran_on(records: dict[str, StageResult | None]) -> str:
+    """One sentence: what the stages that run the model ran on, and what covers the full model."""
+    slices = {stage: piece for stage in _SLICED_STAGES
+              if (record := _record(records, stage)) is not None and (piece := record.model_slice) is not None}
+    sliced = {stage: piece for stage, piece in slices.items() if not piece.full_model}
+    if not sliced:
+        return "Every stage ran on the full model." if slices else ""
+    piece = next(iter(sliced.values()))
+    titles = ", ".join(TITLES[stage] for stage in sliced)
+    return (f"{titles} ran on {piece.describe()} — {piece.reason}. The op audit, the memory figures and the "
+            "parallel plan cover the full model.")
 
 
 def _device_kind(records: dict[str, StageResult | None]) -> str:

@@ -30,6 +30,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and compute dtype (default float32)")
     parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
     parser.add_argument("--batch-size", type=int, default=1, metavar="N", help="example inputs per batch (default 1)")
+    parser.add_argument("--layers", type=int, default=0, metavar="K",
+                        help="run parity, compile and profiling on a slice of the first K blocks (default 0: as many "
+                             "as fit the memory and time budget; the full model when it fits)")
+    parser.add_argument("--full-model", action="store_true",
+                        help="run every stage on the whole model, however large")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="a notebook parameter, VALUE read as JSON when it parses (e.g. -p max_new_tokens 8)")
     parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
@@ -64,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
     fail_on = fail_on_categories(args.fail_on)
     script = check_script(args)  # bad input before any kernel starts
-    named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size}
+    named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size,
+                             "layers": args.layers, "full_model": args.full_model}
     extra: dict[str, Any] = {}
     for name, raw in args.parameter:
         if name in ("model", "run_dir", "out"):
@@ -77,4 +83,6 @@ def run(args: argparse.Namespace) -> int:
     script_ok = record_script(script, args, result.run_dir) if script else True
     data = json.loads((result.run_dir / "report.json").read_text())
     print(f"verdict: {data['verdict']}")
+    if data.get("ran_on"):
+        print(data["ran_on"])
     return exit_code(data, fail_on) if result.ok and script_ok else 1

@@ -14,7 +14,7 @@ from neuronkit.evidence import CpuBaselineEvidence
 from neuronkit.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import Subject, load, reference_path
+from neuronkit.workbook.loading import Subject, load, ran_on, reference_model, reference_path
 from neuronkit.workbook.params import Params, require_positive_ints
 
 MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokenizer's own mask token
@@ -42,7 +42,7 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         evidence = CpuBaselineEvidence(forward_ms=forward_ms, logits_shape=list(logits.shape), loss=loss,
                                        grad_norm=reference.grad_norm, threads=torch.get_num_threads(),
                                        reference_path=str(reference_path(params)),
-                                       weights=subject.weights.to_dict())
+                                       weights=subject.weights.to_dict(), model_slice=subject.model_slice)
         if subject.tokenizer is not None and subject.kind == "causal_lm":
             evidence.generate = greedy_generate(subject, prompt, max_new_tokens)
         elif subject.tokenizer is not None and subject.kind == "masked_lm":
@@ -52,7 +52,8 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
             slot["status"], slot["summary"] = "fail", "The CPU forward pass produced NaN or infinite values."
         else:
             slot["summary"] = (f"Forward pass {forward_ms:.1f} ms (median of {timing_steps}) on "
-                               f"{evidence.threads} CPU threads" + (f", loss {loss:.4f}" if loss is not None else ""))
+                               f"{evidence.threads} CPU threads" + (f", loss {loss:.4f}" if loss is not None else "")
+                               + ran_on(subject.model_slice))
             if subject.weights.warnings():  # a head dropped or left random: never a silent pass
                 slot["status"] = "warn"
                 slot["summary"] = "; ".join(subject.weights.warnings()) + ". " + slot["summary"]
@@ -62,10 +63,9 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
 def save_reference(params: Params, subject: Subject) -> Any:
     """Compute and save the fp32 CPU reference the device stages compare with (the check's own: the
     device runs fp32, or autocasts, against fp32 CPU numbers), on exactly these example inputs."""
-    from neuronkit import models
     from neuronkit.checks.parity import cpu_reference, forward_extras
 
-    model = subject.model if params.dtype == "float32" else models.load_checkpoint(params.model)[0]
+    model = reference_model(params).model  # the run's own model when it is float32
     reference = cpu_reference(model, subject.inputs, **forward_extras(model))
     reference.save(reference_path(params))
     return reference

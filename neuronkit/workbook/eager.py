@@ -10,7 +10,7 @@ from typing import Any
 from neuronkit.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining, fields_of
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_stages, check_verdict, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("eager", "generate", "train")
@@ -25,8 +25,10 @@ def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_t
     with recording(params.run, "eager") as slot:
         require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens)
         report = run_check(params, device, CHECK_STAGES, train_steps=train_steps, generate_tokens=generate_tokens)
-        slot["evidence"] = evidence({s.stage: s for s in report.stages})
+        slot["evidence"] = record = evidence({s.stage: s for s in report.stages})
+        record.model_slice = report.model_slice
         slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
+        slot["summary"] += ran_on(report.model_slice)
     return slot["result"]
 
 

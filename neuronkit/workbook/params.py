@@ -26,6 +26,8 @@ class Params:
     dtype: str = "float32"
     seq_len: int = 16
     batch_size: int = 1
+    layers: int = 0  # blocks of a layer slice (0: as many as fit the budget; neuronkit.slicing)
+    full_model: bool = False  # run the whole model however large
 
     @property
     def run(self) -> RunDir:
@@ -39,7 +41,7 @@ class Params:
 
 
 def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 16,
-               batch_size: Any = 1) -> Params:
+               batch_size: Any = 1, layers: Any = 0, full_model: Any = False) -> Params:
     """Validate a notebook's parameters; raise one NeuronkitInputError naming every bad one."""
     problems: list[str] = []
     if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
@@ -54,6 +56,12 @@ def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 
         problem = positive_int_problem(name, value)
         if problem:
             problems.append(problem)
+    if layers != 0 and positive_int_problem("layers", layers):
+        problems.append(f"layers must be 0 (as many blocks as fit) or a positive number of blocks, got {_shown(layers)}")
+    if not isinstance(full_model, bool):
+        problems.append(f"full_model must be True or False, got {_shown(full_model)}")
+    elif full_model and layers not in (0, None):
+        problems.append("choose layers or full_model, not both")
     if not problems:
         problems += _model_problems(str(model), seq_len)
     if len(problems) == 1:
@@ -61,7 +69,7 @@ def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 
     if problems:
         raise NeuronkitInputError("bad workbook parameters:\n" + "\n".join(f"  - {p}" for p in problems))
     return Params(model=str(model), run_dir=str(run_dir), dtype=dtype.removeprefix("torch."),
-                  seq_len=seq_len, batch_size=batch_size)
+                  seq_len=seq_len, batch_size=batch_size, layers=layers, full_model=full_model)
 
 
 def check_declared_types(values: dict[str, Any], declared: dict[str, str]) -> None:

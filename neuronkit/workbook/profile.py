@@ -8,7 +8,7 @@ from dataclasses import fields
 from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, TopOp, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import load, neuron_device
+from neuronkit.workbook.loading import load, neuron_device, ran_on
 from neuronkit.workbook.params import Params, require_positive_ints
 
 TOP_COLUMNS = [f.name for f in fields(TopOp)]
@@ -30,8 +30,11 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
         target = neuron_device(device)
         subject = load(params)
         inputs = move_inputs({k: v for k, v in subject.inputs.items() if k != "labels"}, target)  # inference
-        frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
-                        output_dir=params.run.artifact_dir("profile"))
+        try:
+            frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
+                            output_dir=params.run.artifact_dir("profile"))
+        finally:
+            subject.model.to("cpu")  # the kernel's shared model stays on the CPU
         info = frame.attrs
         slot["evidence"] = ProfileEvidence(
             top_ops=rows(TopOp, frame.head(top)[TOP_COLUMNS].to_dict("records")),
@@ -42,11 +45,12 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
             parquet_path=info["parquet_path"],
             summary_path=info["summary_path"],
             hardware=info["hardware"],
+            model_slice=subject.model_slice,
         )
         hottest = frame.iloc[0]["name"] if len(frame) else "none"
         slot["summary"] = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "
                            f"{len(info['fallbacks'])} fell back to CPU; profiler overhead "
-                           f"{info['overhead']['ratio']:.2f}×")
+                           f"{info['overhead']['ratio']:.2f}×{ran_on(subject.model_slice)}")
         if info["fallbacks"]:
             slot["status"] = "warn"
     return slot["result"]

@@ -82,7 +82,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
                  cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
                  kernels: str = "fork", overwrite: bool = False,
-                 random_weights: bool = False,
+                 random_weights: bool = False, layers: int = 0, full_model: bool = False,
                  log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
@@ -91,7 +91,8 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     file, no input recipe), raise NeuronkitInputError before any kernel starts. A non-empty `out` is
     refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
     `random_weights` runs the model its config describes with random weights, saved first into
-    `out/random-weights/` (the report says so).
+    `out/random-weights/` (the report says so). The stages that run the model run the layer slice that
+    fits the budget (`neuronkit.slicing`), or its first `layers` blocks, or with `full_model` all of it.
     `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. `kernels`
     says how each notebook's kernel starts (`neuronkit.workbook.kernel.KERNEL_MODES`): `warm`, while the
     previous notebook runs (it has imported torch and transformers when its notebook begins); `fork`
@@ -106,7 +107,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
     starter = KernelStarter(kernels, kernel_name, {**KERNEL_ENV, **os.environ})
     try:
         return _run(model, out, dtype, seq_len, batch_size, parameters, notebooks, kernel_name, cell_timeout,
-                    start_timeout, overwrite, random_weights, log, starter)
+                    start_timeout, overwrite, random_weights, log, starter, layers, full_model)
     finally:
         starter.close()
 
@@ -114,14 +115,15 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
 def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: int, batch_size: int,
          parameters: dict[str, Any] | None, notebooks: str | os.PathLike | None, kernel_name: str,
          cell_timeout: int, start_timeout: int, overwrite: bool, random_weights: bool,
-         log: Callable[[str], None], starter: KernelStarter) -> WorkbookResult:
+         log: Callable[[str], None], starter: KernelStarter, layers: int = 0,
+         full_model: bool = False) -> WorkbookResult:
     """run_workbook's work, each notebook's kernel from `starter`."""
     import papermill
 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
-                      batch_size=batch_size)
-    preflight(params.model, seq_len, batch_size, random_weights)
+                      batch_size=batch_size, layers=layers, full_model=full_model)
+    preflight(params.model, seq_len, batch_size, random_weights, layers, full_model)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
@@ -140,7 +142,7 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
         name = source.parent.name if source.suffix == ".json" else source.name  # config.json: its folder
         saved = save_random_checkpoint(params.model, Path(params.run_dir) / "random-weights" / name, dtype)
         params = validate(model=str(saved), run_dir=params.run_dir, dtype=dtype, seq_len=seq_len,
-                          batch_size=batch_size)
+                          batch_size=batch_size, layers=layers, full_model=full_model)
         values["model"] = params.model
     if ensure_kernel(kernel_name):
         log(f"installed Jupyter kernel {kernel_name!r} for this Python")
@@ -192,13 +194,15 @@ def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], N
     execute(REPORT_NOTEBOOK)
 
 
-def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False) -> None:
+def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False, layers: int = 0,
+              full_model: bool = False) -> None:
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
     readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
-    that loads, and an input recipe for its architecture."""
-    from neuronkit import inputs, models
+    that loads, an input recipe for its architecture, and a model or layer slice that fits the budget."""
+    from neuronkit import inputs, models, slicing
 
     config = models.load_config(model)
+    slicing.plan(config, layers=layers or None, full_model=full_model)
     if random_weights:
         models.num_parameters(config)  # the class builds from this config
     elif not models.has_weights(model):

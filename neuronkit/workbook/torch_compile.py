@@ -8,7 +8,7 @@ from __future__ import annotations
 from neuronkit.evidence import CompileCheck, CompileEvidence, CompileTiming, fields_of
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_stages, check_verdict, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = ("compile", "timing")
@@ -26,8 +26,10 @@ def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_fi
         require_positive_ints(timing_runs=timing_runs, max_buckets=max_buckets)
         report = run_check(params, device, CHECK_STAGES, timing_runs=timing_runs, bucket_prompts=prompts_file,
                            max_buckets=max_buckets)
-        slot["evidence"] = evidence({s.stage: s for s in report.stages})
+        slot["evidence"] = record = evidence({s.stage: s for s in report.stages})
+        record.model_slice = report.model_slice
         slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
+        slot["summary"] += ran_on(report.model_slice)
     return slot["result"]
 
 

@@ -1,0 +1,140 @@
+"""Layer slices of a checkpoint: what the stages that run a model run when the whole model does not fit.
+
+A slice is the checkpoint's own class built from its config with fewer blocks: the embeddings, the first
+K blocks of every block stack (decoder, encoder, or both), the final norm and the head. Its weights are
+the checkpoint's own, read from the safetensors files for the kept keys only. K is the most blocks that
+fit the budget (`data/slicing.toml`: memory available now, and a parameter ceiling for time), or what a
+team forces (`layers=K`, `full_model=True`). The op audit, the memory plan and HBM figures never use a
+slice: they are computed for the full model from its config.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from functools import lru_cache
+from typing import Any
+
+import torch
+from transformers import PretrainedConfig
+
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.evidence import ModelSlice
+from neuronkit.resources import data_dir
+
+FP32_BYTES = 4  # the check's CPU reference runs in float32 whatever the run's dtype
+
+
+@lru_cache(maxsize=1)
+def rules() -> dict[str, Any]:
+    """The slicing table, `neuronkit/data/slicing.toml`."""
+    with (data_dir() / "slicing.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def block_counts(config: PretrainedConfig) -> dict[str, int]:
+    """The config's block counts by key (one per block stack); empty when the model cannot be sliced.
+    Only keys config.json itself holds: an alias a config class derives (ConvNeXt's `num_hidden_layers`
+    is its stage count) is no block count."""
+    stored = config.to_dict()
+    return {key: value for key in rules()["layer_keys"]
+            if isinstance(value := stored.get(key), int) and not isinstance(value, bool) and value > 0}
+
+
+def sliced_config(config: PretrainedConfig, layers: int) -> PretrainedConfig:
+    """A copy of `config` with every block stack cut to its first `layers` blocks (per-block lists too)."""
+    counts = block_counts(config)
+    sliced = copy.deepcopy(config)
+    for key, total in counts.items():
+        setattr(sliced, key, min(layers, total))
+    for key in rules()["per_layer_keys"]:
+        value = getattr(config, key, None)
+        if isinstance(value, list) and counts and len(value) == max(counts.values()):
+            setattr(sliced, key, value[:layers])
+    return sliced
+
+
+def parameters(config: PretrainedConfig) -> int:
+    """Parameters of the model `config` describes (built on the meta device: nothing allocated)."""
+    from neuronkit.models import num_parameters
+
+    return num_parameters(config)
+
+
+def memory_budget(available: int | None = None) -> int:
+    """Bytes the stage's copies of the slice may take: a share of the memory available now."""
+    from neuronkit.models import _available_memory
+
+    return int(rules()["budget"]["memory_fraction"] * (_available_memory() if available is None else available))
+
+
+def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: bool = False,
+         available: int | None = None) -> tuple[PretrainedConfig, ModelSlice]:
+    """The config a stage builds its model from, and what it is: the full model when it fits the budget
+    (or `full_model`), else the largest slice that fits (or exactly `layers` blocks).
+
+    Refused in one line when nothing fits: not even one block, or a model that cannot be sliced and is
+    too large whole."""
+    if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int) or layers < 1):
+        raise NeuronkitInputError(f"layers must be a positive number of blocks, got {layers!r}")
+    if layers is not None and full_model:
+        raise NeuronkitInputError("choose --layers K or --full-model, not both")
+    counts = block_counts(config)
+    total_layers = max(counts.values()) if counts else None
+    total = parameters(config)
+    budget = rules()["budget"]
+    memory = memory_budget(available)
+    per_param = budget["copies"] * FP32_BYTES
+
+    def whole(reason: str) -> tuple[PretrainedConfig, ModelSlice]:
+        return config, ModelSlice(True, total_layers, total_layers, total, total, reason)
+
+    if full_model:
+        return whole("forced with --full-model")
+    if layers is not None:
+        if not counts:
+            raise NeuronkitInputError(f"{config.model_type} models cannot be sliced (no block count in config.json: "
+                                      f"{', '.join(rules()['layer_keys'])}); drop --layers to run the full model")
+        if layers >= total_layers:
+            return whole(f"--layers {layers} covers all {total_layers} blocks")
+        sliced = sliced_config(config, layers)
+        return sliced, ModelSlice(False, layers, total_layers, parameters(sliced), total, f"forced with --layers {layers}")
+    if total * per_param <= memory and total <= budget["max_parameters"]:
+        return whole("fits the budget")
+    if not counts:
+        if total * per_param <= memory:
+            return whole(f"{config.model_type} models cannot be sliced (no block count in config.json); "
+                         "the full model fits memory")
+        raise NeuronkitInputError(
+            f"{config.model_type} models cannot be sliced (no block count in config.json) and the full model "
+            f"({total / 1e9:.2f}B parameters) needs {total * per_param / 1e9:.1f} GB, over the memory budget of "
+            f"{memory / 1e9:.1f} GB")
+    best, best_params = 0, 0
+    low, high = 1, total_layers - 1
+    while low <= high:  # the largest K whose slice fits; at least one block when memory allows
+        mid = (low + high) // 2
+        count = parameters(sliced_config(config, mid))
+        fits = count * per_param <= memory and (mid == 1 or count <= budget["max_parameters"])
+        if fits:
+            best, best_params, low = mid, count, mid + 1
+        else:
+            high = mid - 1
+    if best == 0:
+        one = parameters(sliced_config(config, 1))
+        raise NeuronkitInputError(
+            f"even a one-block slice of this {config.model_type} model ({one / 1e9:.2f}B parameters with its "
+            f"embeddings and head) needs {one * per_param / 1e9:.1f} GB, over the memory budget of "
+            f"{memory / 1e9:.1f} GB; audit it weightless (neuronkit audit) and plan it (neuronkit plan)")
+    reason = (f"the budget: {memory / 1e9:.1f} GB of memory for {budget['copies']} float32 copies, at most "
+              f"{budget['max_parameters'] / 1e6:.0f}M parameters for time")
+    return sliced_config(config, best), ModelSlice(False, best, total_layers, best_params, total, reason)
+
+
+def dropped_keys(config: PretrainedConfig, sliced: PretrainedConfig, cls: type) -> set[str]:
+    """State-dict keys of the full model a slice leaves out (the blocks past K): not "dropped" weights."""
+    if sliced is config:
+        return set()
+    with torch.device("meta"):
+        full = set(cls._from_config(config).state_dict())
+        kept = set(cls._from_config(sliced).state_dict())
+    return full - kept

@@ -1,0 +1,185 @@
+"""Layer slices (neuronkit.slicing): the stages that run a model run the first K blocks of the real
+checkpoint when the whole model does not fit, say so, and read each checkpoint file once per kernel."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import safetensors
+import torch
+from safetensors import safe_open
+
+import neuronkit.cli
+from neuronkit import inputs, models, slicing
+from neuronkit.calling import call
+from neuronkit.errors import NeuronkitInputError
+
+
+def _budget_for(config, layers: int) -> int:
+    """Memory available for which exactly `layers` blocks fit the slicing budget."""
+    rules = slicing.rules()["budget"]
+    need = slicing.parameters(slicing.sliced_config(config, layers)) * rules["copies"] * slicing.FP32_BYTES
+    return int(need / rules["memory_fraction"]) + 1
+
+
+def test_a_slice_is_the_first_blocks_with_the_checkpoints_own_weights(zoo):
+    path = zoo["llama"]
+    model, weights, piece = models.load_slice(path, layers=1)
+    assert len(model.model.layers) == 1 and model.config.num_hidden_layers == 1
+    assert (piece.full_model, piece.layers, piece.total_layers) == (False, 1, 2)
+    assert piece.parameters < piece.total_parameters == models.num_parameters(models.load_config(path))
+    assert weights.warnings() == []  # the blocks left out are not "dropped" weights
+    state = model.state_dict()
+    with safe_open(str(path / "model.safetensors"), framework="pt") as fh:
+        for key in ("model.embed_tokens.weight", "model.layers.0.mlp.up_proj.weight", "model.norm.weight"):
+            assert torch.equal(state[key], fh.get_tensor(key))
+        assert not any(key.startswith("model.layers.1.") for key in state)
+    assert piece.describe().startswith("a layer slice: 1 of 2 blocks (")
+
+
+@pytest.mark.parametrize("name, stacks", [
+    ("mixtral", {"num_hidden_layers": 1}),                       # MoE decoder
+    ("bert_classifier", {"num_hidden_layers": 1}),               # encoder-only
+    ("t5", {"num_layers": 1, "num_decoder_layers": 1}),          # encoder-decoder: both stacks cut
+    ("vit", {"num_hidden_layers": 1}),                           # vision
+])
+def test_every_sliceable_family_runs_its_slice(zoo, name, stacks):
+    model, weights, piece = models.load_slice(zoo[name], layers=1)
+    assert {key: getattr(model.config, key) for key in stacks} == stacks
+    assert not piece.full_model and weights.warnings() == []
+    example = inputs.example_inputs(model.config, models.load_tokenizer(zoo[name]), 1, 8,
+                                    processor=inputs.processor_config(zoo[name]))
+    with torch.no_grad():
+        assert torch.isfinite(call(model, example).logits).all()
+
+
+def test_layers_covering_every_block_is_the_full_model(zoo):
+    _, _, piece = models.load_slice(zoo["whisper"], layers=1)  # speech: one encoder and one decoder block
+    assert piece.full_model and piece.layers == piece.total_layers == 1
+
+
+def test_the_budget_picks_the_most_blocks_that_fit(zoo):
+    config = models.load_config(zoo["llama"])
+    sliced, piece = slicing.plan(config, available=_budget_for(config, 1))
+    assert sliced.num_hidden_layers == piece.layers == 1 and "budget" in piece.reason
+    whole, piece = slicing.plan(config)  # a tiny model fits whole
+    assert whole is config and piece.full_model and piece.reason == "fits the budget"
+    whole, piece = slicing.plan(config, full_model=True, available=_budget_for(config, 1))
+    assert whole is config and "--full-model" in piece.reason
+
+
+def test_what_cannot_be_sliced_or_fit_is_one_line(zoo):
+    convnext = models.load_config(zoo["convnext"])  # stages of `depths`, no block count
+    assert slicing.plan(convnext)[1].full_model
+    for kwargs in ({"layers": 1}, {"available": 1000}):
+        with pytest.raises(NeuronkitInputError, match="cannot be sliced") as info:
+            slicing.plan(convnext, **kwargs)
+        assert "\n" not in str(info.value)
+    with pytest.raises(NeuronkitInputError, match="even a one-block slice"):
+        slicing.plan(models.load_config(zoo["llama"]), available=1000)
+    with pytest.raises(NeuronkitInputError, match="not both"):
+        slicing.plan(convnext, layers=1, full_model=True)
+
+
+def test_check_says_it_ran_a_slice(zoo, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(neuronkit.cli, "SUBCOMMANDS", {"check": neuronkit.cli.SUBCOMMANDS["check"]})
+    out = tmp_path / "check.json"
+    assert neuronkit.cli.main(["check", str(zoo["llama"]), "--layers", "1", "--stages", "eager",
+                               "--json", str(out)]) == 0
+    assert "ran on a layer slice: 1 of 2 blocks" in capsys.readouterr().out
+    assert json.loads(out.read_text())["model_slice"]["layers"] == 1
+
+
+def test_the_run_command_and_parameters_carry_the_slice(tmp_path):
+    from neuronkit.run_command import run_command
+    from neuronkit.workbook.params import parameters
+
+    assert run_command("m", "o", {"dtype": "float32", "layers": 2, "full_model": False}) == \
+        "neuronkit run m --out o --dtype float32 --layers 2"
+    assert run_command("m", "o", {"layers": 0, "full_model": True}) == "neuronkit run m --out o --full-model"
+    assert parameters("tiny-qwen3", str(tmp_path), layers=1).layers == 1
+    for bad, message in (({"layers": -1}, "layers must be 0"), ({"full_model": "yes"}, "full_model must be"),
+                         ({"layers": 1, "full_model": True}, "not both")):
+        with pytest.raises(NeuronkitInputError, match=message):
+            parameters("tiny-qwen3", str(tmp_path), **bad)
+
+
+def test_every_kernel_of_a_run_runs_the_slice_the_first_one_planned(zoo, tmp_path, monkeypatch):
+    from neuronkit.workbook import loading
+    from neuronkit.workbook.params import parameters
+
+    params = parameters(str(zoo["llama"]), str(tmp_path / "run"))
+    config = models.load_config(zoo["llama"])
+    monkeypatch.setattr(slicing, "memory_budget", lambda available=None: _budget_for(config, 1) // 2)
+    first = loading.run_slice(params)  # little memory free: one block
+    monkeypatch.setattr(slicing, "memory_budget", lambda available=None: 10**12)
+    loading._LOADED.clear()  # a later kernel, with plenty free: still the run's one block
+    subject = loading.load(params)
+    assert first.layers == subject.model_slice.layers == subject.config.num_hidden_layers == 1
+    assert loading.run_slice(parameters(str(zoo["llama"]), str(tmp_path / "run"), full_model=True)).full_model
+
+
+@pytest.fixture
+def safetensors_reads(monkeypatch):
+    """Per file, how many times tensors were read from it (one open that reads any tensor counts once)."""
+    reads: Counter[str] = Counter()
+    real = safetensors.safe_open
+
+    class Counted:
+        def __init__(self, filename, *args, **kwargs):
+            self._handle, self._name, self._read = real(filename, *args, **kwargs), Path(filename).name, False
+
+        def __enter__(self):
+            self._handle.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self._handle.__exit__(*exc)
+
+        def _count(self):
+            if not self._read:
+                self._read = True
+                reads[self._name] += 1
+
+        def get_tensor(self, key):
+            self._count()
+            return self._handle.get_tensor(key)
+
+        def get_slice(self, key):
+            self._count()
+            return self._handle.get_slice(key)
+
+        def __getattr__(self, name):
+            return getattr(self._handle, name)
+
+    import sys
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "safe_open", None) is real:
+            monkeypatch.setattr(module, "safe_open", Counted)
+    return reads
+
+
+def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_reads):
+    """Notebooks 01, 02 and 05 as one kernel each runs them: the notebook's own cells load the model,
+    then its stage runs on the same one (float32, the bundled model). Notebook 04's stage reaches the
+    model through the same `run_check` as 02's (left out: compiling costs seconds)."""
+    from neuronkit.workbook import cpu_baseline, eager, environment, loading, profile
+    from neuronkit.workbook.params import parameters
+
+    params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"))
+    assert environment.run(params).ok
+    for notebook in (lambda: cpu_baseline.run(params, max_new_tokens=2, timing_steps=1),
+                     lambda: eager.run(params, train_steps=1, generate_tokens=2),
+                     lambda: profile.run(params, steps=1, warmup=3)):
+        loading._LOADED.clear()  # a new kernel
+        safetensors_reads.clear()
+        subject = loading.load(params)  # the notebook's teaching cells
+        result = notebook()
+        assert result.status in ("pass", "warn"), result.summary
+        assert loading.load(params) is subject
+        checkpoint = {name: n for name, n in safetensors_reads.items() if name != "reference.safetensors"}
+        assert checkpoint == {"model.safetensors": 1}  # reference.safetensors: the run's CPU reference
