@@ -21,7 +21,7 @@ from neuronkit.run_command import run_command
 from neuronkit.stages import RunDir, StageResult
 
 REPORT_SCHEMA_VERSION = 3  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
-# each key number's `number` and `unit`, next_steps
+# each key number's `number` and `unit`, next_steps, ran_on
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
 
 TITLES: dict[str, str] = {
