@@ -177,8 +177,9 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
                           env=env, capture_output=True, text=True, timeout=CELL_TIMEOUT)
     lines = [line for line in proc.stdout.splitlines() if not line.startswith("installed Jupyter kernel")]
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert lines[-1].startswith("verdict: ready"), lines[-1]  # the CLI ends with the report's verdict
-    _assert_complete_run(out, True, lines[:-1])
+    assert lines[-1].startswith("verdict: ready"), lines[-1]  # the CLI ends with the report's verdict,
+    assert lines[-2] == "Every stage ran on the full model."  # after what the stages ran on
+    _assert_complete_run(out, True, lines[:-2])
     executed = nbformat.read(out / "artifacts" / "notebooks" / NOTEBOOKS[0], as_version=4)
     assert executed.metadata.papermill.input_path.startswith(site), "the notebooks come from the package"
     profiled = nbformat.read(out / "artifacts" / "notebooks" / "05_profiling.ipynb", as_version=4)
@@ -189,7 +190,8 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     plots = {path.name: unrendered_plots(path) for path in executed_notebooks(out / "artifacts" / "notebooks")}
     assert set(plots) == set(NOTEBOOKS) and not any(missing for _, missing in plots.values()), plots
     assert all(plots[name][0] >= 1 for name in NOTEBOOKS if name < "07"), plots
-    assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1}
+    assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1,
+                                         "layers": 0, "full_model": False}
 
 
 @pytest.mark.notebooks

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                           random_weights=args.random_weights, **named)
     script_ok = record_script(script, args, result.run_dir) if script else True
     data = json.loads((result.run_dir / "report.json").read_text())
-    print(f"verdict: {data['verdict']}")
     if data.get("ran_on"):
         print(data["ran_on"])
+    print(f"verdict: {data['verdict']}")  # the last line, for scripts that read it
     return exit_code(data, fail_on) if result.ok and script_ok else 1
