@@ -215,6 +215,7 @@ def build_model(run: RunDir) -> ReportModel:
                       key=lambda f: (SEVERITIES.index(f.severity), f.category, -(f.calls or 0), f.op))
     ops = _op_rows(audit.ops, severity)
     verdict, reasons = _verdict(records, blockers, warnings)
+    reproduce = _reproduce(records, params, run)
     return ReportModel(
         model_name=_model_name(records, params, run),
         run_dir=str(run.path),
@@ -229,10 +230,10 @@ def build_model(run: RunDir) -> ReportModel:
         ops=ops[:MAX_OP_ROWS],
         ops_total=len(ops),
         charts=_chart_data(records, audit, ops, severity),
-        reproduce=_reproduce(records, params, run),
+        reproduce=reproduce,
         records={stage: record.to_dict() if record else None for stage, record in records.items()},
         key_numbers=_key_numbers(records, audit, blockers, warnings),
-        next_steps=_next_steps(records, blockers, warnings, params, run),
+        next_steps=_next_steps(records, blockers, warnings, reproduce["command"]),
         ran_on=_ran_on(records),
     )
 
@@ -376,14 +377,13 @@ def _fallback_split(warnings: list[Finding]) -> tuple[list[str], list[str]]:
 
 
 def _next_steps(records: dict[str, StageResult | None], blockers: list[Finding], warnings: list[Finding],
-                params: dict[str, Any], run: RunDir) -> list[str]:
+                command: str) -> list[str]:
     """At most MAX_NEXT_STEPS concrete steps, the most pressing first: each blocker category's remedy, the
     stages to re-run, the model-path fallbacks, other findings to plan for, the decoding loop's fallbacks;
     then, when there is room, the run to repeat on a Trainium instance."""
     steps: list[str] = []
     for category, group in _by_category(blockers).items():
         steps.append(f"Change the {category} blocker ({_names([f.op for f in group])}): {group[0].remedy}")
-    command = _reproduce(records, params, run)["command"]
     unrun = [TITLES[stage] for stage, record in records.items()
              if record is None or record.status in ("error", "skipped")]
     if unrun:
