@@ -157,6 +157,20 @@ class RunDir:
         path = self.path / "params.json"
         return json.loads(path.read_text()) if path.exists() else {}
 
+    def write_side_record(self, name: str, record: dict[str, Any]) -> Path:
+        """Store a record kept beside the stage records (notebook 07's, `run --script`'s) as `name`."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        target = self.path / name
+        target.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return target
+
+    def read_side_record(self, name: str) -> Any:
+        """A side record's JSON, or None when it is absent or not JSON."""
+        try:
+            return json.loads((self.path / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
 
 @contextmanager
 def recording(run: RunDir | str | Path | None, stage: str) -> Iterator[dict[str, Any]]:

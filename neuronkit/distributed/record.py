@@ -13,9 +13,10 @@ report.json, outside the verdict; a malformed file is ignored.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from neuronkit.stages import RunDir
 
 RECORD = "distributed.json"
 PARITY_TOL = 1e-5  # float32 parameters after 2 SGD steps; collectives reorder sums, so not bit-exact
@@ -46,19 +47,12 @@ def summarize(results: list[dict[str, Any]], plan: str = "") -> dict[str, Any]:
 
 def write(run_dir: str | Path, record: dict[str, Any]) -> Path:
     """Write the record into the run directory (created if needed)."""
-    path = Path(run_dir) / RECORD
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return path
+    return RunDir(run_dir).write_side_record(RECORD, record)
 
 
 def read(run_dir: str | Path) -> dict[str, Any] | None:
     """The run directory's scale-out record, or None when notebook 07 did not run there (or wrote junk)."""
-    path = Path(run_dir) / RECORD
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    record = RunDir(run_dir).read_side_record(RECORD)
     return record if _well_formed(record) else None
 
 

@@ -8,7 +8,6 @@ section and under `script` in report.json; a malformed file is ignored.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from neuronkit.evidence import ScriptEvidence, ScriptRun, load
 from neuronkit.port.output import counts, finding_record
 from neuronkit.port.run import RunResult
 from neuronkit.port.scan import FileScan
+from neuronkit.stages import RunDir
 
 RECORD = "script.json"
 
@@ -34,16 +34,10 @@ def build(scan: FileScan, result: RunResult | None) -> ScriptEvidence:
 
 def write(run_dir: str | Path, evidence: ScriptEvidence) -> Path:
     """Store the record as `run_dir/script.json`."""
-    path = Path(run_dir) / RECORD
-    path.write_text(json.dumps(dataclasses.asdict(evidence), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    return RunDir(run_dir).write_side_record(RECORD, dataclasses.asdict(evidence))
 
 
 def read(run_dir: str | Path) -> dict[str, Any] | None:
     """The stored record as a dict (None when absent or malformed)."""
-    path = Path(run_dir) / RECORD
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = RunDir(run_dir).read_side_record(RECORD)
     return dataclasses.asdict(load(ScriptEvidence, data)) if isinstance(data, dict) else None
