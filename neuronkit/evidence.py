@@ -418,6 +418,8 @@ class TopOp:
     classification: str = fact("Classification", default="")
     est_trn2_us: float | None = fact("Roofline estimate on trn2", "µs")
     bound: str | None = fact("Bound by")
+    nki_est_us: float | None = fact("NKI engine time (estimate)", "µs", "an NKI kernel's estimated engine time on "
+                                    "trn2 from the instructions it ran, beside its host time (neuronkit/nki/cost.py)")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from neuronkit.nki.cost import Ledger
 from neuronkit.nki.errors import NkiRuleError
 from neuronkit.nki.hardware import Core
 
@@ -32,6 +33,7 @@ class Launch:
         self.shared_seen = 0  # how many the current program instance has allocated
         self.warned: dict[int, Any] = {}  # memory already warned about, by id
         self.names = 0
+        self.ledger = Ledger()  # the engine time its instructions are estimated to take (neuronkit.nki.cost)
 
     def capacity(self, buffer: str) -> int:
         return self.core.sbuf_bytes_per_partition if buffer == "sbuf" else self.core.psum_bytes_per_partition

@@ -35,7 +35,7 @@ from torch.fx.experimental.proxy_tensor import (
 
 from neuronkit.device.simulator import compiled_graphs, tracking
 from neuronkit.device.simulator import kernel as device
-from neuronkit.nki import LAUNCH_PREFIX
+from neuronkit.nki import LAUNCH_PREFIX, cost
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.runtime import (
     Kernel,
@@ -164,7 +164,9 @@ def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[An
         results = [values[o.input] if o.input is not None else fresh[k] for k, o in enumerate(trace.outputs)]
         outputs = None if not results else results[0] if trace.single else tuple(results)
     written = [values[i] for i in trace.mutated]
-    _report(kernel, on_device, start, duration, key, hit, tensors, fresh + written)
+    estimate = launch_state.ledger.estimate()
+    cost.note(LAUNCH_PREFIX + kernel.__name__, estimate)
+    _report(kernel, on_device, start, duration, key, hit, tensors, fresh + written, estimate)
     return outputs
 
 
@@ -200,8 +202,9 @@ def _write_back(t: torch.Tensor, data: np.ndarray) -> None:
 
 
 def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, key: str | None, hit: bool,
-            tensors: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-    """Record the launch as a device op: op tracking and, while profiling, the profiler's observers."""
+            tensors: list[torch.Tensor], outputs: list[torch.Tensor], estimate: cost.EngineEstimate) -> None:
+    """Record the launch as a device op: op tracking and, while profiling, the profiler's observers (with
+    the launch's estimated engine time beside its measured interpreter time)."""
     if on_device.type != "neuron":
         return
     name = LAUNCH_PREFIX + kernel.__name__
@@ -215,7 +218,7 @@ def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, 
                              duration_ns=duration, cache_key=key, cache_hit=hit,
                              input_shapes=tuple(tuple(t.shape) for t in tensors),
                              input_dtypes=tuple(str(t.dtype) for t in tensors), bytes_in=_nbytes(tensors),
-                             bytes_out=_nbytes(outputs))
+                             bytes_out=_nbytes(outputs), engine_estimate=estimate)
     for observer in observers:
         observer(event)
 
@@ -250,6 +253,7 @@ def _dense(*, kernel_idx: int, grid: tuple[int, ...], args: tuple, arg_names: tu
 def _fake(mode: FakeTensorMode, *, kernel_idx: int, grid: tuple[int, ...], args: tuple, arg_names: tuple) -> tuple:
     kernel = kernel_registry.kernels[kernel_idx]
     trace = kernel.trace(grid, list(arg_names), spec_of(list(args)))
+    cost.note(LAUNCH_PREFIX + kernel.__name__, trace.estimate)  # a traced launch (audit, compile)
     on_device = next(a.device for a in args if isinstance(a, torch.Tensor))
     shapes = [(o.shape, o.dtype.torch) for o in trace.outputs]
     shapes += [(tuple(args[i].shape), args[i].dtype) for i, slot in sorted(_mutation_slots(trace).items(),
@@ -332,10 +336,13 @@ def nki_op(name: str, fn: Callable | None = None, mutates_args: str | Iterable[s
     def dec(fn: Callable) -> Any:
         def backend_fn(*args: Any, **kwargs: Any) -> Any:
             with set_wrap_nki_enabled(False):  # eager: bypass the higher-order op
-                return fn(*args, **kwargs)
+                return _noting(name, fn, args, kwargs)
+
+        def fake_fn(*args: Any, **kwargs: Any) -> Any:
+            return _noting(name, fn, args, kwargs)
 
         op = custom_op(name, backend_fn, mutates_args=mutates_args, schema=infer_schema(fn, mutates_args=mutates_args))
-        op.register_fake(fn)
+        op.register_fake(fake_fn)
 
         def functional_decomp(mode: Any, _op: Any, types: Any, args: Any, kwargs: Any) -> Any:
             known = (torch.Tensor, FunctionalTensor)
@@ -349,3 +356,13 @@ def nki_op(name: str, fn: Callable | None = None, mutates_args: str | Iterable[s
         return op
 
     return dec if fn is None else dec(fn)
+
+
+def _noting(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """Call the op's function; its kernel launches' estimates, added up, become the op's."""
+    with cost.collecting() as launches:
+        result = fn(*args, **kwargs)
+    estimate = cost.combined(launches)
+    if estimate is not None:
+        cost.note(name, estimate)
+    return result

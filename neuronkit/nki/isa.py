@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronkit.nki import cost
 from neuronkit.nki import isa_constants as constants  # noqa: F401 - `from nki.isa import constants`
 from neuronkit.nki import language as nl
 from neuronkit.nki.dtypes import as_dtype
@@ -137,6 +138,8 @@ def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
                                "the Tensor Engine reads its operands from SBUF. Copy the tile to SBUF first "
                                "(nki.isa.tensor_copy or nl.copy).")
     result = nl.tensor_engine_matmul(stationary, moving, "nki.isa.nc_matmul")
+    cost.charge_matmul(tuple(stationary.shape), tuple(moving.shape),
+                       nl.float32 in (dtype_of(stationary), dtype_of(moving)))
     if dst is None:
         return new_tile(result, nl.float32, "the result of nki.isa.nc_matmul", buffer="psum")
     if dst.buffer != "psum":
@@ -164,6 +167,7 @@ def nc_transpose(*args: Any, **kwargs: Any) -> NkiTensor | None:
     if values.ndim != 2:
         raise ValueError(f"nki.isa.nc_transpose takes a 2-D tile, got {values.shape} at {origin()}")
     check_partition(values.shape[1], f"the transpose of a tile of shape {values.shape}")
+    cost.charge_transpose(values.shape)
     return _emit(values.T.copy(), dst, dtype_of(bound["data"]), "the result of nki.isa.nc_transpose", "psum")
 
 
@@ -172,6 +176,7 @@ def dma_copy(dst: Any = None, src: Any = None, mask: Any = None, **_: Any) -> No
     if dst is None or src is None:
         raise TypeError("nki.isa.dma_copy(dst=..., src=...) needs both tensors")
     values = src.read() if isinstance(src, Operand) else np.asarray(src)
+    cost.charge_dma(values.size * dst.dtype.itemsize, "dma_copy")
     if mask is not None:
         with_mask(dst, mask).write(values)
         return
@@ -185,7 +190,9 @@ def tensor_copy(*args: Any, **kwargs: Any) -> NkiTensor | None:
     """Copy (and cast) an on-chip tile, e.g. a PSUM result into SBUF."""
     dst, bound = _split(args, kwargs, ("src", "dtype"), 1)
     src = bound["src"]
-    return _emit(values_of(src), dst, bound.get("dtype") or dtype_of(src), "the result of nki.isa.tensor_copy")
+    values = values_of(src)
+    cost.charge("tensor_copy", values.shape, bound.get("engine"))
+    return _emit(values, dst, bound.get("dtype") or dtype_of(src), "the result of nki.isa.tensor_copy")
 
 
 def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
@@ -199,6 +206,7 @@ def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
     if reduce_res is not None and bound.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce:
         raise unsupported(f"nki.isa.activation(reduce_cmd={bound['reduce_cmd']}) (accumulating across instructions)")
     data = values_of(bound["data"]).astype(np.float32)
+    cost.charge("activation" if reduce_res is None else "activation_reduce", data.shape)
     values = data * _scalar_or_tile(bound.get("scale", 1.0), data.ndim)
     if bound.get("bias") is not None:
         values = values + _scalar_or_tile(bound["bias"], data.ndim)
@@ -234,6 +242,7 @@ def tensor_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
     fn = _fn(bound["op"], "reduce_fn")
     result = nl.reduce_values("nki.isa.tensor_reduce", fn, bound["data"], bound["axis"],
                               bool(bound.get("keepdims", False)))
+    cost.charge("tensor_reduce", bound["data"].shape)
     if bound.get("negate"):
         result = -result
     if dst is not None and result.ndim < len(dst.shape):
@@ -245,6 +254,7 @@ def tensor_tensor(*args: Any, **kwargs: Any) -> NkiTensor | None:
     """data1 op data2, element-wise, on the Vector Engine."""
     dst, bound = _split(args, kwargs, ("data1", "data2", "op"), 2)
     a, b = (values_of(bound[k]).astype(np.float32) for k in ("data1", "data2"))
+    cost.charge("tensor_tensor", a.shape)
     with np.errstate(all="ignore"):
         result = _fn(bound["op"], "np_fn")(a, b)
     return _emit(np.asarray(result), dst, bound.get("dtype") or dtype_of(bound["data1"]),
@@ -255,6 +265,7 @@ def tensor_scalar(*args: Any, **kwargs: Any) -> NkiTensor | None:
     """(data op0 operand0) op1 operand1, with per-partition [P, 1] or scalar operands."""
     dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1"), 1)
     values = values_of(bound["data"]).astype(np.float32)
+    cost.charge("tensor_scalar", values.shape, bound.get("engine"))
     for i in ("0", "1"):
         op = bound.get(f"op{i}")
         if op is None:
@@ -271,6 +282,7 @@ def reciprocal(*args: Any, **kwargs: Any) -> NkiTensor | None:
     dst, bound = _split(args, kwargs, ("data",), 1)
     with np.errstate(all="ignore"):
         result = 1.0 / values_of(bound["data"]).astype(np.float32)
+    cost.charge("reciprocal", result.shape)
     return _emit(result, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.reciprocal")
 
 
@@ -281,6 +293,7 @@ def memset(*args: Any, **kwargs: Any) -> NkiTensor | None:
         dst, args = args[0], args[1:]
     if dst is not None:
         value = kwargs.get("value", args[0] if args else 0)
+        cost.charge("memset", dst.shape, kwargs.get("engine"))
         _write(dst, np.asarray(value, dtype=np.float32), "nki.isa.memset")
         return None
     bound = dict(zip(("shape", "value", "dtype"), args))
@@ -307,6 +320,7 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> NkiTensor | None:
     if a.ndim != 2:
         raise unsupported(f"nki.isa.tensor_tensor_scan on a {a.ndim}-D tile")
     op0, op1 = _fn(bound["op0"], "np_fn"), _fn(bound["op1"], "np_fn")
+    cost.charge("tensor_tensor_scan", a.shape)
     out = np.empty_like(a)
     acc = np.broadcast_to(_scalar_or_tile(bound.get("initial", 0)), (a.shape[0], 1))[:, 0].astype(np.float32)
     for t in range(a.shape[1]):
@@ -321,6 +335,7 @@ def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> NkiTensor | None:
     dst, bound = _split(args, kwargs, ("data", "op0", "operand0", "op1", "operand1"), 1)
     first = _fn(bound["op0"], "np_fn")
     values = values_of(bound["data"]).astype(np.float32)
+    cost.charge("scalar_tensor_tensor", values.shape)
     operand = _scalar_or_tile(bound["operand0"], values.ndim)
     with np.errstate(all="ignore"):
         values = first(operand, values) if bound.get("reverse0") else first(values, operand)
@@ -358,6 +373,7 @@ def iota(*args: Any, **kwargs: Any) -> None:
                            f"{origin()}")
     values = _affine(tuple(dst.shape), bound["pattern"], bound.get("offset", 0),
                      bound.get("channel_multiplier", 0), "nki.isa.iota")
+    cost.charge("iota", tuple(dst.shape))
     _write(dst, values, "nki.isa.iota")
 
 
@@ -371,6 +387,7 @@ def affine_select(*args: Any, **kwargs: Any) -> None:
                      "nki.isa.affine_select")
     predicate = _fn(bound.get("cmp_op", nl.equal), "np_fn")(affine, 0) != 0
     on_true = values_of(bound["on_true_tile"]).astype(np.float32)
+    cost.charge("affine_select", on_true.shape)
     _write(dst, np.where(predicate, on_true, np.float32(bound["on_false_value"])), "nki.isa.affine_select")
 
 
@@ -382,6 +399,7 @@ def max8(*args: Any, **kwargs: Any) -> NkiTensor | None:
     if not 8 <= flat.shape[1] <= 16384:
         raise NkiRuleError(f"nki.isa.max8 reads 8 to 16384 elements per partition, got {flat.shape[1]} at "
                            f"{origin()}")
+    cost.charge("max8", flat.shape)
     top = -np.sort(-flat, axis=1)[:, :8]
     return _emit(top, dst, bound.get("dtype") or dtype_of(bound["src"]), "the result of nki.isa.max8")
 
@@ -399,6 +417,7 @@ def nc_find_index8(*args: Any, **kwargs: Any) -> NkiTensor | None:
     if not 8 <= flat.shape[1] <= 16384:
         raise NkiRuleError(f"nki.isa.nc_find_index8 reads 8 to 16384 elements per partition, got {flat.shape[1]} "
                            f"at {origin()}")
+    cost.charge("nc_find_index8", flat.shape)
     out = as_dtype(bound.get("dtype") or (dst.dtype if dst is not None else nl.uint32))
     sentinel = np.iinfo(out.storage).max
     hits = flat[:, :, None] == vals[:, None, :]
@@ -415,6 +434,7 @@ def dma_transpose(*args: Any, **kwargs: Any) -> None:
     values = src.read() if isinstance(src, Operand) else np.asarray(src)
     axes = bound.get("axes")
     moved = np.transpose(values, axes) if axes is not None else values.T
+    cost.charge_dma(moved.size * dst.dtype.itemsize, "dma_transpose")
     if moved.size != int(np.prod(dst.shape)):
         raise ValueError(f"nki.isa.dma_transpose: src of shape {values.shape} does not fit dst '{dst.name}' of "
                          f"shape {tuple(dst.shape)} at {origin()}")
@@ -427,6 +447,7 @@ def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
     if bound.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce or bound.get("reduce_init") is not None:
         raise unsupported("nki.isa.tensor_scalar_reduce accumulating across instructions (reduce_cmd / reduce_init)")
     values = values_of(bound["data"]).astype(np.float32)
+    cost.charge("tensor_scalar_reduce", values.shape)
     operand, fn = _scalar_or_tile(bound["operand0"], values.ndim), _fn(bound["op0"], "np_fn")
     with np.errstate(all="ignore"):
         values = np.asarray(fn(operand, values) if bound.get("reverse0") else fn(values, operand))

@@ -7,13 +7,14 @@ tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tile
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from neuronkit.nki import context
+from neuronkit.nki import context, cost
 from neuronkit.nki.dtypes import ALL as _DTYPES
 from neuronkit.nki.dtypes import DType, as_dtype, promote
 from neuronkit.nki.errors import NkiRuleError
@@ -130,6 +131,8 @@ def ones(shape: Any, dtype: Any, buffer: str = sbuf, name: str = "", **_: Any) -
 def full(shape: Any, fill_value: Any, dtype: Any, buffer: str = sbuf, name: str = "", **_: Any) -> NkiTensor:
     tensor = allocate(shape, dtype, buffer, name or None, what="nl.full")
     tensor.write(fill_value)
+    if tensor.buffer in ON_CHIP:  # an on-chip fill is a memset; an HBM one is data the kernel ships
+        cost.charge("memset", tensor.shape)
     return tensor
 
 
@@ -224,6 +227,7 @@ def load(src: Any, mask: Any = None, dtype: Any = None, **_: Any) -> NkiTensor:
     access = with_mask(src, mask)
     values = access.read()
     out = as_dtype(dtype) if dtype is not None else src.dtype
+    cost.charge_dma(values.size * src.dtype.itemsize, "nl.load")
     return new_tile(values, out, "the tile loaded by nl.load", mask=getattr(access, "valid", None))
 
 
@@ -234,11 +238,13 @@ def store(dst: Any, value: Any, mask: Any = None, **_: Any) -> None:
     if dst.buffer in ON_CHIP:
         raise NkiRuleError(f"nl.store into {dst.buffer} tensor '{dst.name}' at {origin()}: nl.store moves data "
                            "from SBUF to HBM; write on-chip tiles by assignment (tile[...] = value).")
-    with_mask(dst, mask).write(values_of(value, where=mask))
+    target = with_mask(dst, mask)
+    target.write(values_of(value, where=mask))
+    cost.charge_dma(math.prod(target.shape) * dst.dtype.itemsize, "nl.store")
 
 
 def copy(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
-    return _elementwise("copy", lambda v: v, (x,), dtype, mask)
+    return _elementwise("copy", lambda v: v, (x,), dtype, mask, "tensor_copy")
 
 
 copy.np_fn = lambda v: v  # `nisa.activation(op=nl.copy)`: the Scalar Engine's identity
@@ -252,6 +258,7 @@ def broadcast_to(x: Any, shape: Any) -> NkiTensor:
     except ValueError:
         raise ValueError(f"nl.broadcast_to: cannot broadcast a tile of shape {values.shape} to {tuple(shape)} "
                          f"at {origin()}") from None
+    cost.charge("tensor_copy", out.shape)
     return new_tile(np.array(out), dtype_of(x) or float32, "the result of nl.broadcast_to")
 
 
@@ -259,7 +266,9 @@ def broadcast_to(x: Any, shape: Any) -> NkiTensor:
 # Element-wise math
 
 
-def _elementwise(name: str, fn: Callable[..., np.ndarray], operands: tuple, dtype: Any, mask: Any) -> Any:
+def _elementwise(name: str, fn: Callable[..., np.ndarray], operands: tuple, dtype: Any, mask: Any,
+                 instruction: str) -> Any:
+    """`fn` on the operands' values into a new tile, charged as the ISA `instruction` the compiler emits."""
     if not any(isinstance(o, Operand) for o in operands):
         return fn(*(np.asarray(o) for o in operands))  # index arithmetic on index tiles
     dtypes = [d for d in (dtype_of(o) for o in operands) if d is not None]
@@ -269,6 +278,7 @@ def _elementwise(name: str, fn: Callable[..., np.ndarray], operands: tuple, dtyp
         values = [v.astype(np.float32) for v in values]
     with np.errstate(all="ignore"):
         result = np.asarray(fn(*values))
+    cost.charge(instruction, result.shape)
     return new_tile(result, out, f"the result of nl.{name}", mask=None if mask is None else np.asarray(mask))
 
 
@@ -307,7 +317,7 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 def _make_unary(name: str, fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., NkiTensor]:
     def unary(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
-        return _elementwise(name, fn, (x,), dtype, mask)
+        return _elementwise(name, fn, (x,), dtype, mask, "activation")
     unary.__name__ = unary.__qualname__ = name
     unary.__doc__ = f"Element-wise {name} of a tile (nki.language.{name})."
     unary.np_fn = fn  # what nki.isa.activation applies
@@ -316,7 +326,7 @@ def _make_unary(name: str, fn: Callable[[np.ndarray], np.ndarray]) -> Callable[.
 
 def _make_binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., NkiTensor]:
     def binary(x: Any, y: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
-        return _elementwise(name, fn, (x, y), dtype, mask)
+        return _elementwise(name, fn, (x, y), dtype, mask, "tensor_tensor")
     binary.__name__ = binary.__qualname__ = name
     binary.__doc__ = f"Element-wise {name} of two tiles or a tile and a scalar (nki.language.{name})."
     binary.np_fn = fn  # what nki.isa.tensor_tensor / tensor_scalar apply
@@ -331,7 +341,8 @@ Operand._ops = {n: globals()[n] for n in (*_BINARY, "negative", "abs", "broadcas
 
 
 def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
-    return _elementwise("where", lambda c, a, b: np.where(c != 0, a, b), (condition, x, y), dtype, mask)
+    return _elementwise("where", lambda c, a, b: np.where(c != 0, a, b), (condition, x, y), dtype, mask,
+                        "tensor_tensor")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -358,6 +369,7 @@ def _make_reduce(name: str, fn: Callable[..., np.ndarray], ufunc: Any) -> Callab
     def reduction(x: Any, axis: Any, dtype: Any = None, mask: Any = None, keepdims: bool = False,
                   **_: Any) -> NkiTensor:
         result = reduce_values(f"nl.{name}", fn, x, axis, keepdims, mask)
+        cost.charge("tensor_reduce", x.shape)
         return new_tile(result, as_dtype(dtype) if dtype is not None else x.dtype, f"the result of nl.{name}")
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = f"{name} of a tile along free axes (nki.language.{name})."
@@ -380,6 +392,8 @@ globals()["minimum"].reduce_fn = np.min
 def softmax(x: Any, axis: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
     shifted = values_of(x).astype(np.float32) - reduce_values("nl.softmax", np.max, x, axis, True)
     e = np.exp(shifted)
+    for instruction in ("tensor_reduce", "activation", "tensor_reduce", "tensor_scalar"):  # max, exp, sum, scale
+        cost.charge(instruction, x.shape)
     return new_tile(e / e.sum(axis=axis, keepdims=True), as_dtype(dtype) if dtype is not None else x.dtype,
                     "the result of nl.softmax")
 
@@ -420,6 +434,7 @@ def matmul(x: Any, y: Any, transpose_x: bool = False, mask: Any = None, **_: Any
     """x @ y into a new float32 PSUM tile; x is [M, K] (or [K, M] with transpose_x=True), y is [K, N]."""
     stationary = x if transpose_x else transpose(x)
     result = tensor_engine_matmul(stationary, y, "nl.matmul")
+    cost.charge_matmul(stationary.shape, y.shape, float32 in (stationary.dtype, y.dtype))
     return new_tile(result, float32, "the result of nl.matmul", buffer=psum)
 
 
@@ -429,6 +444,7 @@ def transpose(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTenso
     if values.ndim != 2:
         raise ValueError(f"nl.transpose takes a 2-D tile, got shape {values.shape} at {origin()}")
     check_partition(values.shape[1], f"the transpose of a tile of shape {values.shape}")
+    cost.charge_transpose(values.shape)
     return new_tile(values.T.copy(), as_dtype(dtype) if dtype is not None else x.dtype,
                     "the result of nl.transpose")
 

@@ -20,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from neuronkit.nki import context
+from neuronkit.nki.cost import EngineEstimate
 from neuronkit.nki.dtypes import DType, as_dtype
 from neuronkit.nki.errors import NkiUninitializedReadWarning, unsupported
 from neuronkit.nki.hardware import core
@@ -38,13 +39,14 @@ class Output:
 @dataclass(frozen=True)
 class Trace:
     """What compiling a kernel for one signature tells: its outputs, the inputs it writes, its peak
-    on-chip memory per partition."""
+    on-chip memory per partition, its estimated engine time (neuronkit.nki.cost)."""
 
     outputs: tuple[Output, ...]
     single: bool  # the kernel returned one tensor, not a tuple
     mutated: tuple[int, ...]
     peak_sbuf: int
     peak_psum: int
+    estimate: EngineEstimate
 
 
 class Kernel:
@@ -199,7 +201,8 @@ def _describe(result: Any, args: list[Any], launch: context.Launch) -> Trace:
                              "(allocate the output with buffer=nl.shared_hbm and nl.store into it)")
         outputs.append(Output(r.shape, r.dtype, index))
     mutated = tuple(i for i, a in enumerate(args) if isinstance(a, NkiTensor) and a.stored.any())
-    return Trace(tuple(outputs), isinstance(result, NkiTensor), mutated, launch.peak["sbuf"], launch.peak["psum"])
+    return Trace(tuple(outputs), isinstance(result, NkiTensor), mutated, launch.peak["sbuf"], launch.peak["psum"],
+                 launch.ledger.estimate())
 
 
 def _warn_unwritten_outputs(kernel: Kernel, result: Any) -> None:

@@ -12,6 +12,7 @@ import torch
 
 from neuronkit.op_audit.recorder import OpStats
 from neuronkit.nki import is_nki_op
+from neuronkit.nki.cost import last_estimate
 from neuronkit.policy import (
     COMPLEX_DTYPE,
     CPU_FALLBACK,
@@ -49,6 +50,8 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
             "shapes": stats.shapes,
             "module_paths": list(stats.module_paths),
         })
+        if nki:
+            rows[-1].update(_nki_estimate(name))
         for cat, paths in categories.items():
             if cat != NATIVE:
                 findings.append(_finding(name, cat, paths, policy))
@@ -60,6 +63,17 @@ def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[lis
     if nki_ops:
         summary["nki_ops"] = nki_ops
     return rows, findings, summary
+
+
+def _nki_estimate(name: str) -> dict[str, Any]:
+    """An NKI op's estimated engine time per call (its latest launch, neuronkit/nki/cost.py): the total and
+    per engine, in µs, or nothing when no launch of it was seen."""
+    estimate = last_estimate(name)
+    if estimate is None:
+        return {}
+    return {"nki_est_us": round(estimate.total_ns / 1000, 4),
+            "nki_engine_us": {k.removesuffix("_us"): v for k, v in estimate.as_dict().items()
+                              if k.endswith("_us") and k != "estimate_us"}}
 
 
 def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str, int]]:

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neuronkit.nki.cost import EngineEstimate
 from neuronkit.policy import CPU_FALLBACK, NATIVE
 from neuronkit.profiling.correlate import DeviceOp
 
@@ -48,6 +49,10 @@ EVENTS_SCHEMA = pa.schema([
     _field("roofline_memory_ns", pa.float64(), "ESTIMATE: (bytes_in + bytes_out) / HBM bandwidth"),
     _field("cpu_op_id", pa.int64(), "profiler correlation id (External id) of the launching CPU op", nullable=True),
     _field("cpu_op_us", pa.float64(), "duration of the launching CPU op", nullable=True),
+    _field("nki_est_ns", pa.float64(), "ESTIMATE for an NKI kernel launch: engine time from the instructions it "
+           "executed (neuronkit/nki/cost.py; max over compute engines + DMA); null for other ops", nullable=True),
+    _field("nki_engine_ns", pa.map_(pa.string(), pa.float64()), "ESTIMATE for an NKI kernel launch: busy time per "
+           "engine (tensor, vector, scalar, gpsimd, dma); null for other ops", nullable=True),
 ])
 
 SUMMARY_SCHEMA = pa.schema([
@@ -63,6 +68,8 @@ SUMMARY_SCHEMA = pa.schema([
     _field("bytes_moved", pa.int64(), "total bytes in + out"),
     _field("fallback_bytes", pa.int64(), "total host<->device bytes copied by fallbacks"),
     _field("distinct_neffs", pa.int64(), "distinct NEFF cache keys"),
+    _field("nki_est_us", pa.float64(), "ESTIMATE for an NKI kernel: total estimated engine time of its launches "
+           "(device_time_us is the interpreter's host time); null for other ops", nullable=True),
 ])
 
 
@@ -83,8 +90,15 @@ def events_frame(ops: list[DeviceOp]) -> pd.DataFrame:
             "roofline_compute_ns": est.compute_ns, "roofline_memory_ns": est.memory_ns,
             "cpu_op_id": op.cpu.id if op.cpu else None,
             "cpu_op_us": op.cpu.time_range.elapsed_us() if op.cpu else None,
+            **_nki_columns(e.engine_estimate),
         })
     return pd.DataFrame(rows, columns=EVENTS_SCHEMA.names)
+
+
+def _nki_columns(estimate: EngineEstimate | None) -> dict:
+    if estimate is None:
+        return {"nki_est_ns": None, "nki_engine_ns": None}
+    return {"nki_est_ns": estimate.total_ns, "nki_engine_ns": {**estimate.engine_ns, "dma": estimate.dma_ns}}
 
 
 def summary_frame(events: pd.DataFrame) -> pd.DataFrame:
@@ -106,6 +120,7 @@ def summary_frame(events: pd.DataFrame) -> pd.DataFrame:
         "bytes_moved": grouped["bytes_in"].sum() + grouped["bytes_out"].sum(),
         "fallback_bytes": grouped["fallback_bytes"].sum(),
         "distinct_neffs": grouped["cache_key"].nunique(),
+        "nki_est_us": grouped["nki_est_ns"].sum(min_count=1) / 1000,
     }).reset_index()
     summary = summary.sort_values(["device_time_us", "cpu_time_us"], ascending=False, kind="stable")
     return summary.reset_index(drop=True)[SUMMARY_SCHEMA.names]

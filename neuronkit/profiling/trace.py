@@ -73,6 +73,8 @@ def _device_event(op: DeviceOp, ts: float) -> dict:
         "module_path": op.captured.module_path, "flops": op.estimate.flops,
         "est_trn2_us (estimate)": round(op.estimate.ns / 1000, 3), "bound (estimate)": op.estimate.bound,
     }
+    if e.engine_estimate is not None:  # an NKI kernel: `dur` is the interpreter's host time
+        args["nki_engine_time (estimate)"] = e.engine_estimate.as_dict()
     if op.cpu is not None:
         args["External id"] = op.cpu.id
     if e.fallback:

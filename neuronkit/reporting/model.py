@@ -350,7 +350,26 @@ def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, b
         breaks = len(compiled.graph_breaks or [])
         tiles.append(KeyNumber("torch.compile", f"{compiled.graphs} graph{'s' * (compiled.graphs != 1)}",
                                f"{breaks} graph break{'s' * (breaks != 1)}", compiled.graphs, "graphs"))
+    tiles.extend(_nki_estimate(_record(records, "profile")))
     return tiles
+
+
+def _nki_estimate(profile: Any) -> list[KeyNumber]:
+    """A tile for the NKI kernels the profile saw: their ESTIMATED engine time on trn2, beside the host time
+    the interpreter took (neuronkit/nki/cost.py)."""
+    rows = [r for r in (profile.top_ops if profile is not None else [])
+            if isinstance(getattr(r, "nki_est_us", None), (int, float))]
+    if not rows:
+        return []
+    estimate = sum(r.nki_est_us for r in rows)
+    host = sum(r.device_time_us for r in rows if isinstance(r.device_time_us, (int, float)))
+    return [KeyNumber("NKI kernels (estimate)", f"{_microseconds(estimate)} µs",
+                      f"estimated engine time on trn2 of {len(rows)} NKI kernel(s) over the profiled steps; the "
+                      f"interpreter took {_microseconds(host)} µs of host time", estimate, "µs")]
+
+
+def _microseconds(us: float) -> str:
+    return f"{us:,.0f}" if us >= 1000 else f"{us:.3g}"
 
 
 def _chance_level_loss(records: dict[str, StageResult | None]) -> str | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
 
 from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, TopOp, rows
 from neuronkit.stages import StageResult, recording
@@ -37,7 +38,7 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
             subject.model.to("cpu")  # the kernel's shared model stays on the CPU
         info = frame.attrs
         slot["evidence"] = ProfileEvidence(
-            top_ops=rows(TopOp, frame.head(top)[TOP_COLUMNS].to_dict("records")),
+            top_ops=rows(TopOp, _records(frame.head(top)[TOP_COLUMNS])),
             distinct_ops=len(frame),
             fallbacks=rows(ProfiledFallback, info["fallbacks"]),
             overhead=ProfilerOverhead(**info["overhead"]),
@@ -54,3 +55,8 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
         if info["fallbacks"]:
             slot["status"] = "warn"
     return slot["result"]
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    """Rows as dicts, a missing number (NaN: e.g. no NKI estimate for an ATen op) as None."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")

@@ -4,7 +4,7 @@ behaviour doc §2), plus observers that profiling attaches to see every op event
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from neuronkit.device.simulator import native
 
@@ -24,6 +24,7 @@ class OpEvent(NamedTuple):
     input_dtypes: tuple
     bytes_in: int  # bytes of tensor inputs (host<->device traffic for a fallback)
     bytes_out: int
+    engine_estimate: Any = None  # an NKI kernel launch: its estimated engine time (neuronkit.nki.cost)
 
 
 class _Observers(list):
