@@ -324,6 +324,74 @@ def test_tensors_placed_at_an_address_reuse_it_and_must_fit():
 
 
 @nki.jit
+def ring_buffer(x):
+    """Two tensors placed at one address are one memory: a tile written through the first reads back through
+    the second (NKI-lib's modular allocator reuses addresses this way); one at an overlapping offset sees the
+    overlap, in its own layout, also through `.ap()`."""
+    p, f = x.shape
+    out = nl.ndarray((3, p, f // 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    first = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096))
+    again = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096))
+    upper = nl.ndarray((p, f // 2), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096 + 4 * (f // 2)))
+    nisa.dma_copy(dst=first, src=x)
+    nisa.tensor_copy(dst=out[0], src=again[:, 0:f // 2])
+    nisa.tensor_copy(dst=out[1], src=upper)
+    nisa.dma_copy(dst=out[2], src=upper.ap([[f // 2, p], [1, f // 2]]))
+    return out
+
+
+def test_tensors_placed_at_one_address_share_their_elements():
+    x = rand(8, 6)
+    out = ring_buffer(x)
+    np.testing.assert_array_equal(out[0], x[:, :3])
+    np.testing.assert_array_equal(out[1], x[:, 3:])
+    np.testing.assert_array_equal(out[2], x[:, 3:])
+
+
+def test_a_matmul_into_a_reused_psum_address_starts_its_own_accumulation_group():
+    """A PSUM tensor placed where an earlier one accumulated starts from its own writes; `accumulate=`
+    (NKI ISA reference, nc_matmul) overrides: True adds to what the memory holds, False overwrites."""
+    @nki.jit
+    def kernel(a, b):
+        out = nl.ndarray((3, 4, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        sa, sb = sbuf(a.shape), sbuf(b.shape)
+        nisa.dma_copy(dst=sa, src=a)
+        nisa.dma_copy(dst=sb, src=b)
+        for i, accumulate in enumerate((None, True, False)):
+            earlier = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+            nisa.nc_matmul(earlier, sa, sb)
+            nisa.nc_matmul(earlier, sa, sb)  # the same tensor: accumulates
+            later = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+            nisa.nc_matmul(later, sa, sb, accumulate=accumulate)
+            nisa.tensor_copy(dst=out[i], src=later)
+        return out
+
+    a, b = rand(8, 4), rand(8, 4)
+    product = a.T @ b
+    out = kernel(a, b)
+    np.testing.assert_allclose(out[0], product, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1], 3 * product, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[2], product, rtol=1e-5, atol=1e-5)
+
+
+def test_dst_given_first_with_its_operands_by_keyword():
+    """`nisa.tensor_scalar_reduce(out[...], data=x, ...)`: the positional tensor is dst (NKI-lib's style)."""
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile, scaled, top = sbuf(x.shape), sbuf(x.shape), sbuf((x.shape[0], 1))
+        nisa.dma_copy(dst=tile, src=x)
+        nisa.tensor_scalar_reduce(scaled[:, :], data=tile, op0=nl.multiply, operand0=2.0, reduce_op=nl.maximum,
+                                  reduce_res=top)
+        nisa.tensor_tensor(scaled, data1=scaled, data2=top.ap([[1, x.shape[0]], [0, x.shape[1]]]), op=nl.subtract)
+        nisa.dma_copy(dst=out, src=scaled)
+        return out
+
+    x = rand(4, 6)
+    np.testing.assert_allclose(kernel(x), 2 * x - (2 * x).max(axis=1, keepdims=True), rtol=1e-6)
+
+
+@nki.jit
 def per_partition_vectors(x):
     """[P]-shaped (1-D) per-partition results: a reduction's reduce_res and a copied column."""
     p = x.shape[0]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
 from neuronkit.nki.cost import Ledger
 from neuronkit.nki.errors import NkiRuleError
 from neuronkit.nki.hardware import Core
@@ -33,7 +35,17 @@ class Launch:
         self.shared_seen = 0  # how many the current program instance has allocated
         self.warned: dict[int, Any] = {}  # memory already warned about, by id
         self.names = 0
+        self.stores: dict[tuple[str, str], tuple[Any, Any]] = {}  # placed tensors' memory (store())
         self.ledger = Ledger()  # the engine time its instructions are estimated to take (neuronkit.nki.cost)
+
+    def store(self, buffer: str, dtype: Any) -> tuple[Any, Any]:
+        """(values, written) of `buffer`'s memory as elements of `dtype`, partitions first: what tensors placed
+        with `address=` view. Allocated on first use; untouched pages cost no memory."""
+        key = (buffer, dtype.name)
+        if key not in self.stores:
+            shape = (self.core.pmax, self.capacity(buffer) // dtype.itemsize)
+            self.stores[key] = (np.zeros(shape, dtype=dtype.storage), np.zeros(shape, dtype=bool))
+        return self.stores[key]
 
     def capacity(self, buffer: str) -> int:
         return self.core.sbuf_bytes_per_partition if buffer == "sbuf" else self.core.psum_bytes_per_partition

@@ -114,7 +114,8 @@ def _split(args: tuple, kwargs: dict, names: tuple[str, ...], tiles: int) -> tup
     `tiles` tensor parameters; one more leading tensor (or dst=) is the newer API's destination."""
     dst = kwargs.pop("dst", None)
     leading = next((i for i, a in enumerate(args) if not isinstance(a, Operand)), len(args))
-    if dst is None and leading > tiles:
+    by_keyword = sum(1 for name in names[:tiles] if name in kwargs)  # `f(out[...], data=x, ...)`: out is dst
+    if dst is None and leading and leading + by_keyword > tiles:
         dst, args = args[0], args[1:]
     bound = dict(zip(names, args))
     bound.update(kwargs)
@@ -155,8 +156,11 @@ def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
                            "copying it out (nki.isa.tensor_copy(..., dtype=...)).")
     if not isinstance(dst, NkiTensor):
         raise unsupported("nki.isa.nc_matmul into a dst indexed by index tiles (use slices)")
-    previous = np.where(dst.written, dst.data, 0)
+    accumulate = kwargs.pop("accumulate", None)
+    onto = dst.accumulated if accumulate is None else dst.written if accumulate else np.zeros(dst.shape, bool)
+    previous = np.where(onto, dst.data, 0)
     _write(dst, previous + np.broadcast_to(result, dst.shape), "nki.isa.nc_matmul")
+    dst.accumulated[...] = True
     return None
 
 

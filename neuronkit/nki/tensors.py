@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -88,14 +89,32 @@ class Operand:
     __hash__ = object.__hash__
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a tensor placed with `address=` lies in its memory's shared store (`context.Launch.store`): its
+    first partition, its first element in each partition, its elements per partition and partition count,
+    and the store's elements per partition."""
+
+    partition: int
+    element: int
+    free: int
+    partitions: int
+    row: int
+
+
 class NkiTensor(Operand):
     """A tensor (or a view of one) in HBM, SBUF or PSUM."""
 
     def __init__(self, data: np.ndarray, written: np.ndarray, dtype: DType, buffer: str, name: str,
-                 where: str = "", stored: np.ndarray | None = None) -> None:
+                 where: str = "", stored: np.ndarray | None = None, placement: Placement | None = None,
+                 accumulated: np.ndarray | None = None) -> None:
         self.data = data
         self.written = written
         self.stored = stored  # kernel inputs only: which elements the kernel wrote
+        self.placement = placement  # placed with address=: a view of the memory's shared store
+        # elements a matmul into this tensor accumulates onto: those written, except for a placed tensor,
+        # whose memory other tensors also write: there those its own writes reached (nki.isa.nc_matmul)
+        self.accumulated = written if accumulated is None else accumulated
         self.dtype = dtype
         self.buffer = buffer
         self.name = name
@@ -133,7 +152,8 @@ class NkiTensor(Operand):
                                f"{'the sizes differ' if math.prod(dims) != self.size else 'the view is not contiguous'}"
                                "; a reshape is a view of the same memory.") from None
         return self._derived(data, self.written.reshape(dims, copy=False),
-                             None if self.stored is None else self.stored.reshape(dims, copy=False))
+                             None if self.stored is None else self.stored.reshape(dims, copy=False),
+                             None if self.placement is None else self.accumulated.reshape(dims, copy=False))
 
     def ap(self, pattern: Any, offset: int = 0, dtype: Any = None, **indirect: Any) -> NkiTensor:
         """An access pattern over this tensor's memory: `pattern` is [[stride, count], ...] in elements of the
@@ -146,18 +166,29 @@ class NkiTensor(Operand):
         pairs = [(int(stride), int(count)) for stride, count in pattern]
         root = _root(self.data)
         start = (self.data.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // root.itemsize
+        place = self.placement
+        if place is not None:  # count in the placed tensor's own row-major layout, not the shared store's
+            partition, element = divmod(start, place.row)
+            start = (partition - place.partition) * place.free + element - place.element
+        size = root.size if place is None else place.partitions * place.free
         first = start + int(offset)
         last = first + sum((c - 1) * st for st, c in pairs if c > 0)
-        if first < 0 or last >= root.size or min(st for st, _ in pairs) < 0:
+        if first < 0 or last >= size or min(st for st, _ in pairs) < 0:
             raise NkiRuleError(f"access pattern {pairs} at offset {offset} on {self.describe()} reaches element "
-                               f"{last} of {root.size} at {origin()}: it runs past the tensor's memory.")
+                               f"{last} of {size} at {origin()}: it runs past the tensor's memory.")
         shape = tuple(c for _, c in pairs)
+        accumulated = None
+        if place is not None:  # its own mask is laid out as the tensor; its memory is the store's
+            accumulated = _strided(self.accumulated, first, pairs, shape)
+            first, pairs = _in_store(place, first, pairs, self)
         views = [_strided(a, first, pairs, shape) if a is not None else None
                  for a in (self.data, self.written, self.stored)]
-        return self._derived(*views)
+        return self._derived(*views, accumulated)
 
-    def _derived(self, data: np.ndarray, written: np.ndarray, stored: np.ndarray | None) -> NkiTensor:
-        return NkiTensor(data, written, self.dtype, self.buffer, self.name, self.where, stored)
+    def _derived(self, data: np.ndarray, written: np.ndarray, stored: np.ndarray | None,
+                 accumulated: np.ndarray | None = None) -> NkiTensor:
+        return NkiTensor(data, written, self.dtype, self.buffer, self.name, self.where, stored, self.placement,
+                         accumulated)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         target = index_tensor(self, index)
@@ -185,6 +216,23 @@ class NkiTensor(Operand):
                 self.stored[keep] = True
 
 
+
+
+def _in_store(place: Placement, first: int, pairs: list[tuple[int, int]],
+              tensor: NkiTensor) -> tuple[int, list[tuple[int, int]]]:
+    """An access pattern over a placed tensor's own layout, as element offset and strides in the shared store:
+    a stride of whole partitions steps the store's rows; a smaller one stays within a partition."""
+    partition, element = divmod(first, place.free)
+    moved = []
+    for stride, count in pairs:
+        if stride % place.free == 0:
+            moved.append((stride // place.free * place.row, count))
+        elif element + (count - 1) * stride < place.free:
+            moved.append((stride, count))
+        else:
+            raise unsupported(f"an access pattern on {tensor.describe()} (placed with address=) whose stride "
+                              f"{stride} crosses partitions without stepping whole ones")
+    return (place.partition + partition) * place.row + place.element + element, moved
 
 
 def _root(a: np.ndarray) -> np.ndarray:
@@ -271,9 +319,10 @@ def warn_unwritten(tensor: NkiTensor, count: int) -> None:
     """Warn once per tensor per launch that the kernel read elements it never wrote."""
     launch = context.current()
     root = tensor.data.base if tensor.data.base is not None else tensor.data
-    if launch.abstract or id(root) in launch.warned:
+    key = (id(root), tensor.name)  # placed tensors share one root
+    if launch.abstract or key in launch.warned:
         return
-    launch.warned[id(root)] = root  # held, so no other array reuses the id during the launch
+    launch.warned[key] = root  # held, so no other array reuses the id during the launch
     warnings.warn(
         f"kernel {launch.kernel_name} read {count} element(s) of {tensor.describe()} that were never "
         f"written, at {origin()}: they read as NaN, as in the Neuron SDK's simulator (on a device: whatever "
@@ -290,8 +339,8 @@ def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what:
     """A new tensor of `shape` in `buffer`, every element unwritten; on-chip tensors are checked against
     the partition limit and the memory left. An on-chip tensor placed by the kernel at `address`
     (partition, byte offset per partition) must fit the memory from there; it is not added to the live
-    tiles, since kernels place several tensors at one address to reuse it (their elements are not shared:
-    docs/nki.md, known differences)."""
+    tiles, since kernels place several tensors at one address to reuse it, and it shares its elements with
+    every tensor of the same dtype placed over the same bytes (`_placed`)."""
     launch = context.current()
     dtype = as_dtype(dtype)
     dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
@@ -306,16 +355,38 @@ def allocate(shape: Any, dtype: Any, buffer: str, name: str | None = None, what:
     if buffer not in ON_CHIP:
         raise unsupported(f"nki.language.ndarray(buffer={buffer!r})")
     par = next((i for i, d in enumerate(dims) if isinstance(d, ParDim)), 0)
-    tensor = _fresh(dims_int, dtype, buffer, name or launch.next_name(buffer), where)
+    name = name or launch.next_name(buffer)
     if not dims_int:
-        return tensor
+        return _fresh(dims_int, dtype, buffer, name, where)
     check_partition(dims_int[par], f"{what} in {buffer.upper()} of shape {dims_int}", where)
     per_partition = math.prod(d for i, d in enumerate(dims_int) if i != par) * dtype.itemsize
     if address is None:
+        tensor = _fresh(dims_int, dtype, buffer, name, where)
         launch.hold(tensor, buffer, per_partition, f"{what} of shape {dims_int} {dtype!r} at {where}")
-    else:
-        _check_placed(launch, buffer, dims_int[par], per_partition, address, f"{what} of shape {dims_int} at {where}")
-    return tensor
+        return tensor
+    _check_placed(launch, buffer, dims_int[par], per_partition, address, f"{what} of shape {dims_int} at {where}")
+    if par != 0 or int(address[1]) % dtype.itemsize:
+        raise unsupported(f"placing {what} of shape {dims_int} {dtype!r} at address {tuple(address)} (neuronkit "
+                          "places tensors whose first dimension is the partition dimension, at a byte offset that "
+                          "is a multiple of the dtype's size)")
+    return _placed(launch, dims_int, dtype, buffer, name, where, address)
+
+
+def _placed(launch: context.Launch, dims: tuple[int, ...], dtype: DType, buffer: str, name: str, where: str,
+            address: Any) -> NkiTensor:
+    """A tensor placed at `address`: a view of the launch's store for (buffer, dtype), so tensors of that
+    dtype placed over the same bytes share their elements, as on the device. Its never-written elements
+    read NaN. Tensors of different dtypes at one address do not share (docs/nki.md, known differences)."""
+    first, offset = (int(a) for a in address)
+    data, written = launch.store(buffer, dtype)
+    start, free = offset // dtype.itemsize, math.prod(dims[1:])
+    region = (slice(first, first + dims[0]), slice(start, start + free))
+    view, seen = data[region].reshape(dims), written[region].reshape(dims)
+    if dtype.is_float:
+        view[~seen] = np.nan
+    return NkiTensor(view, seen, dtype, buffer, name, where,
+                     placement=Placement(first, start, free, dims[0], data.shape[1]),
+                     accumulated=np.zeros(dims, dtype=bool))
 
 
 def _check_placed(launch: context.Launch, buffer: str, partitions: int, per_partition: int, address: Any,
@@ -444,8 +515,9 @@ def _view(tensor: NkiTensor, items: list[Any]) -> NkiTensor:
         idx.append(slice(start, stop, step) if isinstance(item, slice) else start)
     idx_t = tuple(idx)
     stored = None if tensor.stored is None else tensor.stored[idx_t]
+    accumulated = None if tensor.placement is None else tensor.accumulated[idx_t]
     return NkiTensor(tensor.data[idx_t], tensor.written[idx_t], tensor.dtype, tensor.buffer, tensor.name,
-                     tensor.where, stored)
+                     tensor.where, stored, tensor.placement, accumulated)
 
 
 def _index_arrays(tensor: NkiTensor, items: list[Any]) -> tuple[np.ndarray, ...]:
