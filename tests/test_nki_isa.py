@@ -474,3 +474,131 @@ def test_todays_api_kernel_through_nki_op_eager_compiled_and_backward(fresh_dyna
     torch.testing.assert_close(torch.compile(triple, backend="neuron")(x.detach()).cpu(), x.detach().cpu() * 3)
     triple(x).sum().backward()
     torch.testing.assert_close(x.grad.cpu(), torch.full((4, 8), 3.0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The rarer instructions NKI-lib's kernels call (neuronkit/nki/isa_extra.py), each against its NumPy
+# equivalent from the NKI ISA reference.
+
+
+def _through_sbuf(body, *inputs, out_shape, out_dtype=nl.float32):
+    """A kernel that DMAs `inputs` into SBUF, runs `body(dst, *tiles)` and DMAs dst out."""
+    @nki.jit
+    def kernel(a, b=None, c=None):
+        out = nl.ndarray(out_shape, dtype=out_dtype, buffer=nl.shared_hbm)
+        tiles = []
+        for x in (x for x in (a, b, c) if x is not None):
+            t = sbuf(x.shape, x.dtype)
+            nisa.dma_copy(dst=t, src=x)
+            tiles.append(t)
+        dst = sbuf(out_shape, out_dtype)
+        body(dst, *tiles)
+        nisa.dma_copy(dst=out, src=dst)
+        return out
+
+    return kernel(*inputs)
+
+
+def test_bn_stats_and_bn_aggr_give_mean_and_variance_over_tiles():
+    x = rand(4, 10)
+
+    def body(dst, t):
+        stats = sbuf((4, 12))
+        nisa.bn_stats(dst=stats[:, 0:6], data=t[:, 0:6])  # two bn_stats tiles, one bn_aggr
+        nisa.bn_stats(dst=stats[:, 6:12], data=t[:, 6:10])
+        nisa.bn_aggr(dst=dst, data=stats)
+
+    out = _through_sbuf(body, x, out_shape=(4, 2))
+    np.testing.assert_allclose(out[:, 0], x.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[:, 1], x.var(axis=1), rtol=1e-5, atol=1e-6)
+
+    def stats_only(dst, t):
+        nisa.bn_stats(dst=dst, data=t)
+
+    six = _through_sbuf(stats_only, x[:, :5], out_shape=(4, 6))
+    even, odd = x[:, 0:5:2], x[:, 1:5:2]
+    np.testing.assert_allclose(six, np.stack([np.full(4, 3.0), even.mean(1), even.var(1) * 3,
+                                              np.full(4, 2.0), odd.mean(1), odd.var(1) * 2], axis=1), rtol=1e-5)
+    with pytest.raises(NkiRuleError, match="at most 512 elements per partition"):
+        _through_sbuf(stats_only, rand(2, 513), out_shape=(2, 6))
+
+
+def test_range_select_keeps_a_band_and_reduces_its_max():
+    x, lo, hi = rand(3, 8), np.array([[1.0], [0.0], [4.0]], np.float32), np.array([[5.0], [2.0], [9.0]], np.float32)
+
+    def body(dst, t, b0, b1):
+        top = sbuf((3, 1))
+        nisa.range_select(dst=dst[:, 0:8], on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less,
+                          bound0=b0, bound1=b1, reduce_res=top, reduce_cmd=nisa.reduce_cmd.reset_reduce,
+                          range_start=2)
+        nisa.tensor_copy(dst=dst[:, 8:9], src=top)
+
+    out = _through_sbuf(body, x, lo, hi, out_shape=(3, 9))
+    index = 2 + np.arange(8)[None, :]
+    expected = np.where((index >= lo) & (index < hi), x, np.finfo(np.float32).min)
+    np.testing.assert_array_equal(out[:, :8], expected)
+    np.testing.assert_array_equal(out[:, 8], expected.max(axis=1))
+
+
+def test_tensor_copy_predicated_copies_where_the_predicate_holds():
+    x, keep = rand(4, 6), (RNG.random((4, 6)) > 0.5).astype(np.uint8)
+
+    def body(dst, t, p):
+        nisa.memset(dst=dst, value=7.0)
+        nisa.tensor_copy_predicated(dst=dst, src=t, predicate=p)
+
+    np.testing.assert_array_equal(_through_sbuf(body, x, keep, out_shape=(4, 6)), np.where(keep, x, 7.0))
+
+    def reversed_scalar(dst, t, p):
+        nisa.tensor_copy(dst=dst, src=t)
+        nisa.tensor_copy_predicated(dst=dst, src=0.0, predicate=p, reverse_pred=True)
+
+    np.testing.assert_array_equal(_through_sbuf(reversed_scalar, x, keep, out_shape=(4, 6)), np.where(keep, x, 0.0))
+
+
+def test_nc_match_replace8_replaces_first_occurrences_and_reports_indices():
+    data = np.tile(np.arange(12, dtype=np.float32), (2, 2))  # every value twice per partition
+    vals = np.stack([np.arange(8, dtype=np.float32), np.arange(4, 12, dtype=np.float32)])
+
+    def body(dst, d, v):
+        idx = sbuf((2, 8), nl.uint32)
+        nisa.nc_match_replace8(dst=dst[:, 0:24], data=d, vals=v, imm=-1.0, dst_idx=idx)
+        nisa.tensor_copy(dst=dst[:, 24:32], src=idx)
+
+    out = _through_sbuf(body, data, vals, out_shape=(2, 32))
+    expected = data.copy()
+    for p in range(2):
+        expected[p, vals[p].astype(int)] = -1.0  # the first of the two occurrences
+    np.testing.assert_array_equal(out[:, :24], expected)
+    np.testing.assert_array_equal(out[:, 24:], vals)
+
+
+def test_tensor_partition_reduce_reduces_across_partitions():
+    x = rand(5, 3)
+
+    def body(dst, t):
+        nisa.tensor_partition_reduce(dst[0:1, :], nl.add, t)
+        nisa.tensor_partition_reduce(dst=dst[1:2, :], op=nl.maximum, data=t)
+
+    out = _through_sbuf(body, x, out_shape=(2, 3))
+    np.testing.assert_allclose(out, np.stack([x.sum(axis=0), x.max(axis=0)]), rtol=1e-6)
+
+
+def test_nc_stream_shuffle_permutes_within_each_quadrant():
+    x = rand(64, 3)
+    mask = list(range(31, -1, -1))  # reverse each quadrant of 32 partitions
+    mask[5] = 255  # partition 5 of each quadrant keeps what dst held
+
+    def body(dst, t):
+        nisa.memset(dst=dst, value=0.0)
+        nisa.nc_stream_shuffle(src=t, dst=dst, shuffle_mask=mask)
+
+    out = _through_sbuf(body, x, out_shape=(64, 3))
+    expected = np.concatenate([x[31::-1], x[:31:-1]])
+    expected[[5, 37]] = 0.0
+    np.testing.assert_array_equal(out, expected)
+
+    def broadcast(dst, t):  # one source partition to a quadrant (NKI-lib's bias broadcast)
+        nisa.nc_stream_shuffle(src=t[0:1, :], dst=dst, shuffle_mask=[0] * 32)
+
+    np.testing.assert_array_equal(_through_sbuf(broadcast, x, out_shape=(32, 3)), np.repeat(x[:1], 32, axis=0))

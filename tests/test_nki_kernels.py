@@ -368,8 +368,8 @@ def test_computing_on_hbm_needs_a_load_first():
 def test_apis_outside_the_subset_name_themselves():
     with pytest.raises(NotImplementedError, match="nki.language.dropout is not implemented"):
         nl.dropout  # noqa: B018
-    with pytest.raises(NotImplementedError, match="nki.isa.nc_stream_shuffle is not implemented"):
-        run(lambda x: nisa.nc_stream_shuffle(dst=x, src=x), rand(1, 1))  # exists; raises when called
+    with pytest.raises(NotImplementedError, match="nki.isa.sequence_bounds is not implemented"):
+        run(lambda x: nisa.sequence_bounds(segment_ids=x), rand(1, 1))  # exists; raises when called
     assert not hasattr(nl, "dropout")  # feature detection sees it as absent
     with pytest.raises(ImportError):
         from nki.language import dropout  # noqa: F401

@@ -35,6 +35,7 @@ class Launch:
         self.shared_seen = 0  # how many the current program instance has allocated
         self.warned: dict[int, Any] = {}  # memory already warned about, by id
         self.names = 0
+        self.vector_registers = np.full(core.pmax, -np.inf, dtype=np.float32)  # accumulators (reduce_cmd)
         self.stores: dict[tuple[str, str], tuple[Any, Any]] = {}  # placed tensors' memory (store())
         self.ledger = Ledger()  # the engine time its instructions are estimated to take (neuronkit.nki.cost)
 

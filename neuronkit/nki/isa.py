@@ -47,11 +47,10 @@ unknown_engine, tensor_engine, vector_engine, scalar_engine, gpsimd_engine, sync
 # nki.isa instructions NKI-lib's kernels use that the interpreter does not execute: they exist (so kernels
 # import) and raise NotImplementedError naming the instruction when called (docs/nki.md).
 NOT_INTERPRETED = (
-    "bn_aggr", "bn_stats", "core_barrier", "dma_compute", "dropout", "local_gather",
-    "nc_match_replace8", "nc_matmul_mx", "nc_n_gather", "nc_stream_shuffle", "nonzero_with_count",
-    "quantize_mx", "rand", "range_select", "register_alloc", "register_load", "register_move", "register_store",
-    "select_reduce", "sendrecv", "sequence_bounds", "tensor_copy_dynamic_dst", "tensor_copy_dynamic_src",
-    "tensor_copy_predicated", "tensor_partition_reduce",
+    "core_barrier", "dma_compute", "dropout", "local_gather", "nc_matmul_mx", "nc_n_gather",
+    "nonzero_with_count", "quantize_mx", "rand", "register_alloc", "register_load", "register_move",
+    "register_store", "select_reduce", "sendrecv", "sequence_bounds", "tensor_copy_dynamic_dst",
+    "tensor_copy_dynamic_src",
 )
 
 
@@ -458,3 +457,14 @@ def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
     _reduce_into(bound["reduce_res"], values, bound["reduce_op"], (nl.add, nl.multiply, nl.max, nl.min, nl.maximum,
                                                                    nl.minimum), "nki.isa.tensor_scalar_reduce")
     return _emit(values, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.tensor_scalar_reduce")
+
+
+from neuronkit.nki.isa_extra import (  # noqa: E402, F401 - re-exported; they use this module's dst rules
+    bn_aggr,
+    bn_stats,
+    nc_match_replace8,
+    nc_stream_shuffle,
+    range_select,
+    tensor_copy_predicated,
+    tensor_partition_reduce,
+)
