@@ -147,7 +147,9 @@ print(f"peak SBUF per partition in the kernel: {trace.peak_sbuf} bytes of "
 # ## The op audit sees it
 #
 # The audit records `lesson08::silu_mul` as one device op (a custom NKI kernel is native by construction)
-# and lists it under `nki_ops`; the report shows that list.
+# and lists it under `nki_ops`; the report shows that list. Its row carries `nki_est_us`: an ESTIMATE of one
+# call's time on a trn2 NeuronCore, from the instructions the kernel executed (docs/nki.md, "Estimated engine
+# time"), with the busy time per engine in `nki_engine_us`.
 
 # %%
 report = neuronkit.audit(patched.to("cpu"), (input_ids,))
@@ -158,6 +160,7 @@ print(report.op("lesson08::silu_mul"))
 # ## The profiler sees it
 #
 # Each launch is a device op `nki::silu_mul_kernel` in the profile, next to the matmuls it sits between.
+# Its `device_time_us` is the interpreter's time on this CPU; `nki_est_us` beside it is the estimate on trn2.
 
 # %%
 import matplotlib.pyplot as plt
@@ -175,6 +178,8 @@ fig.tight_layout()
 plt.show()
 nki_row = summary[summary["name"] == "nki::silu_mul_kernel"].iloc[0]
 print(f"nki::silu_mul_kernel: {int(nki_row.calls)} calls, classification {nki_row.classification}")
+print(f"host time {nki_row.device_time_us:,.0f} µs (the interpreter); estimated engine time on trn2 "
+      f"{nki_row.nki_est_us:.3g} µs")
 
 # %% [markdown]
 # ## Breaking a rule on purpose
@@ -302,6 +307,6 @@ print(f"backward max error {grad_error:.1e}; compiled max error {compiled_cumsum
 print(f"kernel max error        {kernel_error:.1e}")
 print(f"logits max error        {logits_error:.1e} (same next tokens: {same_tokens})")
 print(f"compiled max error      {compiled_error:.1e}")
-print(f"NKI launches profiled   {int(nki_row.calls)}")
+print(f"NKI launches profiled   {int(nki_row.calls)} (estimated {nki_row.nki_est_us:.3g} µs on trn2 in all)")
 print(f"rule violation caught   {rule_error is not None}")
 print(f"NKI-lib-style cumsum    {nkilib_error:.1e} ({source})")
