@@ -236,6 +236,7 @@ def test_report_lists_custom_nki_ops(tmp_path):
     run.write_params({"model": "AddModel", "dtype": "float32"})
     html = render_report(tmp_path).html.read_text(encoding="utf-8")
     assert "<dt>Custom NKI ops</dt>" in html and "nktest::add" in html
+    assert "<th data-type=\"num\" class=\"num\">NKI engine time per call, µs (estimate)</th>" in html
 
 
 def test_kernel_arguments_on_two_devices_are_refused():

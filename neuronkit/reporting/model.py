@@ -128,6 +128,7 @@ class OpRow:
     dtypes: str
     shapes: str
     module_paths: str
+    nki_est_us: float | None = None  # an NKI op: its ESTIMATED engine time per call on trn2 (neuronkit/nki/cost.py)
 
 
 @dataclass
@@ -501,6 +502,7 @@ def _op_rows(ops: list[dict[str, Any]], severity: dict[str, str]) -> list[OpRow]
         dtypes=_join(op.get("dtypes")),
         shapes=_join(op.get("shapes")),
         module_paths=_join(op.get("module_paths")),
+        nki_est_us=op.get("nki_est_us") if isinstance(op.get("nki_est_us"), (int, float)) else None,
     ) for op in ops]
     return sorted(rows, key=lambda r: (SEVERITIES.index(r.severity), -r.calls, r.op))
 
