@@ -65,7 +65,7 @@ class EngineEstimate:
     target: str
     total_ns: float  # the estimate under `rule`
     rule: str = RULE
-    not_modelled: str = "DMA fixed latency (not documented), waits between engines"
+    not_modelled: str = "waits between engines"
 
     def as_dict(self) -> dict[str, Any]:
         """Numbers with their unit in the key, for traces and records."""
@@ -88,7 +88,8 @@ class Ledger:
         engine_ns = {e: self.cycles[e] / fig.clock_ghz[e] for e in ENGINES}
         dma_ns = self.dma_bytes / fig.dma_bytes_per_s * 1e9
         return EngineEstimate(engine_ns, dma_ns, self.dma_bytes, dict(self.counts), fig.target,
-                              max(engine_ns.values()) + dma_ns)
+                              max(engine_ns.values()) + dma_ns,
+                              not_modelled=f"DMA fixed latency ({fig.dma_fixed_ns}), waits between engines")
 
 
 def _ledger() -> Ledger | None:
@@ -189,7 +190,8 @@ def combined(estimates: list[EngineEstimate]) -> EngineEstimate | None:
         counts.update(x.instructions)
     return EngineEstimate(engine_ns, sum(x.dma_ns for x in estimates), sum(x.dma_bytes for x in estimates),
                           dict(counts), estimates[0].target, sum(x.total_ns for x in estimates),
-                          rule=f"{RULE}, per kernel launch; launches one after another")
+                          rule=f"{RULE}, per kernel launch; launches one after another",
+                          not_modelled=estimates[0].not_modelled)
 
 
 def last_estimate(op: str) -> EngineEstimate | None:
