@@ -16,8 +16,9 @@ def _init_weights_from_the_host_generator() -> None:
     parameter in `fork_rng`, which restores the host generator afterwards: every op draws the same numbers, so
     torch 2.13's `trunc_normal_` rejection loop (torch/nn/init.py) redraws the same out-of-range values forever.
     Here parameter init runs with the tracker's region off, so each op draws on from the host generator (ranks
-    seeded alike get the same local shards). Removed when the device has native random ops (S's xfail passes),
-    or by loading a checkpoint made on the CPU (`--checkpoint.create_seed_checkpoint`)."""
+    seeded alike get the same local shards). The client finding `torch.distributed/random_init`
+    (neuronkit/data/client_paths.toml). Removed when the device has native random ops (S's xfail passes);
+    torchtitan's seed checkpoint does not avoid it (the trainer initialises on the cores before loading)."""
     from torch.distributed.tensor import DTensor, _random
     from torchtitan.protocols.model import BaseModel
 
