@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronkit.errors import NeuronkitInputError
 from neuronkit.titan import assets as assets_module
 
 # What each option is for; the first two lines are the seed's command shape.
@@ -22,6 +25,7 @@ OPTIONS = [
     # spmd_types, wants every parameter a DTensor on the full mesh, which FSDP alone does not make)
     "--parallelism.spmd_backend", "partial_dtensor",
     "--metrics.disable_color_printing",
+    "--debug.seed", "0",  # the same initial weights every run (torchtitan's default seed is random)
 ]
 _LOSS = re.compile(r"step:\s*(\d+)\s+loss:\s*([0-9.]+)")
 
@@ -60,18 +64,26 @@ def run(nproc: int = 2, steps: int = 3, out: str | Path = "titan-run", timeout: 
     """Run the recipe on `nproc` simulated cores for `steps` steps under `out`; raises RuntimeError with the
     failing rank's output when the job fails or outlives `timeout` seconds."""
     from neuronkit.distributed.launch import free_port
+    if nproc < 1 or steps < 1:
+        raise NeuronkitInputError(f"the recipe needs at least one core and one step (nproc={nproc}, steps={steps})")
     out = Path(out).resolve()
+    shutil.rmtree(out / "logs", ignore_errors=True)  # torchrun adds a directory per run: read this run's only
     cmd = command(nproc, steps, assets_module.write(out / "assets"), out, free_port())
     env = {**os.environ, "NEURON_RT_NUM_CORES": str(nproc), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     env.pop("NEURON_RT_VISIBLE_CORES", None)
+    # torchrun leads its own session, so a timeout ends its ranks with it
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        launcher_output = proc.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired as exc:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         raise RuntimeError(f"the TorchTitan recipe outlived {timeout:.0f} s") from exc
     logs = {int(rank.name): (rank / "stdout.log").read_text() + (rank / "stderr.log").read_text()
             for rank in (out / "logs").glob("*/attempt_0/*")}
     if proc.returncode != 0:
-        failing = next((text for text in logs.values() if "Traceback" in text), proc.stderr)
+        failing = next((text for text in logs.values() if "Traceback" in text), launcher_output)
         raise RuntimeError(f"the TorchTitan recipe failed (exit {proc.returncode}):\n{failing[-4000:]}")
     losses = {rank: [float(loss) for _, loss in _LOSS.findall(text)] for rank, text in sorted(logs.items())}
     return Run(cmd, losses, logs.get(0, ""))

@@ -34,3 +34,9 @@ def test_torchtitan_rope_shim_rotates_as_the_complex_table(monkeypatch):
     assert not rope.cache.is_complex()
     for mine, theirs in zip(rope(query, key), expected):
         assert (mine - theirs).abs().max() < 1e-5
+
+
+def test_torchtitan_recipe_refuses_no_cores_in_one_line(tmp_path):
+    from neuronkit.errors import NeuronkitInputError
+    with pytest.raises(NeuronkitInputError, match="at least one core and one step"):
+        recipe.run(nproc=0, out=tmp_path)
