@@ -21,6 +21,9 @@ setup: $(STAMP)
 # wheelhouse or mirror; macOS wheels are CPU builds), it is taken from PyTorch's CPU index. The package's
 # native device runtime (setup.py) then compiles against that torch (--no-build-isolation).
 TORCH           := torch==2.13.0
+# torchtitan as released, without its dependency resolution (it pins datasets<4.8, below the clients'); the
+# dependencies the recipe needs are pyproject's `titan` group.
+TITAN           := torchtitan==0.3.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 IS_CPU_BUILD    := import json, sys; w = json.load(sys.stdin)["install"][0]; \
                    sys.exit("+cpu" not in w["metadata"]["version"] and "macosx" not in w["download_info"]["url"])
@@ -31,7 +34,8 @@ $(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 	@if $(PY) -m pip install --dry-run --no-deps --ignore-installed --quiet --report - "$(TORCH)" 2>/dev/null \
 		| $(PY) -c '$(IS_CPU_BUILD)'; then index=""; else index="--extra-index-url $(TORCH_CPU_INDEX)"; fi; \
 	echo "$(PY) -m pip install $$index $(TORCH)"; $(PY) -m pip install --quiet $$index "$(TORCH)" "setuptools>=68" ninja
-	$(PY) -m pip install --quiet --no-build-isolation -e ".[test,clients]"
+	$(PY) -m pip install --quiet --no-build-isolation -e ".[test,clients,titan]"
+	$(PY) -m pip install --quiet --no-deps "$(TITAN)"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	touch $(STAMP)

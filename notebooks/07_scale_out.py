@@ -166,6 +166,26 @@ if scale_out and (Path(run_dir) / "stages").is_dir():
     neuronkit.report(run_dir)
 
 # %% [markdown]
+# ## TorchTitan on simulated cores
+#
+# The article's recipe: TorchTitan trains Llama 3 with FSDP2 and `--compile.enable --compile.backend
+# neuron`, launched by torchrun with one rank per core (`NEURON_RT_NUM_CORES`). Here it is torchtitan 0.3.0
+# as released, on its llama3 debug model, with a tokenizer and dataset made offline
+# (`neuronkit.titan.assets`) and the client-side changes the seed's `torchtitan-neuron` fork carries, each
+# explained in `neuronkit/titan/shims.py`: FlexAttention's device check, the `neuron` backend for the
+# compiles torchtitan makes at import, a cos/sin RoPE instead of complex numbers, torch 2.13's missing
+# `set_timeout`, FlexAttention under a non-inductor backend, and parameter init that does not redraw the
+# host generator's numbers forever (the device's random ops are CPU fallbacks). Two steps here (4 ranks:
+# `nproc=4`); every rank logs the same, all-reduced loss.
+
+# %%
+from neuronkit.titan import recipe
+
+if train_ranks:
+    titan = recipe.run(nproc=train_ranks, steps=2, out=Path(run_dir) / "torchtitan")
+    print(titan.shell(), *titan.steps(), f"losses by rank: {titan.losses}", sep="\n")
+
+# %% [markdown]
 # ## Next
 #
 # - Try your own layout from the command line: `neuronkit plan MODEL --tp 4 --fsdp 16 --seq-len 4096`

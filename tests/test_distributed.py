@@ -17,6 +17,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from neuronkit import client_paths
 from neuronkit.distributed import launch, rules
 from neuronkit.distributed import record as record_module
 from neuronkit.distributed.record import PARITY_TOL
@@ -121,6 +122,8 @@ def test_fsdp2_random_init_on_the_cores_moves_the_philox_offset_and_matches_the_
         assert result["state_bytes"] == 16 and result["offset_before"] == 0 and result["host_restored"]
         assert result["offset_after"] == sum((n + 3) // 4 * 4 for n in result["full_numels"])
         assert result["init_diff"] == 0.0 and result["grad_diff"] < TOL
+    # every parameter's shard drew from the same host state: the client finding, with its remedy
+    assert "Initialise on the CPU before sharding" in client_paths.find("torch.distributed", "random_init").remedy
 
 
 @pytest.mark.subprocess

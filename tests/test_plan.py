@@ -178,6 +178,9 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path):
     assert text.count(": parity") == 2 and "NO PARITY" not in text
     record = json.loads((tmp_path / "run" / "distributed.json").read_text())
     assert record["scenarios"]["fsdp2"]["param_bytes_per_rank"] == [279296, 279296]
+    # then the TorchTitan recipe on the same cores: the command and two steps of its output
+    assert "NEURON_RT_NUM_CORES=2 torchrun --nproc-per-node=2" in text and "--compile.backend neuron" in text
+    assert "Applied FSDP to the model" in text and "step:  2" in text
 
 
 @pytest.mark.parametrize("name", ["vit", "t5", "whisper", "bert_classifier"])

@@ -1,10 +1,12 @@
 """Explain a stage's error when the device refused an op's inputs (a precondition, S's `can_handle`):
-which op, in which layer of the model, and the remedy from the op-support policy."""
+which op, in which layer of the model, and the remedy from the op-support policy; or when the model is on
+an upstream client's path with a known finding (neuronkit/data/client_paths.toml)."""
 
 from __future__ import annotations
 
 from torch import nn
 
+from neuronkit import client_paths
 from neuronkit.policy import load_policy
 from neuronkit.preconditions import refusal
 
@@ -30,9 +32,19 @@ def explain(error: BaseException) -> str | None:
     when `error` is not a refusal."""
     found = refusal(error)
     if found is None:
-        return None
+        return _client_path(error)
     op, category = found
     where = failing_module(error)
     policy = load_policy()
     return (f"{op}{f' in {where}' if where else ''} refused its inputs on the device ({policy.features[category]}) "
             f"[{category}]. {policy.remedies[category]}")
+
+
+def _client_path(error: BaseException) -> str | None:
+    """`diffusers path: <finding> in <module> [client:<key>]. <remedy>`, or None."""
+    finding = client_paths.explain(error)
+    if finding is None:
+        return None
+    where = failing_module(error)
+    return (f"{finding.client} path: {finding.finding}{f' in {where}' if where else ''} ({finding.why}) "
+            f"[client:{finding.key}]. {finding.remedy}")

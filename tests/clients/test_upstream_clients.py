@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from neuronkit import client_paths
 from neuronkit.models import load_model
 
 BATCH = torch.randint(100, (4, 16), generator=torch.Generator().manual_seed(0))
@@ -48,12 +49,13 @@ def test_trl_sft_trainer_picks_the_device_and_matches_the_cpu(tmp_path):
     assert runs["neuron:0"] == pytest.approx(runs["cpu"], abs=2e-3)
 
 
-def _unet():
+def _unet(attention: bool = False):
     from diffusers import UNet2DModel
     torch.manual_seed(0)
+    blocks = (("DownBlock2D", "AttnDownBlock2D"), ("AttnUpBlock2D", "UpBlock2D")) if attention else (
+        ("DownBlock2D", "DownBlock2D"), ("UpBlock2D", "UpBlock2D"))
     return UNet2DModel(sample_size=8, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=(32, 32),
-                       norm_num_groups=8, down_block_types=("DownBlock2D", "DownBlock2D"),
-                       up_block_types=("UpBlock2D", "UpBlock2D"))
+                       norm_num_groups=8, down_block_types=blocks[0], up_block_types=blocks[1])
 
 
 def test_diffusers_unet_without_attention_and_ddpm_pipeline_match_the_cpu():
@@ -70,3 +72,24 @@ def test_diffusers_unet_without_attention_and_ddpm_pipeline_match_the_cpu():
         images.append(pipe(batch_size=1, num_inference_steps=3, generator=torch.Generator().manual_seed(0),
                            output_type="np").images)
     assert np.abs(images[0] - images[1]).max() < 1e-5
+
+
+def test_diffusers_attention_unet_meets_the_group_norm_finding_and_its_remedy_matches_the_cpu():
+    """Faithful: S registers no native_group_norm, so torch's generic kernel meets the attention block's
+    channels-last-strided output; `check` names the client path, the layer and the remedy
+    (neuronkit/data/client_paths.toml)."""
+    import neuronkit
+    unet = _unet(attention=True)
+    sample = torch.randn(1, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+    expected = unet(sample, 10).sample
+    report = neuronkit.check(unet, {"sample": sample, "timestep": torch.tensor([10])}, stages=["eager"])
+    eager = next(stage for stage in report.stages if stage.stage == "eager")
+    finding = client_paths.find("diffusers", "group_norm_channels_last")
+    assert eager.status == "error" and "diffusers path: GroupNorm fails on a channels-last-strided tensor in " \
+        "mid_block.resnets.1.norm1" in eager.summary
+    assert "[client:group_norm_channels_last]" in eager.summary and finding.remedy in eager.summary
+    unet.to("neuron")
+    for module in unet.modules():  # the remedy: every GroupNorm gets a contiguous input
+        if isinstance(module, torch.nn.GroupNorm):
+            module.register_forward_pre_hook(lambda _, args: (args[0].contiguous(),))
+    assert (unet(sample.to("neuron"), 10).sample.cpu() - expected).abs().max() < 1e-5
