@@ -18,8 +18,6 @@ import html
 import json
 import os
 import re
-import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -30,7 +28,7 @@ from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks import refusals
 from neuronkit.checks.reference import Reference
-from neuronkit.evidence import CHECK_EVIDENCE, CompileCheck, CompileTiming, CompileTraining, \
+from neuronkit.evidence import CompileCheck, CompileTiming, CompileTraining, \
     CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, ModelSlice, NeffCache, \
     Parity, ParityRow, ReferenceOutput, rows
 from neuronkit.graph_compile import compare
@@ -38,11 +36,9 @@ from neuronkit.graph_compile.backend import neuron_backend
 from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
-from neuronkit.stages import CHECK_STAGES, StageResult, now, worst
+from neuronkit.pipeline import STEP
+from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, worst
 
-# What a stage compares against: it is skipped when that stage did not pass or warn. Eager and compiled
-# runs are both held to the CPU reference, so a compile check never re-runs eager.
-REQUIRES: dict[str, str] = {"eager": "cpu", "compile": "cpu", "timing": "compile"}
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
 
 
@@ -155,10 +151,9 @@ def _resolve_stages(stages: Iterable[str]) -> list[str]:
     if unknown or not names:
         raise NeuronkitInputError(f"unknown stage(s) {unknown or names!r}; choose from {', '.join(CHECK_STAGES)}")
     wanted = set(names)
-    for name in names:
-        while name in REQUIRES:
-            name = REQUIRES[name]
-            wanted.add(name)
+    for name in names:  # and what each compares against (Step.requires: eager and compile the CPU reference)
+        while (needed := STEP[name].requires) is not None:
+            wanted.add(name := needed)
     return [s for s in CHECK_STAGES if s in wanted]
 
 
@@ -166,22 +161,16 @@ _OUTCOME = {"skipped": "was skipped", "fail": "failed", "error": "raised an erro
 
 
 def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
-    needed, results = REQUIRES.get(name), session.results
-    record = CHECK_EVIDENCE[name]()
+    """One check step, by the workbook's stage executor (`neuronkit.stages.recording`): skipped when the
+    step it compares against did not pass; a crash is its `error` record, and the next steps still run."""
+    needed, results = STEP[name].requires, session.results
+    record = STEP[name].evidence()
     if needed is not None and not results[needed].ok:
-        reason = f"skipped: compares against the {needed} stage, which {_OUTCOME[results[needed].status]}"
-        return StageResult(name, "skipped", reason, record, error=reason, duration_s=0.0, finished_at=now())
-    start = time.perf_counter()
-    try:
-        status, summary = fn(session, record)
-        error = None
-    except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
-        cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
-        status, summary = "error", f"{type(cause).__name__}: {_first_line(cause)}"
-        if (why := refusals.explain(exc)) is not None:
-            summary += f": {why}"
-        error = "".join(traceback.format_exception(exc))
-    return StageResult(name, status, summary, record, error, time.perf_counter() - start, now())
+        return skipped(name, f"skipped: compares against the {needed} stage, which "
+                             f"{_OUTCOME[results[needed].status]}", record)
+    with recording(None, name, record, reraise=False, explain=refusals.explain) as slot:
+        slot["status"], slot["summary"] = fn(session, record)
+    return slot["result"]
 
 
 class _Session:
@@ -264,7 +253,7 @@ def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq
 
 
 # ---------------------------------------------------------------------------------------------------
-# Stages: each fills its typed record (`neuronkit.evidence.CHECK_EVIDENCE`) as it goes (kept if it
+# Stages: each fills its typed record (its `Step.evidence`, neuronkit/data/stages.toml) as it goes (kept if it
 # raises) and returns (status, summary).
 
 
