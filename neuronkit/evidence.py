@@ -10,6 +10,7 @@ only): readers use attributes, never keys.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import types
 import typing
@@ -656,6 +657,11 @@ class FieldSpec:
 
 def specs(cls: type) -> list[FieldSpec]:
     """The fields of record type `cls`, in declaration order."""
+    return list(_specs(cls))
+
+
+@functools.cache
+def _specs(cls: type) -> tuple[FieldSpec, ...]:
     hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
     result = []
     for f in dataclasses.fields(cls):
@@ -664,7 +670,7 @@ def specs(cls: type) -> list[FieldSpec]:
         row = next((_record_type(a) for a in _list_args(hint) if _record_type(a)), None)
         result.append(FieldSpec(f.name, f.metadata.get("label", f.name), f.metadata.get("unit", ""),
                                 f.metadata.get("doc", ""), _type_text(hint), block, row))
-    return result
+    return tuple(result)
 
 
 def _non_none(hint: Any) -> list[Any]:

@@ -75,6 +75,13 @@ class StageResult:
         return data
 
     @property
+    def recorded(self) -> Any:
+        """The evidence, None when the stage recorded none (None, or its type's empty record: skipped, or a
+        crash before the stage recorded anything)."""
+        empty = self.evidence is None or self.evidence == type(self.evidence)()
+        return None if empty else self.evidence
+
+    @property
     def ok(self) -> bool:
         """True when later stages may build on this one (`pass` or `warn`)."""
         return self.status in OK_STATUSES

@@ -88,9 +88,12 @@ def test_a_stage_is_read_from_the_table_by_every_consumer() -> None:
 
     assert runner.NOTEBOOKS == (*(stage.ipynb for stage in WORKBOOK), f"{REPORT_NOTEBOOK}.ipynb")
     assert set(lesson._NEXT) == set(STAGES)  # every stage's "Next" paragraph, pointing to the notebook after it
-    assert lesson.next_step(StageResult("profile", "pass", "")).text.endswith(f"Open **{REPORT_NOTEBOOK}** for the "
+    assert lesson.next_step(StageResult("profile", "pass", "", STAGE["profile"].evidence())).text.endswith(f"Open **{REPORT_NOTEBOOK}** for the "
                                                                              "verdict across all stages.")
     assert CHECK_STAGES == tuple(STEP)
+    from neuronkit.checks import parity
+
+    assert set(parity._STAGE_FUNCTIONS) == set(STEP)  # a body for every check step the table lists
 
 
 def test_units_come_from_the_type_never_from_a_key_suffix() -> None:

@@ -257,6 +257,20 @@ def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq
 # raises) and returns (status, summary).
 
 
+# Each check step's body, by step name (`_step`); the steps and their order are neuronkit/data/stages.toml's.
+StepBody = Callable[["_Session", Any], tuple[str, str]]
+_STAGE_FUNCTIONS: dict[str, StepBody] = {}
+
+
+def _step(name: str) -> Callable[[StepBody], StepBody]:
+    """Register the decorated function as check step `name`'s body: it fills the step's record and returns
+    (status, summary)."""
+    def register(body: StepBody) -> StepBody:
+        _STAGE_FUNCTIONS[name] = body
+        return body
+    return register
+
+
 def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
     """Keyword arguments of every parity forward: Hugging Face models run without a KV cache (it is not
     an output worth comparing)."""
@@ -276,6 +290,7 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, **extra: Any) -> Referenc
     return Reference(named, outputs, loss.item(), norm)
 
 
+@_step("cpu")
 def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
     record.reused = s.reference is not None
     if s.reference is None:
@@ -298,6 +313,7 @@ def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
                     f"{record.threads} threads")
 
 
+@_step("eager")
 def _stage_eager(s: _Session, record: EagerForward) -> tuple[str, str]:
     import torch_neuronx
 
@@ -341,6 +357,7 @@ def _fallbacks_into(record: EagerGeneration | EagerTraining) -> Iterator[None]:
         record.fallback_ops = sorted(torch_neuronx.get_fallback_ops())
 
 
+@_step("generate")
 def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
         return "skipped", f"{type(s.cpu_model).__name__} does not generate (not a causal LM or encoder-decoder)"
@@ -366,6 +383,7 @@ def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     return status, f"greedy generate() diverges from CPU at new token {diverge}"
 
 
+@_step("train")
 def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     """SGD, not Adam: Adam divides each gradient by its own magnitude, so rounding-level differences in
     near-zero gradients become full-size updates, which says nothing about the device."""
@@ -401,6 +419,7 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
 
 
+@_step("compile")
 def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
@@ -450,6 +469,7 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
 
 
+@_step("timing")
 def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
     """Forward and training step (forward + backward), eager vs compiled, in the grad mode the graphs
     were compiled in, so timing never triggers a recompilation."""
@@ -484,10 +504,6 @@ def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
                     f"first compiled call {compiled.compile_time_s:.1f} s")
 
 
-_STAGE_FUNCTIONS: dict[str, Callable[[_Session, Any], tuple[str, str]]] = {
-    "cpu": _stage_cpu, "eager": _stage_eager, "generate": _stage_generate, "train": _stage_train,
-    "compile": _stage_compile, "timing": _stage_timing,
-}
 
 
 # ---------------------------------------------------------------------------------------------------

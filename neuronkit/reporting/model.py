@@ -417,8 +417,7 @@ def _record(records: dict[str, StageResult | None], stage: str) -> Any:
     """A stage's typed evidence (its `Stage.evidence`), None when the stage has no record or its record
     holds no evidence (the empty record: skipped, or a crash before the stage recorded anything)."""
     record = records.get(stage)
-    empty = record is None or record.evidence is None or record.evidence == STAGE[stage].evidence()
-    return None if empty else record.evidence
+    return record.recorded if record is not None else None
 
 
 def _device(records: dict[str, StageResult | None]) -> DeviceInfo:

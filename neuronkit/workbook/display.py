@@ -97,7 +97,7 @@ def comparison(run_dir: str | Path) -> Any:
     import pandas as pd
 
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
-    ev = {stage: record.evidence for stage, record in records.items() if record.evidence is not None}
+    ev = {stage: record.recorded for stage, record in records.items()}
     baseline, eager, audit, compiled, profile = (ev.get(stage) for stage in
                                                  ("cpu_baseline", "eager", "audit", "compile", "profile"))
     rows = {
