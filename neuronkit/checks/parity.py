@@ -37,6 +37,7 @@ from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.pipeline import STEP
+from neuronkit.run_config import DEFAULTS
 from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, worst
 
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
@@ -102,11 +103,12 @@ class CheckReport:
 
 
 def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tokenizer: Any = None,
-          stages: Iterable[str] = CHECK_STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
-          lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
-          seq_len: int = 16, model_name: str | None = None, random_weights: bool = False,
+          stages: Iterable[str] = CHECK_STAGES, dtype: torch.dtype | str = DEFAULTS.dtype, train_steps: int = 2,
+          lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = DEFAULTS.batch_size,
+          seq_len: int = DEFAULTS.seq_len, model_name: str | None = None, random_weights: bool = False,
           reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
-          max_buckets: int = 4, layers: int | None = None, full_model: bool = False) -> CheckReport:
+          max_buckets: int = 4, layers: int | None = DEFAULTS.layers,
+          full_model: bool = DEFAULTS.full_model) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -122,7 +124,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
     `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
     the bundled sample prompts). A MODEL spec too large for the budget runs as a layer slice (its first
-    `layers` blocks; default as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which."""
+    `layers` blocks; 0 or None: as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which.
+    `dtype`, `seq_len`, `batch_size`, `layers` and `full_model` default to the run configuration's
+    (`neuronkit.run_config`)."""
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
                           max_buckets=max_buckets)
@@ -135,7 +139,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
-                             bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers,
+                             bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers or None,
                              full_model=full_model)
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 from neuronkit import pipeline
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import notebooks_dir
+from neuronkit.run_config import DEFAULTS
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
 from neuronkit.workbook.kernel import KERNEL_NAME, KernelStarter, ensure_kernel, shutdown
@@ -70,13 +71,14 @@ class WorkbookResult:
         return all(nb.error is None for nb in self.notebooks)
 
 
-def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
-                 seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
+def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = DEFAULTS.dtype, *,
+                 seq_len: int = DEFAULTS.seq_len, batch_size: int = DEFAULTS.batch_size,
+                 parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
                  cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
                  kernels: str = "fork", overwrite: bool = False,
-                 random_weights: bool = False, layers: int = 0, full_model: bool = False,
-                 log: Callable[[str], None] = print) -> WorkbookResult:
+                 random_weights: bool = False, layers: int = DEFAULTS.layers,
+                 full_model: bool = DEFAULTS.full_model, log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
