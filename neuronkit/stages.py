@@ -34,7 +34,7 @@ STAGES: dict[str, str] = {stage.name: stage.number for stage in WORKBOOK}
 CHECK_STAGES: tuple[str, ...] = tuple(step.name for step in CHECK_STEPS)
 # 2: typed evidence per stage (neuronkit/evidence.py), `check` stage records are StageResults, `error`
 # for a stage that raised, compile parity measured against the CPU reference.
-# 3: `check` stages record typed evidence too (evidence.CHECK_EVIDENCE: timing is flat, buckets are one
+# 3: `check` stages record typed evidence too (each step's Step.evidence: timing is flat, buckets are one
 # BucketPlan with padded tokens and counts per bucket); the eager and compile records extend them.
 SCHEMA_VERSION = 3
 # The report neuronkit.reporting writes into a run directory, from its records.
@@ -48,7 +48,8 @@ def worst(statuses: Iterable[str], default: str = "skipped") -> str:
 
 @dataclass
 class StageResult:
-    """What one stage concluded and the evidence behind it (all JSON-serializable)."""
+    """What one stage concluded and the evidence behind it (JSON through `to_dict`, typed again through
+    `from_dict`)."""
 
     stage: str
     status: Status
