@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -71,15 +72,20 @@ def _literals_naming(names: set[str], tree: ast.AST) -> list[int]:
 
 def test_no_module_keeps_a_stage_table_of_its_own() -> None:
     """The runner, the flow, the report, lesson, nbval and check() read the one table: no literal in the
-    package lists every workbook stage, or every check step, beside it."""
-    package = Path(neuronkit.__file__).parent
+    package or the notebooks lists every workbook stage, or every check step, beside it."""
     tables = {}
-    for path in package.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for path, tree in _sources().items():
         for names in ({stage.name for stage in WORKBOOK}, set(STEP)):
             if lines := _literals_naming(names, tree):
-                tables[str(path.relative_to(package))] = lines
+                tables[str(path)] = lines
     assert tables == {}
+
+
+@functools.cache
+def _sources() -> dict[Path, ast.AST]:
+    """The package's modules and the numbered notebooks' sources, parsed once for the checks below."""
+    paths = [*Path(neuronkit.__file__).parent.rglob("*.py"), *NOTEBOOKS.glob("[0-9][0-9]_*.py")]
+    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in paths}
 
 
 def test_a_stage_is_read_from_the_table_by_every_consumer() -> None:
@@ -274,7 +280,5 @@ def test_no_string_key_reads_of_stage_evidence() -> None:
     is `StageResult.from_dict` (evidence.load). The checker itself finds the old style."""
     assert _string_key_reads(ast.parse('ev = result.evidence\nx = ev["device"]["kind"]\n'
                                        'y = (r.evidence.get("summary") or {}).get("blockers")')) == [2, 3]
-    sources = [*Path(neuronkit.__file__).parent.rglob("*.py"), *NOTEBOOKS.glob("[0-9][0-9]_*.py")]
-    found = {str(path): lines for path in sources
-             if (lines := _string_key_reads(ast.parse(path.read_text(encoding="utf-8"))))}
+    found = {str(path): lines for path, tree in _sources().items() if (lines := _string_key_reads(tree))}
     assert found == {}
