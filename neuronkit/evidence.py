@@ -2,13 +2,15 @@
 
 Every field carries its label and unit as metadata (`fact`), so the report, the notebooks and
 `docs/run-directory.md` (generated from these types: `python -m neuronkit.evidence docs/run-directory.md`)
-read them from one place instead of guessing a unit from a key's suffix. A stage builds its record and
-`neuronkit.stages.recording` stores it as JSON; readers get plain dicts keyed by field name.
+read them from one place instead of guessing a unit from a key's suffix. A stage builds its record,
+`neuronkit.stages` stores it as JSON and reads it back as the same record (`load`, at that JSON boundary
+only): readers use attributes, never keys.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import types
 import typing
@@ -136,12 +138,27 @@ class ModelInfo:
 
 
 @dataclass
+class DeviceInfo:
+    """The `neuron` device this process has (`neuronkit.detect()`)."""
+
+    kind: str = fact("Kind", doc="real, simulated or none", default="")
+    reason: str = fact("Why", default="")
+    device_count: int = fact("Logical NeuronCores", "count", default=0)
+    instance_family: str | None = fact("Instance family")
+    hbm_bytes_per_core: int | None = fact("HBM per logical core", "bytes")
+    logical_nc_config: int | None = fact("Logical NeuronCore config (LNC)")
+    versions: dict[str, str | None] = fact("Versions", factory=dict)
+    env: dict[str, str] = fact("Environment variables", doc="the NEURON_* variables that shape the device",
+                               factory=dict)
+    device_nodes: list[str] = fact("Device nodes", factory=list)
+    notes: list[str] = fact("Notes", factory=list)
+
+
+@dataclass
 class EnvironmentEvidence:
     """Stage 00: the device this process has, the model, the run's parameters."""
 
-    device: dict[str, Any] = fact("Device", doc="`neuronkit.detect()` as a dict: `kind` real/simulated/none, "
-                                                "`reason`, `versions`, `device_count`, `instance_family`, "
-                                                "`hbm_bytes_per_core`, `env`", factory=dict)
+    device: DeviceInfo = fact("Device", factory=DeviceInfo)
     model: ModelInfo = fact("Model", factory=ModelInfo)
     params: dict[str, Any] = fact("Notebook parameters", factory=dict)
     python: str = fact("Python", doc="the kernel's interpreter", default="")
@@ -159,6 +176,41 @@ class CpuRun:
 
 
 @dataclass
+class Generation:
+    """Greedy decoding on the CPU: deterministic, so the device runs can reproduce it token for token."""
+
+    prompt: str = fact("Prompt", default="")
+    text: str = fact("Text", default="")
+    new_tokens: int = fact("New tokens", "count", default=0)
+
+
+@dataclass
+class MaskGuess:
+    """One guess for the masked word."""
+
+    token: str = fact("Token", default="")
+    score: float = fact("Probability", "fraction", default=0.0)
+
+
+@dataclass
+class FillMask:
+    """A masked LM's top guesses for the `[MASK]` in a prompt."""
+
+    text: str = fact("Prompt", default="")
+    predictions: list[MaskGuess] = fact("Guesses", factory=list)
+
+
+@dataclass
+class WeightsInfo:
+    """Where the model's weights came from, and what the checkpoint and the model class disagree on."""
+
+    source: str = fact("Source", doc="the checkpoint, or random", default="")
+    missing: list[str] = fact("Missing from the checkpoint", factory=list)
+    unexpected: list[str] = fact("Unused from the checkpoint", factory=list)
+    warnings: list[str] = fact("Warnings", doc="any makes the stage `warn`", factory=list)
+
+
+@dataclass
 class CpuBaselineEvidence(CpuRun):
     """Stage 01: the CPU run every later stage is held to."""
 
@@ -166,10 +218,9 @@ class CpuBaselineEvidence(CpuRun):
     reference_path: str = fact("Reference outputs", doc="safetensors file of the inputs and outputs stages 02 "
                                                         "and 04 compare with (`neuronkit.checks.Reference`)",
                                default="")
-    generate: dict[str, Any] | None = fact("Generation", doc="`prompt`, `text`, `new_tokens` (causal LMs)")
-    fill_mask: dict[str, Any] | None = fact("Masked-word fill", doc="`text`, `predictions` (masked LMs)")
-    weights: dict[str, Any] = fact("Weights", doc="`source` checkpoint or random, `missing` and `unexpected` "
-                                                  "names, `warnings` (any makes the stage `warn`)", factory=dict)
+    generate: Generation | None = fact("Generation", doc="greedy decoding from a prompt (causal LMs)")
+    fill_mask: FillMask | None = fact("Masked-word fill", doc="the top guesses for a `[MASK]` (masked LMs)")
+    weights: WeightsInfo = fact("Weights", factory=WeightsInfo)
     model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
 
 
@@ -276,6 +327,61 @@ class EagerEvidence(EagerForward):
 
 
 @dataclass
+class OpUse:
+    """An op and where the model calls it."""
+
+    op: str = fact("Op", default="")
+    category: str | None = fact("Category")
+    calls: int = fact("Calls", "count", default=0)
+    module_paths: list[str] = fact("Module paths", factory=list)
+
+
+@dataclass
+class AuditOp:
+    """One row of the audit's op table."""
+
+    op: str = fact("Op", default="")
+    calls: int = fact("Calls", "count", default=0)
+    classification: str = fact("Classification", doc="native, cpu_fallback or blocked", default="")
+    category: str = fact("Category", default="")
+    dtypes: list[str] = fact("Dtypes", factory=list)
+    shapes: list[Any] = fact("Shapes", factory=list)
+    module_paths: list[str] = fact("Module paths", factory=list)
+    nki_est_us: float | None = fact("NKI engine time (estimate)", "µs", "an NKI op's estimated engine time per call "
+                                    "on trn2 from the instructions it ran (neuronkit/nki/cost.py)")
+    nki_engine_us: dict[str, float] = fact("NKI engine time per engine (estimate)", "µs", factory=dict)
+
+
+@dataclass
+class AuditFinding:
+    """What the audit found about one op, with the severity its policy gave and the remedy."""
+
+    category: str = fact("Category", default="")
+    severity: str = fact("Severity", doc="blocker, warn or info", default="")
+    op: str = fact("Op", default="")
+    calls: int = fact("Calls", "count", default=0)
+    module_paths: list[str] = fact("Module paths", factory=list)
+    message: str = fact("Message", default="")
+    remedy: str = fact("Remedy", default="")
+
+
+@dataclass
+class AuditedModel:
+    """The model as the audit traced it."""
+
+    name: str = fact("Name", default="")
+    module_class: str = fact("Class", doc="the module class traced (`class` in audit.json)", default="")
+    architecture: str = fact("Architecture", default="")
+    model_type: str | None = fact("Model type")
+    num_parameters: int = fact("Parameters", "count", default=0)
+    dtype: str = fact("Dtype", default="")
+    weightless: bool = fact("Weightless", doc="traced on the meta device, no weights", default=True)
+    weights: str = fact("Weights", doc="none, random or the checkpoint's", default="")
+    inputs: dict[str, list[int]] = fact("Inputs", doc="input name → shape", factory=dict)
+    phases: list[str] = fact("Phases traced", factory=list)
+
+
+@dataclass
 class AuditSummary:
     """The audit's counts (neuronkit/op_audit/classify.py)."""
 
@@ -283,12 +389,11 @@ class AuditSummary:
     total_calls: int = fact("Op calls", "count", default=0)
     support_pct_ops: float | None = fact("Native support (by op)", "%")
     support_pct_calls: float | None = fact("Native support (by call)", "%")
-    blockers: list[dict[str, Any]] = fact("Blocker ops", doc="`category`, `op`, `calls`, `module_paths`",
-                                          factory=list)
+    blockers: list[OpUse] = fact("Blocker ops", factory=list)
     by_category: dict[str, int] = fact("Distinct ops per category", factory=dict)
     by_classification: dict[str, int] = fact("Distinct ops per classification", factory=dict)
     findings: dict[str, int] = fact("Findings per severity", factory=dict)
-    fallbacks: list[dict[str, Any]] = fact("CPU-fallback ops", doc="`op`, `calls`, `module_paths`", factory=list)
+    fallbacks: list[OpUse] = fact("CPU-fallback ops", factory=list)
     nki_ops: list[str] | None = fact("Custom NKI ops")
 
 
@@ -298,15 +403,13 @@ class AuditEvidence:
     severity the policy gave it when the audit ran, which is what the report shows."""
 
     summary: AuditSummary = fact("Summary", factory=AuditSummary)
-    ops: list[dict[str, Any]] = fact("Ops", doc="`op`, `calls`, `classification`, `category`, `dtypes`, "
-                                                "`shapes`, `module_paths`", factory=list)
-    findings: list[dict[str, Any]] = fact("Findings", doc="`category`, `severity`, `op`, `calls`, "
-                                                          "`module_paths`, `message`, `remedy`", factory=list)
+    ops: list[AuditOp] = fact("Ops", factory=list)
+    findings: list[AuditFinding] = fact("Findings", factory=list)
     severities: dict[str, str] = fact("Policy severities", doc="category → severity of the op-support "
                                                               "policy the audit ran with", factory=dict)
     remedies: dict[str, str] = fact("Policy remedies", doc="category → remedy, as the audit's policy says",
                                     factory=dict)
-    model: dict[str, Any] = fact("Audited model", factory=dict)
+    model: AuditedModel = fact("Audited model", factory=AuditedModel)
     versions: dict[str, str] = fact("Versions", factory=dict)
     schema_version: int = fact("Audit schema version", default=1)
 
@@ -511,26 +614,6 @@ class ScriptEvidence:
     run: ScriptRun | None = fact("Run on the device")
 
 
-EVIDENCE: dict[str, type] = {
-    "environment": EnvironmentEvidence,
-    "cpu_baseline": CpuBaselineEvidence,
-    "eager": EagerEvidence,
-    "audit": AuditEvidence,
-    "compile": CompileEvidence,
-    "profile": ProfileEvidence,
-}
-# `neuronkit check`'s stages (neuronkit/checks/parity.py): each records one of these; the workbook's eager
-# and compile records are built from them.
-CHECK_EVIDENCE: dict[str, type] = {
-    "cpu": CpuCheck,
-    "eager": EagerForward,
-    "generate": EagerGeneration,
-    "train": EagerTraining,
-    "compile": CompileCheck,
-    "timing": CompileTiming,
-}
-
-
 def fields_of(record: Any, cls: type) -> dict[str, Any]:
     """The fields of `record` that record type `cls` declares (a base record's facts, to build a
     record that extends it)."""
@@ -579,6 +662,11 @@ class FieldSpec:
 
 def specs(cls: type) -> list[FieldSpec]:
     """The fields of record type `cls`, in declaration order."""
+    return list(_specs(cls))
+
+
+@functools.cache
+def _specs(cls: type) -> tuple[FieldSpec, ...]:
     hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
     result = []
     for f in dataclasses.fields(cls):
@@ -587,7 +675,7 @@ def specs(cls: type) -> list[FieldSpec]:
         row = next((_record_type(a) for a in _list_args(hint) if _record_type(a)), None)
         result.append(FieldSpec(f.name, f.metadata.get("label", f.name), f.metadata.get("unit", ""),
                                 f.metadata.get("doc", ""), _type_text(hint), block, row))
-    return result
+    return tuple(result)
 
 
 def _non_none(hint: Any) -> list[Any]:
@@ -633,12 +721,7 @@ A workbook run (`neuronkit run MODEL --out DIR`, or the notebooks by hand) fills
 ```
 DIR/
   params.json                 the parameters the run was started with (model, dtype, ...)
-  stages/00_environment.json  one StageResult per stage (neuronkit/stages.py)
-  stages/01_cpu_baseline.json
-  stages/02_eager.json
-  stages/03_audit.json
-  stages/04_compile.json
-  stages/05_profile.json
+{records}
   artifacts/<stage>/...       bulky outputs: the CPU reference, executed notebooks, traces, Parquet, audit.json
   script.json                 your training script (`neuronkit run MODEL --script train.py`)
   artifacts/model/slice.json  what the stages that run the model run (full model or layer slice), planned once per run
@@ -671,17 +754,22 @@ record is the compile and timing records together.
 
 def markdown() -> str:
     """docs/run-directory.md: the record layout and every evidence field with its label and unit."""
-    from neuronkit.stages import CHECK_STAGES, SCHEMA_VERSION
+    from neuronkit.pipeline import CHECK_STEPS, WORKBOOK
+    from neuronkit.stages import SCHEMA_VERSION
 
     units = "; ".join(f"`{u}` {d}" for u, d in UNITS.items() if u)
-    parts = [_HEADER.format(version=SCHEMA_VERSION, check="`, `".join(CHECK_STAGES), units=units)]
+    files = [f"stages/{stage.record_file}" for stage in WORKBOOK]
+    records = "\n".join(f"  {name:<28}" + ("one StageResult per stage (neuronkit/stages.py)" if not i else "")
+                        for i, name in enumerate(files))
+    parts = [_HEADER.format(version=SCHEMA_VERSION, check="`, `".join(step.name for step in CHECK_STEPS),
+                            units=units, records="\n".join(line.rstrip() for line in records.splitlines()))]
     seen: list[type] = []
-    for stage, cls in EVIDENCE.items():
-        parts.append(_section(f"{stage}: `{cls.__name__}`", cls, seen))
+    for stage in WORKBOOK:
+        parts.append(_section(f"{stage.name}: `{stage.evidence.__name__}`", stage.evidence, seen))
     parts.append(_section("script.json: `ScriptEvidence`", ScriptEvidence, seen))
     parts.append(_CHECK_HEADER)
-    for stage, cls in CHECK_EVIDENCE.items():
-        parts.append(_section(f"check {stage}: `{cls.__name__}`", cls, seen))
+    for step in CHECK_STEPS:
+        parts.append(_section(f"check {step.name}: `{step.evidence.__name__}`", step.evidence, seen))
     parts.append("## Records inside the evidence\n")
     index = 0
     while index < len(seen):

@@ -21,6 +21,7 @@ from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 from neuronkit import models
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
+from neuronkit.run_config import DEFAULTS
 
 PROCESSOR_CONFIG = "preprocessor_config.json"
 # What example inputs tokenize when the checkpoint ships a tokenizer: any fixed text would do.
@@ -31,7 +32,7 @@ SEQUENCE_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_id
 
 
 def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
-                   batch_size: int = 1, seq_len: int = 16, *, processor: dict[str, Any] | None = None,
+                   batch_size: int = DEFAULTS.batch_size, seq_len: int = DEFAULTS.seq_len, *, processor: dict[str, Any] | None = None,
                    prompts: list[str] | None = None) -> dict[str, torch.Tensor]:
     """Deterministic inputs for the model `config` describes, with labels when its task has a loss.
 

@@ -7,11 +7,13 @@ import json
 import shlex
 from typing import Any
 
-# Parameters `neuronkit run` takes as named options; every other parameter goes as `-p NAME VALUE`.
-RUN_FLAGS: dict[str, str] = {"dtype": "--dtype", "seq_len": "--seq-len", "batch_size": "--batch-size",
-                             "layers": "--layers", "full_model": "--full-model"}
+from neuronkit.run_config import DEFAULTS, flags
+
+# Parameters `neuronkit run` takes as named options (the run configuration's); every other parameter goes
+# as `-p NAME VALUE`.
+RUN_FLAGS: dict[str, str] = flags()
 # Named options whose default is left out of the command (`--full-model` is a switch, `--layers 0` automatic).
-_DEFAULTS: dict[str, Any] = {"layers": 0, "full_model": False}
+_DEFAULTS: dict[str, Any] = {"layers": DEFAULTS.layers, "full_model": DEFAULTS.full_model}
 # Parameters that are the command's positional MODEL and its --out, never `-p`.
 _PLACES = ("model", "run_dir", "out")
 

@@ -14,11 +14,13 @@ import math
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Callable, Iterable, Iterator, Literal
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.evidence import load
+from neuronkit.pipeline import CHECK_STEPS, STAGE, WORKBOOK
 
 Status = Literal["pass", "warn", "fail", "error", "skipped"]
 # Every status, least to most severe: the order `worst` ranks by (an error outranks a failure, as it
@@ -26,21 +28,13 @@ Status = Literal["pass", "warn", "fail", "error", "skipped"]
 STATUSES: tuple[str, ...] = ("skipped", "pass", "warn", "fail", "error")
 OK_STATUSES: tuple[str, ...] = ("pass", "warn")  # what a stage that depends on this one may build on
 
-# The workbook's stages in order; the number is the notebook's and the record file's prefix.
-STAGES: dict[str, str] = {
-    "environment": "00",
-    "cpu_baseline": "01",
-    "eager": "02",
-    "audit": "03",
-    "compile": "04",
-    "profile": "05",
-}
-# `neuronkit check`'s stages in order (neuronkit/checks/parity.py); the workbook's eager and compile
-# stages run some of them and keep their records in their evidence.
-CHECK_STAGES: tuple[str, ...] = ("cpu", "eager", "generate", "train", "compile", "timing")
+# The workbook's stages in order, name → number (the notebook's and the record file's prefix), and
+# `neuronkit check`'s steps in order: both from the one stage table (neuronkit/data/stages.toml).
+STAGES: dict[str, str] = {stage.name: stage.number for stage in WORKBOOK}
+CHECK_STAGES: tuple[str, ...] = tuple(step.name for step in CHECK_STEPS)
 # 2: typed evidence per stage (neuronkit/evidence.py), `check` stage records are StageResults, `error`
 # for a stage that raised, compile parity measured against the CPU reference.
-# 3: `check` stages record typed evidence too (evidence.CHECK_EVIDENCE: timing is flat, buckets are one
+# 3: `check` stages record typed evidence too (each step's Step.evidence: timing is flat, buckets are one
 # BucketPlan with padded tokens and counts per bucket); the eager and compile records extend them.
 SCHEMA_VERSION = 3
 # The report neuronkit.reporting writes into a run directory, from its records.
@@ -54,14 +48,16 @@ def worst(statuses: Iterable[str], default: str = "skipped") -> str:
 
 @dataclass
 class StageResult:
-    """What one stage concluded and the evidence behind it (all JSON-serializable)."""
+    """What one stage concluded and the evidence behind it (JSON through `to_dict`, typed again through
+    `from_dict`)."""
 
     stage: str
     status: Status
     summary: str
-    # The stage's typed record (neuronkit.evidence) as the stage built it; its plain dict once written
-    # as JSON and read back (`to_dict` turns a record into that dict).
-    evidence: Any = field(default_factory=dict)
+    # The stage's typed record (its `Stage.evidence` or `Step.evidence`, neuronkit/data/stages.toml); read
+    # back from JSON as the same type, the empty record when the stage recorded none (skipped before it
+    # began; None until then).
+    evidence: Any = None
     error: str | None = None
     duration_s: float | None = None
     finished_at: str | None = None
@@ -74,8 +70,17 @@ class StageResult:
             raise ValueError(f"unknown status {self.status!r}; expected one of {STATUSES}")
 
     def to_dict(self) -> dict[str, Any]:
-        """A plain dict with non-finite floats made JSON-safe."""
-        return json_safe(asdict(self))
+        """A plain dict with non-finite floats made JSON-safe (no evidence: `{}`)."""
+        data = json_safe(asdict(self))
+        data["evidence"] = data["evidence"] or {}
+        return data
+
+    @property
+    def recorded(self) -> Any:
+        """The evidence, None when the stage recorded none (None, or its type's empty record: skipped, or a
+        crash before the stage recorded anything)."""
+        empty = self.evidence is None or self.evidence == type(self.evidence)()
+        return None if empty else self.evidence
 
     @property
     def ok(self) -> bool:
@@ -83,15 +88,17 @@ class StageResult:
         return self.status in OK_STATUSES
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "StageResult":
-        """Rebuild a record read from JSON, ignoring keys a newer version added; a record of an older
-        schema is refused with one line (its evidence has another shape)."""
+    def from_dict(cls, data: dict[str, Any], evidence: type) -> "StageResult":
+        """Rebuild a record read from JSON, its evidence as record type `evidence` (the one `load` at the
+        JSON boundary), ignoring keys a newer version added; a record of an older schema is refused with
+        one line (its evidence has another shape)."""
         version = data.get("schema_version", 1)
         if not isinstance(version, int) or version < SCHEMA_VERSION:
             raise NeuronkitInputError(
                 f"the {data.get('stage', '?')} record has schema version {version}, from an older neuronkit; "
                 f"this one reads version {SCHEMA_VERSION}: run the stage again")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known["evidence"] = load(evidence, known.get("evidence"))  # {} or absent: the empty record
         return cls(**known)
 
 
@@ -125,7 +132,7 @@ class RunDir:
         return folder
 
     def stage_path(self, stage: str) -> Path:
-        return self.stages_dir / f"{STAGES[stage]}_{stage}.json"
+        return self.stages_dir / STAGE[stage].record_file
 
     def write(self, result: StageResult) -> Path:
         """Write a stage's record atomically (a reader never sees half a file)."""
@@ -141,7 +148,7 @@ class RunDir:
         path = self.stage_path(stage)
         if not path.exists():
             return None
-        return StageResult.from_dict(json.loads(path.read_text()))
+        return StageResult.from_dict(json.loads(path.read_text()), STAGE[stage].evidence)
 
     def results(self) -> dict[str, StageResult | None]:
         """Every stage in workbook order, None where no record exists."""
@@ -173,32 +180,51 @@ class RunDir:
 
 
 @contextmanager
-def recording(run: RunDir | str | Path | None, stage: str) -> Iterator[dict[str, Any]]:
-    """Run a stage body, always leaving a record: the body fills the yielded dict with `status`,
-    `summary` and `evidence` (the stage's record type of `neuronkit.evidence`, stored as its dict); an
-    exception becomes an `error` record and is re-raised."""
+def recording(run: RunDir | str | Path | None, stage: str, evidence: Any = None, *, reraise: bool = True,
+              explain: Callable[[BaseException], str | None] | None = None) -> Iterator[dict[str, Any]]:
+    """The one stage executor, for workbook stages and `check()`'s steps alike: run a stage body, always
+    leaving a record. The body fills the yielded dict's `status`, `summary` and `evidence` (the stage's
+    typed record; `evidence` starts it, so a body that fills it as it goes keeps what it found if it
+    raises). An exception becomes an `error` record (its first line, with `explain`'s reason when it
+    gives one); it is re-raised when `reraise` (a notebook stops there), else swallowed (the next check
+    step still runs). The record, written into `run` when given and read back as every reader sees it,
+    is the dict's `result`."""
     run = RunDir(run) if run is not None and not isinstance(run, RunDir) else run
-    slot: dict[str, Any] = {"status": "pass", "summary": "", "evidence": {}}
+    slot: dict[str, Any] = {"status": "pass", "summary": "", "evidence": evidence}
     start = time.perf_counter()
     try:
         yield slot
     except BaseException as exc:
-        result = StageResult(stage, "error", f"{type(exc).__name__}: {exc}", _plain(slot.get("evidence", {})),
-                             error="".join(traceback.format_exception(exc)),
-                             duration_s=time.perf_counter() - start, finished_at=now())
-        if run is not None:
-            run.write(result)
-        raise
-    result = StageResult(stage, slot["status"], slot["summary"], _plain(slot["evidence"]),
-                         duration_s=time.perf_counter() - start, finished_at=now())
-    if run is not None:
-        run.write(result)
-    slot["result"] = result
+        cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
+        summary = f"{type(cause).__name__}: {_first_line(cause)}"
+        if explain is not None and (why := explain(exc)) is not None:
+            summary += f": {why}"
+        slot["result"] = kept(run, StageResult(stage, "error", summary, slot["evidence"],
+                                                error="".join(traceback.format_exception(exc)),
+                                                duration_s=time.perf_counter() - start, finished_at=now()))
+        if reraise or not isinstance(exc, Exception):
+            raise
+        return
+    slot["result"] = kept(run, StageResult(stage, slot["status"], slot["summary"], slot["evidence"],
+                                            duration_s=time.perf_counter() - start, finished_at=now()))
 
 
-def _plain(evidence: Any) -> dict[str, Any]:
-    """A typed evidence record as the JSON-safe dict a record stores (a dict stays as it is)."""
-    return json_safe(asdict(evidence)) if is_dataclass(evidence) else evidence
+def skipped(stage: str, reason: str, evidence: Any = None) -> StageResult:
+    """The record of a stage that could not run, and why (what it needs did not pass)."""
+    return StageResult(stage, "skipped", reason, evidence, error=reason, duration_s=0.0, finished_at=now())
+
+
+def kept(run: RunDir | None, result: StageResult) -> StageResult:
+    """`result` written into `run` and read back (what every later reader gets), or as it is without a run."""
+    if run is None:
+        return result
+    run.write(result)
+    return run.read(result.stage) or result
+
+
+def _first_line(value: object) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else type(value).__name__
 
 
 def now() -> str:

@@ -121,13 +121,13 @@ plt.show()
 
 # %%
 result = environment.run(params)
-ev = result.evidence
+device, model_info = result.evidence.device, result.evidence.model
 lesson.key_numbers({
-    "device": ev["device"]["kind"],
-    "logical NeuronCores": ev["device"]["device_count"],
-    "HBM per core": format_bytes(ev["device"]["hbm_bytes_per_core"] or 0),
-    "parameters": f"{ev['model']['num_parameters']:,}",
-    f"weights in {params.dtype}": format_bytes(ev["model"]["estimated_bytes"]),
+    "device": device.kind,
+    "logical NeuronCores": device.device_count,
+    "HBM per core": format_bytes(device.hbm_bytes_per_core or 0),
+    "parameters": f"{model_info.num_parameters:,}",
+    f"weights in {params.dtype}": format_bytes(model_info.estimated_bytes),
 })
 
 # %%

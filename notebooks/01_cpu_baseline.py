@@ -99,13 +99,17 @@ plt.show()
 # %%
 result = cpu_baseline.run(params, prompt=prompt, max_new_tokens=max_new_tokens, timing_steps=timing_steps)
 ev = result.evidence
-sample = (ev.get("generate") or {}).get("text") or \
-    ", ".join(p["token"] for p in (ev.get("fill_mask") or {}).get("predictions", [])[:3])
+if ev.generate:
+    sample = {"greedy text": ev.generate.text.strip()[:60]}
+elif ev.fill_mask:
+    sample = {"[MASK] guesses": ", ".join(guess.token for guess in ev.fill_mask.predictions[:3])}
+else:
+    sample = {}
 lesson.key_numbers({
-    "forward (host CPU, median)": "—" if ev.get("forward_ms") is None else f"{ev['forward_ms']:.1f} ms",
-    "loss": "—" if ev.get("loss") is None else f"{ev['loss']:.3f}",
-    "output shape": " × ".join(map(str, ev.get("logits_shape") or [])) or "—",
-    **({"greedy text" if ev.get("generate") else "[MASK] guesses": sample.strip()[:60]} if sample else {}),
+    "forward (host CPU, median)": "—" if ev.forward_ms is None else f"{ev.forward_ms:.1f} ms",
+    "loss": "—" if ev.loss is None else f"{ev.loss:.3f}",
+    "output shape": " × ".join(map(str, ev.logits_shape)) or "—",
+    **sample,
 })
 
 # %%

@@ -107,23 +107,22 @@ with lesson.attempt("The forward pass on the device"):
 
 # %%
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)
-parity = result.evidence.get("parity") or {}
-errors = [o["max_abs_err"] for o in parity.get("outputs", []) if o.get("max_abs_err") is not None]
-generated, training = parity.get("generate_identical"), result.evidence.get("training")
+ev = result.evidence
+largest, generated, training = ev.parity.largest_abs_err(), ev.parity.generate_identical, ev.training
 lesson.key_numbers({
-    "largest error vs CPU": f"{max(errors):.1e}" if errors else "—",
-    "top-1 agreement": f"{parity.get('top1_agreement') or 0:.0%}",
+    "largest error vs CPU": "—" if largest is None else f"{largest:.1e}",
+    "top-1 agreement": f"{ev.parity.top1_agreement or 0:.0%}",
     "greedy generation": "—" if generated is None else ("identical" if generated else "differs"),
-    "training": "—" if not training else ("matches" if training.get("ok") else "differs"),
-    "CPU-fallback ops": len(result.evidence.get("fallback_ops") or []),
+    "training": "—" if training is None else ("matches" if training.ok else "differs"),
+    "CPU-fallback ops": len(ev.fallback_ops),
 })
 
 # %%
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(6, 2.8))
-ax.plot((training or {}).get("cpu_losses") or [], "o-", label="cpu", color="#6e7781", linewidth=3)
-ax.plot((training or {}).get("neuron_losses") or [], "x--", label=device, color="#0969da")
+ax.plot(training.cpu_losses if training else [], "o-", label="cpu", color="#6e7781", linewidth=3)
+ax.plot(training.neuron_losses if training else [], "x--", label=device, color="#0969da")
 ax.set_xlabel("SGD step (one batch, repeated)")
 ax.set_ylabel("loss")
 ax.set_title("The same training loop on CPU and on neuron")

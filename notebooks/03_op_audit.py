@@ -116,14 +116,13 @@ for phase, (ran, fell_back) in tracked.items():
 
 # %%
 result = audit.run(params, training=training, generate=generate)
-summary = result.evidence.get("summary", {})
-findings = summary.get("findings", {})
+summary = result.evidence.summary
 lesson.key_numbers({
-    "distinct ops": summary.get("distinct_ops", "—"),
-    "calls": summary.get("total_calls", "—"),
-    "native, by call": f"{summary.get('support_pct_calls', 0):.1f} %",
-    "blockers": len(summary.get("blockers") or []),
-    "CPU fallbacks": len(summary.get("fallbacks") or []),
+    "distinct ops": summary.distinct_ops,
+    "calls": summary.total_calls,
+    "native, by call": f"{summary.support_pct_calls or 0:.1f} %",
+    "blockers": len(summary.blockers),
+    "CPU fallbacks": len(summary.fallbacks),
 })
 
 # %% [markdown]
@@ -132,7 +131,7 @@ lesson.key_numbers({
 # %%
 import matplotlib.pyplot as plt
 
-ops = display.table(result.evidence.get("ops", []), ["op", "calls", "classification", "category", "module_paths"])
+ops = display.table(result.evidence.ops, ["op", "calls", "classification", "category", "module_paths"])
 colours = {"native": "#1a7f37", "cpu_fallback": "#9a6700", "blocked": "#cf222e"}
 if not ops.empty:
     shown = ops.sort_values("calls", ascending=False).head(15)[::-1]
@@ -154,10 +153,11 @@ if not ops.empty:
 #   **remedy**.
 
 # %%
-lesson.folded(display.table(result.evidence.get("findings", []),
+counts = summary.findings  # findings per severity
+lesson.folded(display.table(result.evidence.findings,
                             ["severity", "category", "op", "calls", "module_paths", "remedy"]),
-              f"Findings: {findings.get('blocker', 0)} blocker, {findings.get('warn', 0)} warn, "
-              f"{findings.get('info', 0)} info")
+              f"Findings: {counts.get('blocker', 0)} blocker, {counts.get('warn', 0)} warn, "
+              f"{counts.get('info', 0)} info")
 
 # %%
 lesson.folded(ops, f"Every op ({len(ops)}), with the modules that issued it")

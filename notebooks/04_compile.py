@@ -115,16 +115,16 @@ result = torch_compile.run(params, device=device, timing_runs=timing_runs, promp
                            max_buckets=max_buckets)
 ev = result.evidence
 lesson.key_numbers({
-    "graphs": ev.get("graphs", "—"),
-    "graph breaks": len(ev.get("graph_breaks") or []),
-    "recompiles (shorter input)": ev.get("recompiles", "—"),
-    "first call (host)": f"{ev['compile_time_s']:.1f} s" if ev.get("compile_time_s") is not None else "—",
-    "speed-up vs eager (host)": f"{ev['speedup']:.2f}×" if ev.get("speedup") else "—",
+    "graphs": "—" if ev.graphs is None else ev.graphs,
+    "graph breaks": len(ev.graph_breaks),
+    "recompiles (shorter input)": "—" if ev.recompiles is None else ev.recompiles,
+    "first call (host)": "—" if ev.compile_time_s is None else f"{ev.compile_time_s:.1f} s",
+    "speed-up vs eager (host)": f"{ev.speedup:.2f}×" if ev.speedup else "—",
 })
 
 # %%
-if ev.get("graph_breaks"):
-    display.table(ev["graph_breaks"], ["reason", "where"])
+if ev.graph_breaks:
+    display.table(ev.graph_breaks, ["reason", "where"])
 
 # %% [markdown]
 # - **Graphs and graph breaks**: one graph is the goal. Each break names its reason and the source line;
@@ -143,17 +143,17 @@ if ev.get("graph_breaks"):
 # %%
 from neuronkit.graph_compile.buckets import suggest_buckets
 
-plan = ev.get("buckets")
+plan = ev.buckets
 if plan:
-    options = [suggest_buckets(plan["lengths"], k) for k in range(1, 9)]
+    options = [suggest_buckets(plan.lengths, k) for k in range(1, 9)]
     fig, ax = plt.subplots(figsize=(6, 2.8))
     ax.plot([o.compilations for o in options], [o.padding_overhead for o in options], "o-", color="#0969da")
-    ax.plot([plan["distinct_shapes"]], [0], "s", color="#6e7781", label="no buckets")
-    ax.plot([plan["compilations"]], [plan["padding_overhead"]], "*", markersize=14, color="#cf222e",
-            label=f"recommended: {plan['buckets']}")
+    ax.plot([plan.distinct_shapes], [0], "s", color="#6e7781", label="no buckets")
+    ax.plot([plan.compilations], [plan.padding_overhead], "*", markersize=14, color="#cf222e",
+            label=f"recommended: {plan.buckets}")
     ax.set_xlabel("compilations")
     ax.set_ylabel("padding (% extra tokens)")
-    ax.set_title(f"{len(plan['lengths'])} prompts, {plan['distinct_shapes']} distinct lengths")
+    ax.set_title(f"{len(plan.lengths)} prompts, {plan.distinct_shapes} distinct lengths")
     ax.legend()
     plt.show()
 else:

@@ -118,10 +118,10 @@ if hot:
 result = profile.run(params, device=device, steps=steps, warmup=warmup, top=top)
 ev = result.evidence
 lesson.key_numbers({
-    "distinct ops": ev.get("distinct_ops", "—"),
-    "hottest op": ((ev.get("top_ops") or [{}])[0].get("name") or "—").removeprefix("aten::"),
-    "CPU fallbacks": len(ev.get("fallbacks") or []),
-    "profiler overhead": f"{ev['overhead']['ratio']:.2f}×" if (ev.get("overhead") or {}).get("ratio") else "—",
+    "distinct ops": ev.distinct_ops,
+    "hottest op": ev.top_ops[0].name.removeprefix("aten::") if ev.top_ops else "—",
+    "CPU fallbacks": len(ev.fallbacks),
+    "profiler overhead": f"{ev.overhead.ratio:.2f}×" if ev.overhead.ratio else "—",
 })
 
 # %% [markdown]
@@ -131,8 +131,8 @@ lesson.key_numbers({
 # %%
 import pandas as pd
 
-if ev.get("parquet_path"):
-    events = pd.read_parquet(ev["parquet_path"])
+if ev.parquet_path:
+    events = pd.read_parquet(ev.parquet_path)
     per_op = events.groupby("name")["duration_ns"].agg(["count", "sum"]).nlargest(5, "sum")
     print((per_op.assign(total_us=(per_op["sum"] / 1e3).round(1)).drop(columns="sum")).to_string())
 

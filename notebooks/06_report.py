@@ -31,13 +31,11 @@ os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed not
 run_dir: str = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote
 
 # %%
-import json
-
 from neuronkit import report
 from neuronkit.workbook import display, lesson
 
 paths = report(run_dir)
-verdict = json.loads(paths.json.read_text())
+verdict = paths.model  # what report.html and report.json say: verdict, reasons, next steps, stage cards
 
 # %% [markdown]
 # ## The verdict
@@ -55,21 +53,20 @@ verdict = json.loads(paths.json.read_text())
 #   first failing stage (its traceback is in the report) and run again.
 
 # %%
-cards = verdict["stages"]
-statuses = [card["status"] for card in cards.values()]
+statuses = [card.status for card in verdict.stages]
 lesson.key_numbers({
-    "verdict": verdict["verdict_label"],
-    "stages passed": f"{statuses.count('pass')} of {len(cards)}",
+    "verdict": verdict.verdict_label,
+    "stages passed": f"{statuses.count('pass')} of {len(statuses)}",
     "warnings": statuses.count("warn"),
     "failed, errored or skipped": len(statuses) - statuses.count("pass") - statuses.count("warn"),
 })
 
 # %%
-print("Reasons:" if verdict["reasons"] else "No reasons: every stage passed.")
-for reason in verdict["reasons"]:
+print("Reasons:" if verdict.reasons else "No reasons: every stage passed.")
+for reason in verdict.reasons:
     print(" -", reason)
 print("What to do next:")
-for number, step in enumerate(verdict["next_steps"], 1):
+for number, step in enumerate(verdict.next_steps, 1):
     print(f" {number}.", step)
 display.report_link(paths.html)
 
@@ -83,11 +80,12 @@ display.report_link(paths.html)
 import matplotlib.pyplot as plt
 
 colours = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "error": "#cf222e", "skipped": "#6e7781"}
-names = list(cards)[::-1]
+cards = verdict.stages[::-1]
 fig, ax = plt.subplots(figsize=(6, 2.8))
-ax.barh(names, [cards[n].get("duration_s") or 0 for n in names], color=[colours.get(cards[n]["status"]) for n in names])
+ax.barh([card.stage for card in cards], [card.duration_s or 0 for card in cards],
+        color=[colours.get(card.status) for card in cards])
 ax.set_xlabel("seconds (host timing)")
-ax.set_title(f"{verdict['verdict_label']}: stage durations, coloured by status")
+ax.set_title(f"{verdict.verdict_label}: stage durations, coloured by status")
 plt.show()
 
 # %% [markdown]
@@ -101,8 +99,8 @@ plt.show()
 display.comparison(run_dir)
 
 # %%
-lesson.folded(display.table([{"stage": stage, **card} for stage, card in cards.items()],
-                            ["stage", "status", "summary", "duration_s"]), "Every stage's one-line summary")
+lesson.folded(display.table(verdict.stages, ["stage", "status", "summary", "duration_s"]),
+              "Every stage's one-line summary")
 
 # %% [markdown]
 # In JupyterLab, pick two stages to see their full records side by side:
@@ -121,6 +119,6 @@ lesson.interactive(display.compare_widget(run_dir),
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["nbval-check-output", "remove-cell"]
 # CI's nbval check (folded away): the verdict and each stage's status
-print("verdict:", verdict["verdict_label"])
-for stage, card in verdict["stages"].items():
-    print(f"{stage}: {card['status']}")
+print("verdict:", verdict.verdict_label)
+for card in verdict.stages:
+    print(f"{card.stage}: {card.status}")

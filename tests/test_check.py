@@ -13,6 +13,7 @@ import neuronkit.cli
 from neuronkit.graph_compile import suggest_buckets
 from neuronkit.graph_compile.buckets import sample_lengths
 from neuronkit.checks import CHECK_STAGES as STAGES, Reference, check
+from neuronkit.pipeline import STEP
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.models import load_tokenizer
 from neuronkit.stages import StageResult
@@ -78,8 +79,9 @@ def test_report_is_json_of_stage_records(qwen3_report, tmp_path):
     data = json.loads(qwen3_report.to_json(tmp_path / "check.json"))
     assert data["model"] == "tiny-qwen3" and [s["stage"] for s in data["stages"]] == list(STAGES)
     assert json.loads((tmp_path / "check.json").read_text()) == data
-    records = [StageResult.from_dict(s) for s in data["stages"]]  # the workbook's one record type
+    records = [StageResult.from_dict(s, STEP[s["stage"]].evidence) for s in data["stages"]]  # the one record type
     assert [r.status for r in records] == [s.status for s in qwen3_report.stages]
+    assert records[0].evidence.outputs == qwen3_report.stage("cpu").evidence.outputs  # typed again
     assert "tiny-qwen3" in qwen3_report.table()
 
 

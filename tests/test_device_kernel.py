@@ -178,3 +178,13 @@ def test_the_call_rules_are_the_native_ones_and_answer_python_calls():
     assert call_rules.fires("mha_mask", "aten::_native_multi_head_attention", {"mask": torch.ones(1)})
     with pytest.raises(RuntimeError, match="unknown call_rule"):
         call_rules.fires("no_such_rule", "aten::clone", {})
+
+
+def test_each_overload_record_is_a_named_record_the_native_kernel_reads_by_field():
+    """kernel.py describes an overload once as a NativeRecord; csrc/kernel.cpp reads it by field name."""
+    fresh, in_place = kernel.describe("aten::add.Tensor"), kernel.describe("aten::add_.Tensor")
+    assert isinstance(fresh, kernel.NativeRecord) and fresh.kind == "kernel" and fresh.native and fresh.compiles
+    assert fresh.returns == [None] and in_place.returns == [(0, True)] and fresh.name == "aten::add"
+    assert kernel.describe("aten::view").view and not kernel.describe("aten::view").compiles
+    x = torch.ones(3, device=N)
+    assert torch.equal(x.add_(x).cpu(), torch.full((3,), 2.0))  # the in-place result is the device tensor's

@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from neuronkit.evidence import load
+from neuronkit.pipeline import STAGE
 from neuronkit.stages import RunDir, StageResult
 from neuronkit.workbook import lesson
 
 
 def _result(stage: str, status: str = "pass", line: str = "done.", **evidence: object) -> StageResult:
-    return StageResult(stage=stage, status=status, summary=line, evidence=dict(evidence))
+    """A stage record as a notebook gets it: its evidence typed (`evidence` as the JSON it is stored as)."""
+    return StageResult(stage=stage, status=status, summary=line, evidence=load(STAGE[stage].evidence, evidence))
 
 
 def test_key_numbers_are_tiles_in_html_and_lines_in_text() -> None:

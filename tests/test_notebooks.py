@@ -185,7 +185,7 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     profiled = nbformat.read(out / "artifacts" / "notebooks" / "05_profiling.ipynb", as_version=4)
     assert "profiler_start" not in json.dumps([cell.get("outputs", []) for cell in profiled.cells]), \
         "kineto's trace markers reached notebook 05's output"
-    assert RunDir(out).read("cpu_baseline").evidence["generate"]["new_tokens"] > 0
+    assert RunDir(out).read("cpu_baseline").evidence.generate.new_tokens > 0
     # Under the default (forked) kernels every plot of every executed notebook is a PNG; 00-06 each plot.
     plots = {path.name: unrendered_plots(path) for path in executed_notebooks(out / "artifacts" / "notebooks")}
     assert set(plots) == set(NOTEBOOKS) and not any(missing for _, missing in plots.values()), plots
@@ -200,8 +200,8 @@ def test_whole_workbook_on_tiny_bert_checkpoint_directory(tmp_path: Path) -> Non
     result, lines = _run(str(data_dir() / "models" / "tiny-bert"), out)
     _assert_complete_run(out, result.ok, lines)
     run = RunDir(out)
-    assert run.read("environment").evidence["model"]["architecture"] == "BertForMaskedLM"
-    assert len(run.read("cpu_baseline").evidence["fill_mask"]["predictions"]) == 5
+    assert run.read("environment").evidence.model.architecture == "BertForMaskedLM"
+    assert len(run.read("cpu_baseline").evidence.fill_mask.predictions) == 5
 
 
 def _execute_first_notebook(tmp_path: Path, **params) -> PapermillExecutionError:
@@ -315,11 +315,11 @@ def test_whole_workbook_on_a_vision_model_with_random_weights_over_a_previous_ru
     _assert_complete_run(out, result, lines)
     assert not (out / "stale.txt").exists()
     run = RunDir(out)
-    assert run.read("environment").evidence["model"]["architecture"] == "ViTForImageClassification"
+    assert run.read("environment").evidence.model.architecture == "ViTForImageClassification"
     baseline = run.read("cpu_baseline")
-    assert baseline.evidence["logits_shape"] == [1, 3]  # its head, not a base model's output
-    assert baseline.evidence["weights"]["source"] == "random" and baseline.status == "warn"
-    assert run.read("compile").evidence["recompiles"] == 1  # a second batch size, the image size fixed
+    assert baseline.evidence.logits_shape == [1, 3]  # its head, not a base model's output
+    assert baseline.evidence.weights.source == "random" and baseline.status == "warn"
+    assert run.read("compile").evidence.recompiles == 1  # a second batch size, the image size fixed
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"] != "ready" and any("random weights" in reason for reason in report["reasons"])
 
@@ -335,7 +335,7 @@ def test_whole_workbook_on_t5_exits_with_its_verdict(zoo: dict[str, Path], tmp_p
     report = json.loads((out / "report.json").read_text())
     assert len([line for line in printed.splitlines() if line.startswith("[")]) == len(NOTEBOOKS)
     run = RunDir(out)
-    assert run.read("cpu_baseline").status == "pass" and run.read("audit").evidence["model"]["class"] == \
+    assert run.read("cpu_baseline").status == "pass" and run.read("audit").evidence.model.module_class == \
         "T5ForConditionalGeneration"
     # T5 passes its position bias to SDPA as a mask, which the device lowers natively (fidelity-audit.md
     # item 1): no blocker, and the run exits 0.

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
+import neuronkit
 from neuronkit import evidence
+from neuronkit.pipeline import CHECK_STEPS, REPORT_NOTEBOOK, STAGE, STEP, WORKBOOK
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.reporting.evidence import evidence_items
 from neuronkit.stages import CHECK_STAGES, SCHEMA_VERSION, STAGES, STATUSES, RunDir, StageResult, recording, worst
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "run-directory.md"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def test_run_directory_doc_is_generated_from_the_types() -> None:
@@ -22,10 +27,79 @@ def test_run_directory_doc_is_generated_from_the_types() -> None:
 
 
 def test_every_stage_has_one_record_type_whose_fields_carry_label_and_unit() -> None:
-    assert list(evidence.EVIDENCE) == list(STAGES)
-    for cls in evidence.EVIDENCE.values():
+    assert [stage.name for stage in WORKBOOK] == list(STAGES)
+    for cls in [stage.evidence for stage in WORKBOOK] + [step.evidence for step in CHECK_STEPS]:
         for spec in evidence.specs(cls):
             assert spec.label and spec.unit in evidence.UNITS, (cls.__name__, spec.name)
+
+
+def test_the_stage_table_and_the_notebooks_on_disk_agree() -> None:
+    """Adding a stage is one type, one entry (neuronkit/data/stages.toml) and one notebook: the entries, the
+    notebooks and the check steps must agree, and every stage notebook runs its stage and says what is next."""
+    numbered = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py") if p.stem < REPORT_NOTEBOOK)
+    assert [stage.notebook for stage in WORKBOOK] == numbered
+    assert (NOTEBOOKS / f"{REPORT_NOTEBOOK}.py").is_file() and (NOTEBOOKS / f"{REPORT_NOTEBOOK}.ipynb").is_file()
+    earlier: set[str] = set()
+    for stage in WORKBOOK:
+        assert (NOTEBOOKS / stage.ipynb).is_file() and set(stage.requires) <= earlier, stage.name
+        source = (NOTEBOOKS / f"{stage.notebook}.py").read_text(encoding="utf-8")
+        assert "result = " in source and ".run(params" in source and "lesson.next_step(result" in source
+        assert "display.summary(result)" in source, stage.name
+        for path in stage.checked:  # nbval's paths name fields of the stage's record type
+            cls: type | None = stage.evidence
+            for key in path.split("."):
+                spec = {s.name: s for s in evidence.specs(cls)}[key] if cls else None
+                assert spec is not None, (stage.name, path)
+                cls = spec.block
+        earlier.add(stage.name)
+    owned = [step for stage in WORKBOOK for step in stage.steps]
+    assert sorted(owned) == sorted(STEP) and len(owned) == len(set(owned)), "each check step belongs to one stage"
+    assert all(step.requires is None or step.requires in STEP for step in CHECK_STEPS)
+    assert [stage.number for stage in WORKBOOK] == sorted({stage.number for stage in WORKBOOK})
+
+
+def _literals_naming(names: set[str], tree: ast.AST) -> list[int]:
+    """Lines of dict, tuple, list and set literals that name every one of `names` as string constants."""
+    found = []
+    for node in ast.walk(tree):
+        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if isinstance(node, (ast.Dict, ast.Tuple, ast.List, ast.Set)) and items is not None:
+            strings = {n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if names <= strings:
+                found.append(node.lineno)
+    return found
+
+
+def test_no_module_keeps_a_stage_table_of_its_own() -> None:
+    """The runner, the flow, the report, lesson, nbval and check() read the one table: no literal in the
+    package or the notebooks lists every workbook stage, or every check step, beside it."""
+    tables = {}
+    for path, tree in _sources().items():
+        for names in ({stage.name for stage in WORKBOOK}, set(STEP)):
+            if lines := _literals_naming(names, tree):
+                tables[str(path)] = lines
+    assert tables == {}
+
+
+@functools.cache
+def _sources() -> dict[Path, ast.AST]:
+    """The package's modules and the numbered notebooks' sources, parsed once for the checks below."""
+    paths = [*Path(neuronkit.__file__).parent.rglob("*.py"), *NOTEBOOKS.glob("[0-9][0-9]_*.py")]
+    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in paths}
+
+
+def test_a_stage_is_read_from_the_table_by_every_consumer() -> None:
+    from neuronkit.reporting.model import build_model  # noqa: F401 - the report reads titles and blocking
+    from neuronkit.workbook import lesson, runner
+
+    assert runner.NOTEBOOKS == (*(stage.ipynb for stage in WORKBOOK), f"{REPORT_NOTEBOOK}.ipynb")
+    assert set(lesson._NEXT) == set(STAGES)  # every stage's "Next" paragraph, pointing to the notebook after it
+    assert lesson.next_step(StageResult("profile", "pass", "", STAGE["profile"].evidence())).text.endswith(f"Open **{REPORT_NOTEBOOK}** for the "
+                                                                             "verdict across all stages.")
+    assert CHECK_STAGES == tuple(STEP)
+    from neuronkit.checks import parity
+
+    assert set(parity._STAGE_FUNCTIONS) == set(STEP)  # a body for every check step the table lists
 
 
 def test_units_come_from_the_type_never_from_a_key_suffix() -> None:
@@ -41,8 +115,10 @@ def test_a_typed_record_is_stored_as_its_dict(tmp_path: Path) -> None:
         slot["summary"] = "three ops"
     record = RunDir(tmp_path).read("profile")
     names = [f.name for f in dataclasses.fields(evidence.ProfileEvidence)]
-    assert list(record.evidence) == sorted(names) and record.evidence["overhead"]["ratio"] == 2.0
-    assert slot["result"].evidence["distinct_ops"] == 3
+    stored = json.loads(RunDir(tmp_path).stage_path("profile").read_text())["evidence"]
+    assert list(stored) == sorted(names) and stored["overhead"]["ratio"] == 2.0
+    assert record.evidence == slot["result"].evidence and record.evidence.overhead.ratio == 2.0
+    assert slot["result"].evidence.distinct_ops == 3
 
 
 def test_a_stage_that_raises_is_an_error_record(tmp_path: Path) -> None:
@@ -72,10 +148,7 @@ def test_one_status_set_and_order_for_workbook_and_check_stages() -> None:
 
 
 def test_check_stages_record_typed_evidence_the_workbook_records_extend() -> None:
-    assert list(evidence.CHECK_EVIDENCE) == list(CHECK_STAGES)
-    for cls in evidence.CHECK_EVIDENCE.values():
-        for spec in evidence.specs(cls):
-            assert spec.label and spec.unit in evidence.UNITS, (cls.__name__, spec.name)
+    assert [step.name for step in CHECK_STEPS] == list(CHECK_STAGES)
     # one type per fact set: the workbook's records are built on the check's, never re-declare them
     assert issubclass(evidence.EagerEvidence, evidence.EagerForward)
     assert issubclass(evidence.CompileEvidence, evidence.CompileCheck)
@@ -118,9 +191,9 @@ def test_the_compile_record_is_the_compile_and_timing_records_with_one_bucket_pl
                                                    "timing": _check_stage("timing", timing)})
     assert slot["evidence"].buckets is plan and slot["evidence"].speedup == 2.0
     stored = RunDir(tmp_path).read("compile").evidence
-    assert stored["graphs"] == 1 and stored["compile_time_s"] == 1.5 and stored["runs"] == 3
-    assert stored["buckets"]["buckets"] == [10, 30] and stored["buckets"]["counts"] == {"10": 5, "30": 1}
-    assert stored["buckets"]["alternatives"][0]["strategy"] == "pow2"
+    assert stored.graphs == 1 and stored.compile_time_s == 1.5 and stored.runs == 3
+    assert stored.buckets.buckets == [10, 30] and stored.buckets.counts == {"10": 5, "30": 1}  # JSON's keys
+    assert stored.buckets.alternatives[0].strategy == "pow2"
 
 
 def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
@@ -132,7 +205,7 @@ def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
     with recording(tmp_path, "eager") as slot:
         slot["evidence"] = original
     stored = RunDir(tmp_path).read("eager").evidence
-    assert evidence.load(evidence.EagerEvidence, stored) == original
+    assert stored == original
     partial = evidence.load(evidence.EagerEvidence, {"parity": {"outputs": [{"name": "loss"}]}, "unknown": 1})
     assert partial.parity.outputs[0].name == "loss" and partial.parity.outputs[0].max_abs_err is None
     assert partial.training is None and partial.neff_cache == evidence.NeffCache()
@@ -145,7 +218,7 @@ def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp
     for stage, err in (("eager", 2e-6), ("compile", 5e-6)):
         rows = [evidence.ParityRow("logits", True, max_abs_err=err), evidence.ParityRow("ids", True, exact=True)]
         with recording(run, stage) as slot:
-            slot["evidence"] = evidence.EVIDENCE[stage](parity=evidence.Parity(outputs=rows))
+            slot["evidence"] = STAGE[stage].evidence(parity=evidence.Parity(outputs=rows))
     frame = display.comparison(tmp_path)
     assert frame.loc["max abs error vs CPU", "eager"] == 2e-6 and frame.loc["max abs error vs CPU", "compile"] == 5e-6
     assert frame.loc["max abs error vs CPU", "audit"] == "—"
@@ -168,3 +241,44 @@ def test_starting_a_run_keeps_another_models_run_and_clears_its_own(tmp_path: Pa
     start_run(Params("tiny-qwen3", str(tmp_path), seq_len=32))
     assert first.run.read("environment") is None and not (tmp_path / "report.html").exists()
     assert first.run.read_params()["seq_len"] == 32
+
+
+def _string_key_reads(tree: ast.AST) -> list[int]:
+    """Lines that read stage evidence by string key: `x.evidence["k"]`, `x.evidence.get("k")`, or the same
+    on a name bound to a record's evidence (`ev = result.evidence`), or on a key read of one."""
+    bound = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name) and _reads_evidence(node.value, set())}
+    lines = []
+    for node in ast.walk(tree):
+        keyed = (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                 and isinstance(node.slice.value, str))
+        got = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+               and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
+        base = node.value if keyed else node.func.value if got else None
+        if base is not None and _reads_evidence(base, bound):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def _reads_evidence(node: ast.AST, bound: set[str]) -> bool:
+    """`node` is a stage record's evidence itself, a name bound to it, or a key read of one."""
+    if isinstance(node, ast.Attribute) and node.attr == "evidence":
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in bound
+    if isinstance(node, ast.Subscript):
+        return _reads_evidence(node.value, bound)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        return _reads_evidence(node.func.value, bound)
+    if isinstance(node, ast.BoolOp):
+        return any(_reads_evidence(value, bound) for value in node.values)
+    return False
+
+
+def test_no_string_key_reads_of_stage_evidence() -> None:
+    """Notebooks, lesson, nbval, display and the report read typed records by attribute; the one JSON load
+    is `StageResult.from_dict` (evidence.load). The checker itself finds the old style."""
+    assert _string_key_reads(ast.parse('ev = result.evidence\nx = ev["device"]["kind"]\n'
+                                       'y = (r.evidence.get("summary") or {}).get("blockers")')) == [2, 3]
+    found = {str(path): lines for path, tree in _sources().items() if (lines := _string_key_reads(tree))}
+    assert found == {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from neuronkit.errors import DTYPES
+from neuronkit import run_config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -17,20 +17,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL",
                         help="checkpoint directory, config.json, or bundled name (tiny-qwen3, tiny-bert, qwen3-100m)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report as JSON")
-    parser.add_argument("--dtype", choices=DTYPES, default="float32",
-                        help="float32: tight fp32 parity; bfloat16/float16: device under torch.autocast('neuron')")
     parser.add_argument("--stages", default=",".join(STAGES), metavar="STAGE[,STAGE...]",
                         help=f"stages to run, comma-separated (default: all of {', '.join(STAGES)}); "
                              "the stages they compare against are added")
-    parser.add_argument("--seq-len", type=int, default=16, help="sequence length of the example inputs")
-    parser.add_argument("--batch-size", type=int, default=1, help="batch size of the example inputs")
+    run_config.add_arguments(parser)  # --dtype, --seq-len, --batch-size, --layers, --full-model
     parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
     parser.add_argument("--random-weights", action="store_true",
                         help="build the model from its config with random weights (a checkpoint without weights)")
-    parser.add_argument("--layers", type=int, default=None, metavar="K",
-                        help="check a layer slice: the embeddings, the first K blocks, the final norm and head "
-                             "(default: as many blocks as fit the memory and time budget; the full model when it fits)")
-    parser.add_argument("--full-model", action="store_true", help="check the whole model, however large")
     parser.add_argument("--inputs", type=Path, default=None, metavar="FILE",
                         help="your own example inputs: prompts.txt (one per line, text models) or a .safetensors "
                              "file of named tensors (the forward's arguments)")
@@ -41,9 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from neuronkit.checks import check
 
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    report = check(args.model, args.inputs, stages=stages, dtype=args.dtype, seq_len=args.seq_len,
-                   batch_size=args.batch_size, train_steps=args.train_steps, random_weights=args.random_weights,
-                   layers=args.layers, full_model=args.full_model)
+    report = check(args.model, args.inputs, stages=stages, train_steps=args.train_steps,
+                   random_weights=args.random_weights, **run_config.from_args(args))
     print(report.table())
     if args.json is not None:
         report.to_json(args.json)

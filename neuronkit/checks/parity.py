@@ -18,8 +18,6 @@ import html
 import json
 import os
 import re
-import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -30,7 +28,7 @@ from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks import refusals
 from neuronkit.checks.reference import Reference
-from neuronkit.evidence import CHECK_EVIDENCE, CompileCheck, CompileTiming, CompileTraining, \
+from neuronkit.evidence import CompileCheck, CompileTiming, CompileTraining, \
     CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, ModelSlice, NeffCache, \
     Parity, ParityRow, ReferenceOutput, rows
 from neuronkit.graph_compile import compare
@@ -38,11 +36,10 @@ from neuronkit.graph_compile.backend import neuron_backend
 from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
-from neuronkit.stages import CHECK_STAGES, StageResult, now, worst
+from neuronkit.pipeline import STEP
+from neuronkit.run_config import DEFAULTS
+from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, worst
 
-# What a stage compares against: it is skipped when that stage did not pass or warn. Eager and compiled
-# runs are both held to the CPU reference, so a compile check never re-runs eager.
-REQUIRES: dict[str, str] = {"eager": "cpu", "compile": "cpu", "timing": "compile"}
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
 
 
@@ -106,11 +103,12 @@ class CheckReport:
 
 
 def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tokenizer: Any = None,
-          stages: Iterable[str] = CHECK_STAGES, dtype: torch.dtype | str = torch.float32, train_steps: int = 2,
-          lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = 1,
-          seq_len: int = 16, model_name: str | None = None, random_weights: bool = False,
+          stages: Iterable[str] = CHECK_STAGES, dtype: torch.dtype | str = DEFAULTS.dtype, train_steps: int = 2,
+          lr: float = 1e-2, generate_tokens: int = 8, timing_runs: int = 5, batch_size: int = DEFAULTS.batch_size,
+          seq_len: int = DEFAULTS.seq_len, model_name: str | None = None, random_weights: bool = False,
           reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
-          max_buckets: int = 4, layers: int | None = None, full_model: bool = False) -> CheckReport:
+          max_buckets: int = 4, layers: int | None = DEFAULTS.layers,
+          full_model: bool = DEFAULTS.full_model) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -126,7 +124,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
     `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
     the bundled sample prompts). A MODEL spec too large for the budget runs as a layer slice (its first
-    `layers` blocks; default as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which."""
+    `layers` blocks; 0 or None: as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which.
+    `dtype`, `seq_len`, `batch_size`, `layers` and `full_model` default to the run configuration's
+    (`neuronkit.run_config`)."""
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
                           max_buckets=max_buckets)
@@ -139,7 +139,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
-                             bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers,
+                             bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers or None,
                              full_model=full_model)
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
@@ -155,10 +155,9 @@ def _resolve_stages(stages: Iterable[str]) -> list[str]:
     if unknown or not names:
         raise NeuronkitInputError(f"unknown stage(s) {unknown or names!r}; choose from {', '.join(CHECK_STAGES)}")
     wanted = set(names)
-    for name in names:
-        while name in REQUIRES:
-            name = REQUIRES[name]
-            wanted.add(name)
+    for name in names:  # and what each compares against (Step.requires: eager and compile the CPU reference)
+        while (needed := STEP[name].requires) is not None:
+            wanted.add(name := needed)
     return [s for s in CHECK_STAGES if s in wanted]
 
 
@@ -166,22 +165,16 @@ _OUTCOME = {"skipped": "was skipped", "fail": "failed", "error": "raised an erro
 
 
 def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
-    needed, results = REQUIRES.get(name), session.results
-    record = CHECK_EVIDENCE[name]()
+    """One check step, by the workbook's stage executor (`neuronkit.stages.recording`): skipped when the
+    step it compares against did not pass; a crash is its `error` record, and the next steps still run."""
+    needed, results = STEP[name].requires, session.results
+    record = STEP[name].evidence()
     if needed is not None and not results[needed].ok:
-        reason = f"skipped: compares against the {needed} stage, which {_OUTCOME[results[needed].status]}"
-        return StageResult(name, "skipped", reason, record, error=reason, duration_s=0.0, finished_at=now())
-    start = time.perf_counter()
-    try:
-        status, summary = fn(session, record)
-        error = None
-    except Exception as exc:  # noqa: BLE001 - a crash is this stage's `error`, and later stages still run
-        cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
-        status, summary = "error", f"{type(cause).__name__}: {_first_line(cause)}"
-        if (why := refusals.explain(exc)) is not None:
-            summary += f": {why}"
-        error = "".join(traceback.format_exception(exc))
-    return StageResult(name, status, summary, record, error, time.perf_counter() - start, now())
+        return skipped(name, f"skipped: compares against the {needed} stage, which "
+                             f"{_OUTCOME[results[needed].status]}", record)
+    with recording(None, name, record, reraise=False, explain=refusals.explain) as slot:
+        slot["status"], slot["summary"] = fn(session, record)
+    return slot["result"]
 
 
 class _Session:
@@ -264,8 +257,22 @@ def _default_inputs(model: torch.nn.Module, tokenizer: Any, batch_size: int, seq
 
 
 # ---------------------------------------------------------------------------------------------------
-# Stages: each fills its typed record (`neuronkit.evidence.CHECK_EVIDENCE`) as it goes (kept if it
+# Stages: each fills its typed record (its `Step.evidence`, neuronkit/data/stages.toml) as it goes (kept if it
 # raises) and returns (status, summary).
+
+
+# Each check step's body, by step name (`_step`); the steps and their order are neuronkit/data/stages.toml's.
+StepBody = Callable[["_Session", Any], tuple[str, str]]
+_STAGE_FUNCTIONS: dict[str, StepBody] = {}
+
+
+def _step(name: str) -> Callable[[StepBody], StepBody]:
+    """Register the decorated function as check step `name`'s body: it fills the step's record and returns
+    (status, summary)."""
+    def register(body: StepBody) -> StepBody:
+        _STAGE_FUNCTIONS[name] = body
+        return body
+    return register
 
 
 def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
@@ -287,6 +294,7 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, **extra: Any) -> Referenc
     return Reference(named, outputs, loss.item(), norm)
 
 
+@_step("cpu")
 def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
     record.reused = s.reference is not None
     if s.reference is None:
@@ -309,6 +317,7 @@ def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
                     f"{record.threads} threads")
 
 
+@_step("eager")
 def _stage_eager(s: _Session, record: EagerForward) -> tuple[str, str]:
     import torch_neuronx
 
@@ -352,6 +361,7 @@ def _fallbacks_into(record: EagerGeneration | EagerTraining) -> Iterator[None]:
         record.fallback_ops = sorted(torch_neuronx.get_fallback_ops())
 
 
+@_step("generate")
 def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     if not (hasattr(s.cpu_model, "can_generate") and s.cpu_model.can_generate()):
         return "skipped", f"{type(s.cpu_model).__name__} does not generate (not a causal LM or encoder-decoder)"
@@ -377,6 +387,7 @@ def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     return status, f"greedy generate() diverges from CPU at new token {diverge}"
 
 
+@_step("train")
 def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     """SGD, not Adam: Adam divides each gradient by its own magnitude, so rounding-level differences in
     near-zero gradients become full-size updates, which says nothing about the device."""
@@ -412,6 +423,7 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
 
 
+@_step("compile")
 def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
@@ -461,6 +473,7 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     return ("warn", f"{summary}; " + "; ".join(notes)) if notes else ("pass", summary)
 
 
+@_step("timing")
 def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
     """Forward and training step (forward + backward), eager vs compiled, in the grad mode the graphs
     were compiled in, so timing never triggers a recompilation."""
@@ -495,10 +508,6 @@ def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
                     f"first compiled call {compiled.compile_time_s:.1f} s")
 
 
-_STAGE_FUNCTIONS: dict[str, Callable[[_Session, Any], tuple[str, str]]] = {
-    "cpu": _stage_cpu, "eager": _stage_eager, "generate": _stage_generate, "train": _stage_train,
-    "compile": _stage_compile, "timing": _stage_timing,
-}
 
 
 # ---------------------------------------------------------------------------------------------------

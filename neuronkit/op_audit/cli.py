@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from neuronkit.errors import DTYPES
+from neuronkit.run_config import DEFAULTS
 from neuronkit.policy import fail_on_categories
 
 
@@ -26,8 +27,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              "reads tensor values, e.g. transformers' eager MoE experts; they must fit in memory)")
     parser.add_argument("--fail-on", metavar="CATEGORY[,...]", default="",
                         help="exit 1 when findings of these categories exist (e.g. mha_mask,cpu_fallback)")
-    parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="parameter dtype (default float32)")
+    parser.add_argument("--seq-len", type=int, default=DEFAULTS.seq_len, metavar="N",
+                        help=f"tokens per example input (default {DEFAULTS.seq_len})")
+    parser.add_argument("--dtype", default=DEFAULTS.dtype, choices=DTYPES,
+                        help=f"parameter dtype (default {DEFAULTS.dtype})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ from neuronkit.op_audit.report import AuditReport
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
+from neuronkit.run_config import DEFAULTS
 
 OPTIMIZER = "<optimizer>"
 GENERATE = "<generate>"
@@ -38,8 +39,8 @@ GENERATE = "<generate>"
 
 def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_inputs: Any = None, *,
           backward: bool = False, optimizer_step: bool = False, generate: bool = False,
-          weightless: bool | None = None, dtype: torch.dtype | str = torch.float32, batch_size: int = 1,
-          seq_len: int = 16, max_new_tokens: int = 4, trust_remote_code: bool = False) -> AuditReport:
+          weightless: bool | None = None, dtype: torch.dtype | str = DEFAULTS.dtype,
+          batch_size: int = DEFAULTS.batch_size, seq_len: int = DEFAULTS.seq_len, max_new_tokens: int = 4, trust_remote_code: bool = False) -> AuditReport:
     """Record every ATen op `model` runs and classify it against Neuron support.
 
     `model` is an nn.Module (audited as it is, on its own weights), or a MODEL spec / config (audited

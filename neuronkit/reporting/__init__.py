@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronkit.reporting.charts import render_charts
@@ -22,10 +22,12 @@ __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """Where the report was written."""
+    """Where the report was written, and what it says (`model`: the verdict, reasons, next steps and stage
+    cards report.html and report.json show)."""
 
     html: Path
     json: Path
+    model: ReportModel | None = field(default=None, compare=False)
 
 
 def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPaths:
@@ -36,7 +38,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     model = build_model(RunDir(run_dir))
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = ReportPaths(out / REPORT_HTML, out / REPORT_JSON)
+    paths = ReportPaths(out / REPORT_HTML, out / REPORT_JSON, model)
     scale_out = distributed_record.read(run_dir)  # notebook 07's card, outside the stage model
     script = script_record.read(run_dir)  # `neuronkit run --script`'s section, outside the verdict
     charts = render_charts(model.charts, host_timing=model.device != "real")

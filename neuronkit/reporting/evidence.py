@@ -8,10 +8,12 @@ does not declare is still shown (as it is, after the declared ones), so nothing 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
-from neuronkit.evidence import EVIDENCE, FieldSpec, specs
+from neuronkit.evidence import FieldSpec, specs
+from neuronkit.pipeline import STAGE
+from neuronkit.stages import json_safe
 from neuronkit.units import format_bytes
 
 # Audit keys the report shows in sections of their own rather than inside the card.
@@ -34,13 +36,16 @@ class EvidenceItem:
     more_rows: int = 0
 
 
-def evidence_items(stage: str, evidence: dict[str, Any]) -> list[EvidenceItem]:
-    """The card blocks for a stage's evidence: scalars in one block first, then blocks and tables. A
-    field that does not apply (null) is left out of the card, and so is a table column null in every
-    row; the record keeps them."""
+def evidence_items(stage: str, evidence: Any) -> list[EvidenceItem]:
+    """The card blocks for a stage's evidence (its typed record, or the JSON dict of one): scalars in one
+    block first, then blocks and tables. A field that does not apply (null) is left out of the card, and
+    so is a table column null in every row; the record keeps them. Laid out by the record type's fields,
+    as the JSON the record is stored as."""
+    if is_dataclass(evidence):
+        evidence = json_safe(asdict(evidence))
     loose = EvidenceItem("", "fields")
     items: list[EvidenceItem] = []
-    for spec, value in _declared(EVIDENCE.get(stage), evidence):
+    for spec, value in _declared(STAGE[stage].evidence if stage in STAGE else None, evidence or {}):
         if (stage, spec.name) in _ELSEWHERE:
             count = len(value) if isinstance(value, list) else 0
             loose.fields.append((spec.label, f"{count:,} — see the {_ELSEWHERE[stage, spec.name]} below"))

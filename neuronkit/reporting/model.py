@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.evidence import EVIDENCE, AuditEvidence, load
+from neuronkit.evidence import AuditEvidence, AuditFinding, AuditOp, DeviceInfo
+from neuronkit.pipeline import STAGE, WORKBOOK
 from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
@@ -24,14 +25,6 @@ REPORT_SCHEMA_VERSION = 3  # 2: device, key_numbers; a finding's calls may be nu
 # each key number's `number` and `unit`, next_steps, ran_on
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
 
-TITLES: dict[str, str] = {
-    "environment": "Environment",
-    "cpu_baseline": "CPU baseline",
-    "eager": "Eager parity on neuron",
-    "audit": "Op audit",
-    "compile": "torch.compile",
-    "profile": "Profiling",
-}
 VERDICTS: dict[str, str] = {
     "blocked": "Blocked",
     "incomplete": "Incomplete",
@@ -39,10 +32,6 @@ VERDICTS: dict[str, str] = {
     "ready_with_caveats": "Ready, with caveats",
     "ready": "Ready",
 }
-# Stage statuses that mean the model cannot migrate as it is (an `error` is no verdict: incomplete).
-_BLOCKING: dict[str, tuple[str, ...]] = {"eager": ("fail",), "audit": ("fail",)}
-# Stages whose failure means the run cannot be judged (rather than a caveat on a model that runs).
-_FOUNDATION = ("environment", "cpu_baseline")
 _NAMES_SHOWN = 8
 TOP_REASONS = 3  # reasons shown beside the verdict; report.json and the page's details keep them all
 _REASON_WORDS = 18
@@ -239,32 +228,28 @@ def build_model(run: RunDir) -> ReportModel:
     )
 
 
-# The stages that run the model (on a layer slice when it does not fit); the rest cover the full model.
-_SLICED_STAGES = ("cpu_baseline", "eager", "compile", "profile")
-
-
 def _ran_on(records: dict[str, StageResult | None]) -> str:
     """One sentence: what the stages that run the model ran on, and what covers the full model."""
-    slices = {stage: piece for stage in _SLICED_STAGES
-              if (record := _record(records, stage)) is not None and (piece := record.model_slice) is not None}
+    slices = {stage.name: piece for stage in WORKBOOK
+              if stage.runs_model and (record := _record(records, stage.name)) is not None
+              and (piece := record.model_slice) is not None}
     sliced = {stage: piece for stage, piece in slices.items() if not piece.full_model}
     if not sliced:
         return "Every stage ran on the full model." if slices else ""
     piece = next(iter(sliced.values()))
-    titles = ", ".join(TITLES[stage] for stage in sliced)
+    titles = ", ".join(STAGE[stage].title for stage in sliced)
     return (f"{titles} ran on {piece.describe()} — {piece.reason}. The op audit, the memory figures and the "
             "parallel plan cover the full model.")
 
 
 def _device_kind(records: dict[str, StageResult | None]) -> str:
-    kind = _device(records).get("kind")
-    return str(kind) if kind else "unknown"
+    return _device(records).kind or "unknown"
 
 
 def _recorded_severities(audit: AuditEvidence) -> dict[str, str]:
     """Category → severity as the audit recorded it (its policy's table, and each finding's own)."""
     severity = {str(k): _known(str(v)) for k, v in (audit.severities or {}).items()}
-    severity.update({str(f.get("category")): _known(str(f.get("severity"))) for f in audit.findings})
+    severity.update({f.category: _known(f.severity) for f in audit.findings})
     return severity
 
 
@@ -404,7 +389,7 @@ def _next_steps(records: dict[str, StageResult | None], blockers: list[Finding],
     steps: list[str] = []
     for category, group in _by_category(blockers).items():
         steps.append(f"Change the {category} blocker ({_names([f.op for f in group])}): {group[0].remedy}")
-    unrun = [TITLES[stage] for stage, record in records.items()
+    unrun = [STAGE[stage].title for stage, record in records.items()
              if record is None or record.status in ("error", "skipped")]
     if unrun:
         steps.append(f"Re-run the stage(s) without a verdict ({', '.join(unrun)}): {command}")
@@ -449,18 +434,16 @@ def _read(run: RunDir) -> tuple[dict[str, StageResult | None], dict[str, Any]]:
 
 
 def _record(records: dict[str, StageResult | None], stage: str) -> Any:
-    """A stage's evidence as its typed record (`neuronkit.evidence.EVIDENCE`), None when the stage has no
-    record or its record holds no evidence (a crash before the stage recorded anything)."""
+    """A stage's typed evidence (its `Stage.evidence`), None when the stage has no record or its record
+    holds no evidence (the empty record: skipped, or a crash before the stage recorded anything)."""
     record = records.get(stage)
-    if record is None or not record.evidence:
-        return None
-    return load(EVIDENCE[stage], record.evidence)
+    return record.recorded if record is not None else None
 
 
-def _device(records: dict[str, StageResult | None]) -> dict[str, Any]:
-    """The environment record's device (`neuronkit.detect()` as a dict), empty when there is none."""
+def _device(records: dict[str, StageResult | None]) -> DeviceInfo:
+    """The environment record's device (`neuronkit.detect()`), an empty one when there is none."""
     environment = _record(records, "environment")
-    return environment.device if environment is not None and isinstance(environment.device, dict) else {}
+    return environment.device if environment is not None else DeviceInfo()
 
 
 def _parity_rows(records: dict[str, StageResult | None], stage: str) -> list[Any]:
@@ -474,35 +457,27 @@ def _known(severity: str) -> str:
     return severity if severity in SEVERITIES else "warn"
 
 
-def _finding(raw: dict[str, Any], phases: dict[str, tuple[str, list[str]]]) -> Finding:
+def _finding(found: AuditFinding, phases: dict[str, tuple[str, list[str]]]) -> Finding:
     """A finding as the audit recorded it, its severity included; a CPU fallback's phases are the audit's
     trace and wherever the runs saw it fall back."""
-    category = str(raw.get("category", "unknown"))
-    op = str(raw.get("op", ""))
+    category, op = found.category or "unknown", found.op
     seen = ["audit"] + phases.get(base_name(op), (op, []))[1] if category == CPU_FALLBACK else []
-    return Finding(
-        category=category,
-        severity=_known(str(raw.get("severity", "warn"))),
-        op=str(raw.get("op", "")),
-        calls=int(raw.get("calls") or 0),
-        message=str(raw.get("message", "")),
-        remedy=str(raw.get("remedy", "")),
-        module_paths=[str(p) for p in raw.get("module_paths", [])],
-        phases=seen,
-    )
+    return Finding(category=category, severity=_known(found.severity), op=op, calls=int(found.calls or 0),
+                   message=found.message, remedy=found.remedy, module_paths=[str(p) for p in found.module_paths],
+                   phases=seen)
 
 
-def _op_rows(ops: list[dict[str, Any]], severity: dict[str, str]) -> list[OpRow]:
+def _op_rows(ops: list[AuditOp], severity: dict[str, str]) -> list[OpRow]:
     rows = [OpRow(
-        op=str(op.get("op", "")),
-        calls=int(op.get("calls") or 0),
-        classification=str(op.get("classification", "")),
-        category=str(op.get("category", "")),
-        severity=severity.get(str(op.get("category")), "ok"),
-        dtypes=_join(op.get("dtypes")),
-        shapes=_join(op.get("shapes")),
-        module_paths=_join(op.get("module_paths")),
-        nki_est_us=op.get("nki_est_us") if isinstance(op.get("nki_est_us"), (int, float)) else None,
+        op=op.op,
+        calls=int(op.calls or 0),
+        classification=op.classification,
+        category=op.category,
+        severity=severity.get(op.category, "ok"),
+        dtypes=_join(op.dtypes),
+        shapes=_join(op.shapes),
+        module_paths=_join(op.module_paths),
+        nki_est_us=op.nki_est_us,
     ) for op in ops]
     return sorted(rows, key=lambda r: (SEVERITIES.index(r.severity), -r.calls, r.op))
 
@@ -540,16 +515,16 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     incomplete: list[str] = []
     caveats: list[str] = []
     for stage, record in records.items():
-        title = TITLES[stage]
+        title = STAGE[stage].title
         if record is None:
             incomplete.append(f"{title}: no record (stage not run).")
-        elif record.status in _BLOCKING.get(stage, ()):
+        elif record.status in STAGE[stage].blocking:  # the model cannot migrate as it is
             if not (stage == "audit" and blockers):  # the blocker findings already say why
                 blocked.append(f"{title}: {record.status} — {record.summary or _error_line(record.error)}")
         elif record.status == "error":
             incomplete.append(f"{title}: error (the stage crashed, so it has no verdict) — "
                               f"{_error_line(record.error) or record.summary}")
-        elif record.status == "skipped" or (record.status == "fail" and stage in _FOUNDATION):
+        elif record.status == "skipped" or (record.status == "fail" and STAGE[stage].foundation):
             incomplete.append(f"{title}: {record.status} — {_error_line(record.error) or record.summary}")
         elif record.status in ("warn", "fail"):
             caveats.append(f"{title}: {record.status} — {record.summary}")
@@ -577,8 +552,8 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
 
 def _card(stage: str, record: StageResult | None) -> StageCard:
     if record is None:
-        return StageCard(stage, TITLES[stage], "missing", "No record: this stage did not run.")
-    return StageCard(stage, TITLES[stage], record.status, record.summary, record.error, record.duration_s,
+        return StageCard(stage, STAGE[stage].title, "missing", "No record: this stage did not run.")
+    return StageCard(stage, STAGE[stage].title, record.status, record.summary, record.error, record.duration_s,
                      record.finished_at, evidence_items(stage, record.evidence))
 
 
@@ -615,6 +590,6 @@ def _chart_data(records: dict[str, StageResult | None], audit: AuditEvidence, op
 
 def _reproduce(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> dict[str, Any]:
     """Versions, parameters and the `neuronkit run` command that repeats this run."""
-    versions = _device(records).get("versions")
+    versions = _device(records).versions
     model = params.get("model") or _model_name(records, params, run)
     return {"versions": versions or {}, "params": params, "command": run_command(str(model), str(run.path), params)}

@@ -28,6 +28,7 @@ def run(params: Params, training: bool = True, generate: bool = False) -> StageR
         report.to_json(params.run.artifact_dir("audit") / "audit.json")
         (slot["evidence"],) = rows(AuditEvidence, [report.to_dict()])
         (slot["evidence"].summary,) = rows(AuditSummary, [report.summary])
+        slot["evidence"].model.module_class = report.model.get("class", "")  # a keyword, so no field of that name
         policy = load_policy()  # recorded, so the report shows the severities this audit was judged by
         slot["evidence"].severities, slot["evidence"].remedies = dict(policy.severity), dict(policy.remedies)
         summary = report.summary

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neuronkit import run_config
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.reporting.cli import add_fail_on, exit_code
 from neuronkit.run_command import RUN_FLAGS, parse_value
 from neuronkit.workbook.kernel import KERNEL_MODES, KERNEL_NAME
 from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
-from neuronkit.workbook.params import DTYPES
 
 
 
@@ -27,14 +27,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the run subcommand's arguments."""
     parser.add_argument("model", metavar="MODEL", help="a bundled model (tiny-qwen3, tiny-bert) or a checkpoint directory")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run directory to fill")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and compute dtype (default float32)")
-    parser.add_argument("--seq-len", type=int, default=16, metavar="N", help="tokens per example input (default 16)")
-    parser.add_argument("--batch-size", type=int, default=1, metavar="N", help="example inputs per batch (default 1)")
-    parser.add_argument("--layers", type=int, default=0, metavar="K",
-                        help="run parity, compile and profiling on a slice of the first K blocks (default 0: as many "
-                             "as fit the memory and time budget; the full model when it fits)")
-    parser.add_argument("--full-model", action="store_true",
-                        help="run every stage on the whole model, however large")
+    run_config.add_arguments(parser)  # --dtype, --seq-len, --batch-size, --layers, --full-model
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="a notebook parameter, VALUE read as JSON when it parses (e.g. -p max_new_tokens 8)")
     parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
@@ -69,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     fail_on = fail_on_categories(args.fail_on)
     script = check_script(args)  # bad input before any kernel starts
-    named: dict[str, Any] = {"dtype": args.dtype, "seq_len": args.seq_len, "batch_size": args.batch_size,
-                             "layers": args.layers, "full_model": args.full_model}
+    named: dict[str, Any] = run_config.from_args(args)
     extra: dict[str, Any] = {}
     for name, raw in args.parameter:
         if name in ("model", "run_dir", "out"):

@@ -10,7 +10,8 @@ from typing import Any
 import torch
 
 from neuronkit.calling import call, greedy
-from neuronkit.evidence import CpuBaselineEvidence
+from neuronkit.evidence import CpuBaselineEvidence, FillMask, Generation, MaskGuess, WeightsInfo
+from neuronkit.evidence import load as load_record
 from neuronkit.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
@@ -42,7 +43,8 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         evidence = CpuBaselineEvidence(forward_ms=forward_ms, logits_shape=list(logits.shape), loss=loss,
                                        grad_norm=reference.grad_norm, threads=torch.get_num_threads(),
                                        reference_path=str(reference_path(params)),
-                                       weights=subject.weights.to_dict(), model_slice=subject.model_slice)
+                                       weights=load_record(WeightsInfo, subject.weights.to_dict()),
+                                       model_slice=subject.model_slice)
         if subject.tokenizer is not None and subject.kind == "causal_lm":
             evidence.generate = greedy_generate(subject, prompt, max_new_tokens)
         elif subject.tokenizer is not None and subject.kind == "masked_lm":
@@ -71,15 +73,14 @@ def save_reference(params: Params, subject: Subject) -> Any:
     return reference
 
 
-def greedy_generate(subject: Subject, prompt: str, max_new_tokens: int) -> dict[str, Any]:
+def greedy_generate(subject: Subject, prompt: str, max_new_tokens: int) -> Generation:
     """Greedy decoding from `prompt`: deterministic, so the neuron runs can reproduce it token for token."""
     encoded = subject.tokenizer(prompt, return_tensors="pt")
     new = greedy(subject.model, dict(encoded), max_new_tokens, subject.tokenizer)[0]
-    return {"prompt": prompt, "text": subject.tokenizer.decode(new, skip_special_tokens=True),
-            "new_tokens": int(new.numel())}
+    return Generation(prompt, subject.tokenizer.decode(new, skip_special_tokens=True), int(new.numel()))
 
 
-def fill_mask(subject: Subject, prompt: str, top_k: int = 5) -> dict[str, Any]:
+def fill_mask(subject: Subject, prompt: str, top_k: int = 5) -> FillMask:
     """The model's top guesses for the `[MASK]` in `prompt` (appended when the prompt has none)."""
     text = prompt if MASK in prompt else f"{prompt} {MASK}"
     text = text.replace(MASK, subject.tokenizer.mask_token)
@@ -88,6 +89,5 @@ def fill_mask(subject: Subject, prompt: str, top_k: int = 5) -> dict[str, Any]:
     with torch.inference_mode():
         probs = subject.model(**encoded).logits[0, position].float().softmax(-1)
     top = probs.topk(top_k)
-    return {"text": text, "predictions": [
-        {"token": subject.tokenizer.decode([int(i)]).strip(), "score": round(float(p), 4)}
-        for p, i in zip(top.values, top.indices)]}
+    return FillMask(text, [MaskGuess(subject.tokenizer.decode([int(i)]).strip(), round(float(p), 4))
+                           for p, i in zip(top.values, top.indices)])

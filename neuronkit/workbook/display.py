@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from neuronkit.evidence import EVIDENCE, load
+from neuronkit.evidence import BucketPlan
 from neuronkit.stages import STAGES, RunDir, StageResult
 from neuronkit.workbook.nbval import summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget
@@ -59,15 +59,16 @@ def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> A
     return frame[[c for c in columns if c in frame.columns]] if columns and not frame.empty else frame
 
 
-def buckets(plan: dict[str, Any] | None) -> Any:
+def buckets(plan: BucketPlan | None) -> Any:
     """The bucket advice as a table: the recommended bucketing first, then the alternatives."""
-    if not plan:
+    if plan is None:
         return table([])
-    print(f"{len(plan['lengths'])} prompts, {plan['distinct_shapes']} distinct lengths: "
-          f"{plan['distinct_shapes']} compilations without buckets")
-    recommended = {k: plan[k] for k in ("strategy", "buckets", "compilations", "padding_overhead")}
-    return table([{**recommended, "recommended": True}, *plan.get("alternatives", [])],
-                 ["strategy", "buckets", "compilations", "padding_overhead", "recommended"])
+    print(f"{len(plan.lengths)} prompts, {plan.distinct_shapes} distinct lengths: "
+          f"{plan.distinct_shapes} compilations without buckets")
+    columns = ["strategy", "buckets", "compilations", "padding_overhead"]
+    rows = [{**{name: getattr(option, name) for name in columns}, "recommended": option is plan}
+            for option in (plan, *plan.alternatives)]
+    return table(rows, [*columns, "recommended"])
 
 
 class _Link:
@@ -96,19 +97,21 @@ def comparison(run_dir: str | Path) -> Any:
     import pandas as pd
 
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
-    ev = {stage: record.evidence for stage, record in records.items()}
+    ev = {stage: record.recorded for stage, record in records.items()}
+    baseline, eager, audit, compiled, profile = (ev.get(stage) for stage in
+                                                 ("cpu_baseline", "eager", "audit", "compile", "profile"))
     rows = {
         "status": {stage: record.status for stage, record in records.items()},
         "duration (s)": {stage: _round(record.duration_s) for stage, record in records.items()},
-        "step time (ms)": {"cpu_baseline": _round(ev.get("cpu_baseline", {}).get("forward_ms")),
-                           "eager": _round(ev.get("compile", {}).get("eager_step_ms")),
-                           "compile": _round(ev.get("compile", {}).get("compiled_step_ms"))},
-        "max abs error vs CPU": {stage: load(EVIDENCE[stage], ev[stage]).parity.largest_abs_err()
-                                 for stage in ("eager", "compile") if ev.get(stage)},
-        "CPU-fallback ops": {"eager": _count(ev.get("eager", {}).get("fallback_ops")),
-                             "audit": _count(ev.get("audit", {}).get("summary", {}).get("fallbacks")),
-                             "compile": _count(ev.get("compile", {}).get("fallback_ops")),
-                             "profile": _count(ev.get("profile", {}).get("fallbacks"))},
+        "step time (ms)": {"cpu_baseline": _round(baseline.forward_ms) if baseline else None,
+                           "eager": _round(compiled.eager_step_ms) if compiled else None,
+                           "compile": _round(compiled.compiled_step_ms) if compiled else None},
+        "max abs error vs CPU": {stage: record.parity.largest_abs_err()
+                                 for stage, record in (("eager", eager), ("compile", compiled)) if record},
+        "CPU-fallback ops": {"eager": len(eager.fallback_ops) if eager else None,
+                             "audit": len(audit.summary.fallbacks) if audit else None,
+                             "compile": len(compiled.fallback_ops) if compiled else None,
+                             "profile": len(profile.fallbacks) if profile else None},
     }
     frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(STAGES)).astype(object)
     return frame.where(frame.notna(), "—")
@@ -116,10 +119,6 @@ def comparison(run_dir: str | Path) -> Any:
 
 def _round(value: Any) -> Any:
     return round(value, 2) if isinstance(value, float) else value
-
-
-def _count(values: Any) -> int | None:
-    return len(values) if isinstance(values, list) else None
 
 
 def _item_text(item: Any) -> list[str]:

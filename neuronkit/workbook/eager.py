@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from neuronkit.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining, fields_of
+from neuronkit.pipeline import STAGE
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
-CHECK_STAGES = ("eager", "generate", "train")
+CHECK_STAGES = STAGE["eager"].steps  # the `neuronkit check` steps this stage runs
 
 
 def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_tokens: int = 8) -> StageResult:

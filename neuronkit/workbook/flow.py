@@ -5,19 +5,9 @@ say why a stage has no result."""
 from __future__ import annotations
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.stages import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, now
+from neuronkit.pipeline import STAGE
+from neuronkit.stages import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, kept, skipped
 from neuronkit.workbook.params import Params
-
-# The migration order (seed article: eager → compile → profile); the audit needs only a loadable model.
-REQUIRES: dict[str, tuple[str, ...]] = {
-    "environment": (),
-    "cpu_baseline": ("environment",),
-    "eager": ("environment", "cpu_baseline"),
-    "audit": ("environment",),
-    "compile": ("environment", "eager"),
-    "profile": ("environment", "eager"),
-}
-
 
 def start_run(params: Params) -> None:
     """Begin a run in `params.run_dir`: record the parameters and drop the records and report of an earlier
@@ -50,20 +40,19 @@ def check_same_run(params: Params) -> None:
 
 def blocked_by(run: RunDir, stage: str) -> str | None:
     """Why `stage` cannot run yet (a prerequisite without a pass/warn record), or None."""
-    for needed in REQUIRES[stage]:
+    for needed in STAGE[stage].requires:  # the migration order: neuronkit/data/stages.toml
         record = run.read(needed)
         if record is None:
-            return f"{needed} has no record: run notebook {STAGES[needed]} first"
+            return f"{needed} has no record: run notebook {STAGE[needed].notebook} first"
         if not record.ok:
             return f"{needed} did not pass ({record.status}: {record.summary})"
     return None
 
 
 def skip(run: RunDir, stage: str, reason: str) -> StageResult:
-    """Write and return a `skipped` record for `stage` carrying the reason."""
-    result = StageResult(stage, "skipped", reason, error=reason, duration_s=0.0, finished_at=now())
-    run.write(result)
-    return result
+    """Write and return a `skipped` record for `stage` carrying the reason (read back, as every reader sees
+    it: its evidence the stage's empty record)."""
+    return kept(run, skipped(stage, reason))
 
 
 def begin(params: Params, stage: str) -> StageResult | None:

@@ -6,22 +6,13 @@ Only facts that depend on the model and the parameters, never on timings, paths 
 
 from __future__ import annotations
 
+from dataclasses import is_dataclass
 from typing import Any
 
+from neuronkit.pipeline import STAGE
 from neuronkit.stages import StageResult
 
-# Evidence paths printed per stage. Rows of a table keep STABLE_KEYS.
-CHECKED: dict[str, tuple[str, ...]] = {
-    "environment": ("device.kind", "model.name", "model.architecture", "model.model_type",
-                    "model.num_parameters", "model.dtype"),
-    "cpu_baseline": ("logits_shape", "loss", "generate.text", "fill_mask.text"),
-    "eager": ("parity.outputs", "parity.top1_agreement", "parity.generate_identical", "training.ok",
-              "fallback_ops"),
-    "audit": ("summary.distinct_ops", "summary.support_pct_ops", "summary.by_category", "summary.blockers"),
-    "compile": ("graphs", "graph_breaks", "recompiles", "parity.outputs", "buckets.buckets",
-                "buckets.compilations"),
-    "profile": ("distinct_ops", "fallbacks"),
-}
+# Rows of a table printed for nbval keep STABLE_KEYS (the paths printed per stage: `Stage.checked`).
 STABLE_KEYS = ("name", "op", "category", "calls", "shape", "ok", "reason", "bytes_copied")
 _MISSING = object()
 
@@ -31,27 +22,29 @@ def summary(result: StageResult) -> str:
     lines = [f"{result.stage}: {result.status}"]
     if result.status == "skipped":
         lines.append(f"  reason: {result.error}")
-    for path in CHECKED[result.stage]:
+    for path in STAGE[result.stage].checked:
         value = _lookup(result.evidence, path)
         if value is not _MISSING:
             lines.append(f"  {path}: {_stable(value)}")
     return "\n".join(lines)
 
 
-def _lookup(data: Any, path: str) -> Any:
-    for key in path.split("."):
-        if not isinstance(data, dict) or key not in data:
+def _lookup(record: Any, path: str) -> Any:
+    """The value at a dotted attribute path of a typed record; _MISSING where a step is None or absent."""
+    for name in path.split("."):
+        if record is None or not hasattr(record, name):
             return _MISSING
-        data = data[key]
-    return data
+        record = getattr(record, name)
+    return record
 
 
 def _stable(value: Any) -> str:
-    """A value printed so that float noise below three significant digits does not show."""
+    """A value printed so that float noise below three significant digits does not show; a table's rows
+    keep STABLE_KEYS."""
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, list):
-        rows = [{k: v[k] for k in STABLE_KEYS if k in v} if isinstance(v, dict) else v for v in value]
+        rows = [{k: getattr(v, k) for k in STABLE_KEYS if hasattr(v, k)} if is_dataclass(v) else v for v in value]
         return "[" + ", ".join(_stable(v) for v in rows) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_stable(v)}" for k, v in value.items()) + "}"

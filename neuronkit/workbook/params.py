@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from neuronkit.errors import DTYPES, NeuronkitInputError, positive_int_problem, require_positive_ints
+from neuronkit.run_config import DEFAULTS, RunConfig, names
 from neuronkit.stages import RunDir
 
 __all__ = ["DTYPES", "Params", "check_declared_types", "parameters", "positive_int_problem", "require_positive_ints"]
@@ -19,29 +20,35 @@ __all__ = ["DTYPES", "Params", "check_declared_types", "parameters", "positive_i
 
 @dataclass(frozen=True)
 class Params:
-    """The parameters shared by every stage of one run (what `params.json` records)."""
+    """The parameters shared by every stage of one run (what `params.json` records): the model, the run
+    directory and the run configuration (`neuronkit.run_config`, whose fields and defaults these are)."""
 
     model: str
     run_dir: str
-    dtype: str = "float32"
-    seq_len: int = 16
-    batch_size: int = 1
-    layers: int = 0  # blocks of a layer slice (0: as many as fit the budget; neuronkit.slicing)
-    full_model: bool = False  # run the whole model however large
+    dtype: str = DEFAULTS.dtype
+    seq_len: int = DEFAULTS.seq_len
+    batch_size: int = DEFAULTS.batch_size
+    layers: int = DEFAULTS.layers  # blocks of a layer slice (0: as many as fit the budget; neuronkit.slicing)
+    full_model: bool = DEFAULTS.full_model  # run the whole model however large
 
     @property
     def run(self) -> RunDir:
         return RunDir(self.run_dir)
 
+    @property
+    def config(self) -> RunConfig:
+        """The run configuration part."""
+        return RunConfig(**{name: getattr(self, name) for name in names()})
+
     def to_dict(self) -> dict[str, Any]:
-        """The run's parameters as `params.json` stores them (the run directory is the folder itself)."""
-        data = asdict(self)
-        del data["run_dir"]
-        return data
+        """The run's parameters as `params.json` stores them: the model and the run configuration (the run
+        directory is the folder itself)."""
+        return {"model": self.model, **asdict(self.config)}
 
 
-def parameters(model: Any, run_dir: Any, dtype: Any = "float32", seq_len: Any = 16,
-               batch_size: Any = 1, layers: Any = 0, full_model: Any = False) -> Params:
+def parameters(model: Any, run_dir: Any, dtype: Any = DEFAULTS.dtype, seq_len: Any = DEFAULTS.seq_len,
+               batch_size: Any = DEFAULTS.batch_size, layers: Any = DEFAULTS.layers,
+               full_model: Any = DEFAULTS.full_model) -> Params:
     """Validate a notebook's parameters; raise one NeuronkitInputError naming every bad one."""
     problems: list[str] = []
     if not isinstance(model, (str, os.PathLike)) or not str(model).strip():

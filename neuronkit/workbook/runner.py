@@ -19,24 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from neuronkit import pipeline
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import notebooks_dir
+from neuronkit.run_config import DEFAULTS
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import skip
 from neuronkit.workbook.kernel import KERNEL_NAME, KernelStarter, ensure_kernel, shutdown
 from neuronkit.workbook.params import check_declared_types, parameters as validate
 
-# Notebook file → the stage whose record it writes, in order; then the report notebook, which writes none.
-STAGE_NOTEBOOKS: tuple[tuple[str, str], ...] = (
-    ("00_environment.ipynb", "environment"),
-    ("01_cpu_baseline.ipynb", "cpu_baseline"),
-    ("02_eager_on_neuron.ipynb", "eager"),
-    ("03_op_audit.ipynb", "audit"),
-    ("04_compile.ipynb", "compile"),
-    ("05_profiling.ipynb", "profile"),
-)
-REPORT_NOTEBOOK = "06_report.ipynb"
-NOTEBOOKS: tuple[str, ...] = (*(name for name, _ in STAGE_NOTEBOOKS), REPORT_NOTEBOOK)
+# The stage notebooks in order (neuronkit/data/stages.toml), then the report notebook, which writes no record.
+REPORT_NOTEBOOK = f"{pipeline.REPORT_NOTEBOOK}.ipynb"
+NOTEBOOKS: tuple[str, ...] = (*(stage.ipynb for stage in pipeline.WORKBOOK), REPORT_NOTEBOOK)
 # Notebook parameters naming files (besides `model`): made absolute, as the kernels run in the notebooks folder.
 PATH_PARAMETERS = ("prompts_file",)
 # The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
@@ -77,13 +71,14 @@ class WorkbookResult:
         return all(nb.error is None for nb in self.notebooks)
 
 
-def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = "float32", *,
-                 seq_len: int = 16, batch_size: int = 1, parameters: dict[str, Any] | None = None,
+def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = DEFAULTS.dtype, *,
+                 seq_len: int = DEFAULTS.seq_len, batch_size: int = DEFAULTS.batch_size,
+                 parameters: dict[str, Any] | None = None,
                  notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
                  cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
                  kernels: str = "fork", overwrite: bool = False,
-                 random_weights: bool = False, layers: int = 0, full_model: bool = False,
-                 log: Callable[[str], None] = print) -> WorkbookResult:
+                 random_weights: bool = False, layers: int = DEFAULTS.layers,
+                 full_model: bool = DEFAULTS.full_model, log: Callable[[str], None] = print) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
     `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
@@ -181,15 +176,15 @@ def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], N
                  log: Callable[[str], None]) -> None:
     """The stage notebooks in order until one fails (the later stages then get `skipped` records), then
     the report notebook."""
-    for index, (name, stage) in enumerate(STAGE_NOTEBOOKS):
-        nb = execute(name)
+    for index, stage in enumerate(pipeline.WORKBOOK):
+        nb = execute(stage.ipynb)
         if nb.error is None:
-            nb.status = _status(run, stage)
+            nb.status = _status(run, stage.name)
         log(_line(len(result.notebooks), nb))
         if nb.error:
-            _record_failure(run, stage, nb)
-            for _, later in STAGE_NOTEBOOKS[index + 1:]:
-                skip(run, later, f"notebook {name} failed ({nb.error.splitlines()[0]})")
+            _record_failure(run, stage.name, nb)
+            for later in pipeline.WORKBOOK[index + 1:]:
+                skip(run, later.name, f"notebook {stage.ipynb} failed ({nb.error.splitlines()[0]})")
             break
     execute(REPORT_NOTEBOOK)
 
@@ -284,9 +279,10 @@ def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:
     existing = run.read(stage)
     if existing is not None and existing.status == "error":
         return
-    evidence = {**(existing.evidence if existing else {}), "notebook": str(nb.output)}
     run.write(StageResult(stage, "error", f"notebook {nb.notebook} failed: {nb.error.splitlines()[0]}",
-                          evidence, error=nb.error, duration_s=nb.seconds, finished_at=now()))
+                          existing.evidence if existing else None,
+                          error=f"{nb.error}\n(executed notebook: {nb.output})", duration_s=nb.seconds,
+                          finished_at=now()))
 
 
 def _status(run: RunDir, stage: str) -> str:

@@ -6,12 +6,13 @@ parity), and shape buckets that bound the compilations real prompt lengths would
 from __future__ import annotations
 
 from neuronkit.evidence import CompileCheck, CompileEvidence, CompileTiming, fields_of
+from neuronkit.pipeline import STAGE
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
-CHECK_STAGES = ("compile", "timing")
+CHECK_STAGES = STAGE["compile"].steps  # the `neuronkit check` steps this stage runs
 
 
 def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_file: str | None = None,

@@ -14,6 +14,7 @@ profiling and observers, a compiled graph, and the first call of each NEFF signa
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 from torch._C import DispatchKey, DispatchKeySet
@@ -109,6 +110,24 @@ def _is_neuron(x: object) -> bool:
 # The kernel.
 
 
+@dataclass(frozen=True)
+class NativeRecord:
+    """What the native kernel (csrc/kernel.cpp `record_for`, its `Record`) reads of one overload, once, by
+    field name: how its calls run."""
+
+    kind: str  # kernel (the native kernel), python (every call to `slow`), or a SPECIAL kind
+    native: bool  # lowered by the device: counted as executed, compiled into a NEFF
+    compiles: bool  # native and not a view: one eager NEFF per signature
+    cross_device: bool  # may mix host and device tensors (copies, index tensors)
+    resizes: bool  # out= or resize_: the device tensor is re-pointed if the host resized it
+    returns: list[tuple[int, bool] | None]  # per return: (argument it aliases, written), None when fresh
+    scalars: list[int]  # argument positions where a Python number is a 0-d NEFF input, not a key part
+    name: str  # the op's name as tracking records it
+    random: bool  # draws from the core's default generator
+    view: bool  # metadata-only: complex tensors may pass through
+    call_rules: list[str]  # input-aware rules (csrc/call_rules.cpp) that stop a call
+
+
 class OpKernel:
     """The Python path of one ATen overload (csrc/kernel.cpp sends calls here that need Python: errors,
     including a call an input-aware rule flags; a device generator; the device's host kernels; profiling
@@ -168,10 +187,11 @@ class OpKernel:
         self.kind = SPECIAL.get(self.qualified) or ("python" if self.blocked or host_in_python or self.preconditions
                                                     or (strict and not self.native) else "kernel")
 
-    def describe(self) -> tuple:
+    def describe(self) -> NativeRecord:
         """The native kernel's record of this overload (csrc/kernel.cpp `record_for`)."""
-        return (self.kind, self.native, self.compiles, self.cross_device, self.resizes, list(self.returns),
-                sorted(self.scalars), self.name, self.random, self.rule.is_view, [fn for fn, _ in self.checks])
+        return NativeRecord(self.kind, self.native, self.compiles, self.cross_device, self.resizes, list(self.returns),
+                            sorted(self.scalars), self.name, self.random, self.rule.is_view,
+                            [fn for fn, _ in self.checks])
 
     def __call__(self, values: list):
         """Run the op on `values`, its arguments in schema order."""

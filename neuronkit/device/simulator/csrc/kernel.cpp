@@ -6,11 +6,14 @@
 // device memory is host memory, so both run CPU's kernel on CPU aliases of the device tensors (no copy).
 //
 // Each overload gets a Record once, built from the Python policy (data/op_support.toml through
-// neuronkit.policy; kernel.py `describe`). The common call (a native or plain fallback op with no
-// input-aware rule, no 64-bit or complex device tensor, no device generator, profiler off) runs entirely
-// here: tracking, the NEFF-cache hit count, the CPU kernel, results mapped back by the schema's alias
-// annotations. Anything else (errors, call rules, narrowing, random ops, the device's own host kernels,
-// profiler records, a first-seen NEFF signature) goes to the Python slow path, `kernel.py` `slow`.
+// neuronkit.policy): kernel.py `describe` gives a NativeRecord, read here by field name. The common call
+// runs entirely here: the input-aware rules (call_rules.cpp), 64-bit narrowing and its write-back, the
+// core's generator for random ops, tracking, the NEFF-cache hit count, the CPU kernel (or the device's own
+// host kernel, attention.cpp), results mapped back by the schema's alias annotations. The calls that need
+// Python go to `kernel.py` `slow`: errors (a blocked op, a call a rule flags, complex tensors, mixed
+// devices), a device generator passed in, pin_memory, the device's Python host kernels, profiler records,
+// every op while observers, a compiled graph or a bounded NEFF cache need Python (`route_to_python`), and
+// the first call of each NEFF signature (which compiles it).
 #include "kernel.h"
 #include "runtime.h"
 
@@ -107,13 +110,13 @@ const Record& record_for(const c10::OperatorHandle& op) {
   }
   {
     py::gil_scoped_acquire gil;
-    auto fields = (*g_describe)(record->qualified).cast<py::tuple>();
-    record->kind = kind_of(fields[0].cast<std::string>());
-    record->native = fields[1].cast<bool>();
-    record->compiles = fields[2].cast<bool>();
-    record->cross_device = fields[3].cast<bool>();
-    record->resizes = fields[4].cast<bool>();
-    for (auto spec : fields[5].cast<py::list>()) {
+    py::object described = (*g_describe)(record->qualified);  // kernel.py NativeRecord
+    record->kind = kind_of(described.attr("kind").cast<std::string>());
+    record->native = described.attr("native").cast<bool>();
+    record->compiles = described.attr("compiles").cast<bool>();
+    record->cross_device = described.attr("cross_device").cast<bool>();
+    record->resizes = described.attr("resizes").cast<bool>();
+    for (auto spec : described.attr("returns").cast<py::list>()) {
       if (spec.is_none()) {
         record->alias.push_back(-1);
         record->written.push_back(false);
@@ -124,11 +127,11 @@ const Record& record_for(const c10::OperatorHandle& op) {
       }
     }
     record->scalar.assign(arguments.size(), false);
-    for (auto position : fields[6].cast<py::list>()) record->scalar[position.cast<size_t>()] = true;
-    record->name = fields[7].cast<std::string>();
-    record->random = fields[8].cast<bool>();
-    record->view = fields[9].cast<bool>();
-    for (auto name : fields[10].cast<py::list>()) {
+    for (auto position : described.attr("scalars").cast<py::list>()) record->scalar[position.cast<size_t>()] = true;
+    record->name = described.attr("name").cast<std::string>();
+    record->random = described.attr("random").cast<bool>();
+    record->view = described.attr("view").cast<bool>();
+    for (auto name : described.attr("call_rules").cast<py::list>()) {
       record->rules.push_back(call_rule_check(call_rule_id(name.cast<std::string>()), op.schema()));
     }
   }

@@ -19,7 +19,8 @@ namespace neuronkit {
 using Stack = std::vector<c10::IValue>;
 
 // Register the boxed kernel for PrivateUse1: as the fallback of every op, and by name for `overloads`.
-// `describe(qualified)` gives an overload's record fields; `slow(qualified, values)` runs the Python path.
+// `describe(qualified)` gives an overload's record (kernel.py NativeRecord, read by field name);
+// `slow(qualified, values)` runs the Python path.
 void install_kernel(py::object describe, py::object slow, const std::vector<std::string>& overloads,
                     const std::string& init_error);
 
