@@ -132,18 +132,22 @@ class OpKernel:
         # Where a Python number is a Scalar (the schema's type prints as `number`), one of a Scalar[] or a
         # wrapped number in a Tensor argument: a 0-d input of the NEFF, not part of its key (S
         # python_ops/processors/argument_processor.py preprocess_inputs turns each into a 0-d tensor;
-        # kernels/base.py get_cache_key keys a list's numbers by type).
+        # kernels/base.py get_cache_key keys a list's numbers by type), except the static arguments S's
+        # lowering of this overload keys by value (`fill_.Scalar`'s value, `addmm`'s beta and alpha, ...:
+        # data/op_verdicts.toml `static`, kernels/base.py:131-136).
+        static = policy.static_scalars(self.qualified)
         self.scalars = frozenset(i for i, a in enumerate(schema.arguments)
                                  if str(a.type).removeprefix("Optional[").rstrip("]") in
-                                 ("number", "Scalar", "Tensor", "List[number"))
-        self.rule: Rule = policy.rule(schema.name)
+                                 ("number", "Scalar", "Tensor", "List[number") and a.name not in static)
+        # The overload's verdict (data/op_verdicts.toml) under the hand-kept rules of its base name.
+        self.rule: Rule = policy.rule(self.qualified)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
         self.blocked = self.rule.blocked or (strict and bool(self.rule.documented))
         # Input-aware rules (data/op_support.toml `call_rule`) that stop this call, each with its Rule; the
         # native kernel tests them on every call and comes here only when one fires.
         self.checks = tuple((fn, rule) for fn, rule in policy.call_rules(schema.name) if rule.blocked or strict)
-        self.native = policy.runs_natively(schema.name)
+        self.native = policy.runs_natively(self.qualified)
         # S's can_handle checks of this op (data/op_support.toml `[[precondition]]`), asked on every call.
         self.preconditions = policy.preconditions.get(self.rule.name, ()) if self.native else ()
         # How S's compile path computes such an op (no can_handle there), used inside a compiled graph.
@@ -230,7 +234,8 @@ class OpKernel:
                 raise RuntimeError(
                     f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
                     f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
-            native.record_op(self.qualified, True)
+            if not self.rule.is_view:  # a whitelisted view runs on the host unlogged (NeuronBindings.cpp:232-246)
+                native.record_op(self.qualified, True)
         key = None
         hit = False
         if self.compiles and not fallback and not compiled_graphs.in_compiled_graph:

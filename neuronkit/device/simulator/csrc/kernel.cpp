@@ -489,6 +489,8 @@ struct Narrowing {
 };
 
 void track(const Record& record) {
+  // A view S's fallback whitelists runs on the host unlogged (S NeuronBindings.cpp:232-246).
+  if (!record.native && record.view) return;
   uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (record.seen_epoch.load(std::memory_order_relaxed) == epoch) return;
   std::lock_guard<std::mutex> lock(g_mutex);
