@@ -137,3 +137,27 @@ def test_view_as_real_runs_through_the_fallback_unlogged():
         **load_policy().overloads["aten::view_as_real"], "verdict": "cpu_fallback", "silent": True}
     assert _fallbacks(lambda: torch.view_as_real(z.to(N))) == []
     torch.testing.assert_close(torch.view_as_real(z.to(N)).cpu(), torch.view_as_real(z))
+
+
+@pytest.mark.parametrize("name, run", [
+    ("aten::argmax.out", lambda x: torch.argmax(x, -1)),
+    ("aten::isin.Tensor_Tensor_out", lambda x: torch.isin(x, x[:2])),
+    ("aten::sort.values_stable", lambda x: torch.sort(x, stable=True)),
+])
+def test_fallback_names_are_the_overloads_s_fallback_sees(name, run):
+    """S: the boxed fallback names the op it receives by schema name and overload (c10::toString(operator_name),
+    NeuronBindings.cpp:232-246). argmax, isin and sort(stable=True) are structured: torch's
+    CompositeExplicitAutogradNonFunctional kernel serves PrivateUse1 and calls the out= overload, which is
+    what the fallback receives; the op audit names it the same way, so an allow-list built from either holds
+    on the device."""
+    from torch import nn
+
+    from neuronkit.op_audit import audit
+
+    class Call(nn.Module):
+        def forward(self, x):
+            return run(x)
+
+    x = torch.randn(3, 5)
+    assert _fallbacks(lambda: run(x.to(N))) == [name]
+    assert [f["op"] for f in audit(Call(), x).findings if f["category"] == "cpu_fallback"] == [name]

@@ -296,6 +296,8 @@ class OpKernel:
             result = _map_tensors(result, _widen_float)
         if torch.int64 in had:
             result = _map_tensors(result, _wrap_int32)
+        if "dtype" in had:  # computed at the narrowed dtype, returned at the one asked for (restore_dtypes)
+            result = _map_tensors(result, _widen_int)
         return result
 
     def _results(self, result, values: list, target: int | None):
@@ -358,6 +360,8 @@ class _HostCall:
             return None
         if name == "pin_memory" and value:
             raise NotImplementedError("pin_memory is not supported for neuron tensors")
+        if name == "dtype" and value in (torch.float64, torch.int64):  # a factory's 64-bit dtype is narrowed too
+            self.wide = True
         return value
 
     def tensor(self, t: _Tensor) -> _Tensor:
@@ -440,7 +444,14 @@ def _narrow_tensor(t: _Tensor) -> _Tensor:
 
 
 def _narrow(value, had: set):
-    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists)."""
+    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists), and a 64-bit
+    `dtype` argument (S: python_ops/torch_mlir/op_impl.py:89-95 runs every torch-mlir op under
+    autocast_neuron(cast_dtype_params=True), dtype_autocast.py:71-78: float64 -> float32, int64 -> int32)."""
+    if value is torch.float64 or value is torch.int64:
+        had.add(value)
+        if value is torch.int64:
+            had.add("dtype")
+        return torch.float32 if value is torch.float64 else torch.int32
     if isinstance(value, _Tensor):
         dt = value.dtype
         if value.dim() and (dt is torch.float64 or dt is torch.int64):
@@ -468,6 +479,10 @@ def _replace(result, old: _Tensor, new: _Tensor):
 
 def _widen_float(t: _Tensor) -> _Tensor:
     return t.double() if t.dtype is torch.float32 else t
+
+
+def _widen_int(t: _Tensor) -> _Tensor:
+    return t.to(torch.int64) if t.dtype is torch.int32 else t
 
 
 def _wrap_int32(t: _Tensor) -> _Tensor:
