@@ -1,4 +1,4 @@
-"""The op-support policy of the `neuron` device, read from the package's `data/op_verdicts.toml` (each
+"""The op-support policy of the `neuron` device, read from the package's `data/op_verdicts.json` (each
 ATen overload's verdict, generated from the real backend's source by data/build_op_table.py) and
 `data/op_support.toml` (the hand-kept rules: documented gaps, findings, preconditions, dtypes, autocast).
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import tomllib
 from dataclasses import dataclass
 from typing import Literal
@@ -33,7 +34,7 @@ INPUT_FALLBACK = "input_fallback"
 
 
 RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
-# An overload's verdict in data/op_verdicts.toml, the device's own registrations first.
+# An overload's verdict in data/op_verdicts.json, the device's own registrations first.
 VERDICTS = ("native", "view", "composite", "cpu_fallback")
 
 
@@ -165,7 +166,7 @@ class Policy:
         return list(self.severity)
 
     def verdict(self, name: str) -> str:
-        """The overload's verdict from data/op_verdicts.toml (`aten::add.Tensor`, `aten.add.Tensor`,
+        """The overload's verdict from data/op_verdicts.json (`aten::add.Tensor`, `aten.add.Tensor`,
         `add.Tensor`; a bare `add` is the default overload). A name with no such overload gets the best
         verdict of its overloads; an op the table does not know takes the CPU fallback."""
         qualified = qualified_name(name)
@@ -176,7 +177,7 @@ class Policy:
 
     def static_scalars(self, name: str) -> tuple[str, ...]:
         """The Scalar arguments S keys the overload's NEFF by value (its torch-mlir registration's static
-        arguments, data/op_verdicts.toml `static`); every other Python number is a 0-d input of the NEFF."""
+        arguments, data/op_verdicts.json `static`); every other Python number is a 0-d input of the NEFF."""
         return tuple(self.overloads.get(qualified_name(name), {}).get("static", ()))
 
     @functools.lru_cache(maxsize=None)
@@ -194,7 +195,7 @@ class Policy:
             # Hand-kept: the simulator moves and allocates through these (e.g. upstream's copy_ composite
             # calls _copy_from, where S registers copy_ itself); they compile nothing and are never fallbacks.
             return Rule(base, NATIVE, is_view=True, source=self.sources["views"])
-        where = f"data/op_verdicts.toml from S @ {self.verdict_meta['commit'][:7]}"
+        where = f"data/op_verdicts.json from S @ {self.verdict_meta['commit'][:7]}"
         source = f"{row['source']} ({where})" if row else f"the best verdict of the overloads of {base} ({where})"
         if verdict == "composite":
             return Rule(base, NATIVE, runtime="decompose", source=source)
@@ -247,14 +248,14 @@ def base_name(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def load_policy() -> Policy:
-    """The policy from `data/op_support.toml` and `data/op_verdicts.toml`, parsed once per process."""
+    """The policy from `data/op_support.toml` and `data/op_verdicts.json`, parsed once per process."""
     path = data_dir() / "op_support.toml"
     try:
         with path.open("rb") as fh:
             table = tomllib.load(fh)
-        path = data_dir() / "op_verdicts.toml"
+        path = data_dir() / "op_verdicts.json"
         with path.open("rb") as fh:
-            return Policy(table, tomllib.load(fh))
+            return Policy(table, json.load(fh))
     except FileNotFoundError:
         raise FileNotFoundError(
             f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit."

@@ -1,4 +1,4 @@
-"""The op table, per overload: neuronkit/data/op_verdicts.toml is generated from S's registrations by
+"""The op table, per overload: neuronkit/data/op_verdicts.json is generated from S's registrations by
 data/build_op_table.py, and the simulator's dispatch gives the same verdict for every ATen overload of
 torch 2.13 but the listed known differences. Source: S = parmoham-aws/test-repo-parmoham @ 98154b8."""
 
@@ -35,7 +35,7 @@ def _known_differences() -> list[dict]:
 def test_committed_table_is_what_s_gives():
     """S: the pinned commit's registrations (csrc/core/NeuronBindings.cpp:415-496, python_ops @neuron_op and
     @register_aten, python_ops/__init__.py:12-83) resolved against torch 2.13's overloads give exactly
-    the committed neuronkit/data/op_verdicts.toml."""
+    the committed neuronkit/data/op_verdicts.json."""
     if not build_op_table.MIRROR.exists():
         pytest.skip(f"no mirror of S at {build_op_table.MIRROR}: only the committed table's invariants are checked")
     env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
@@ -69,7 +69,7 @@ def test_committed_table_invariants():
 
 
 def test_simulator_verdicts_equal_the_table_but_the_known_differences():
-    """S: the generated table (data/op_verdicts.toml) is what S does with each overload; the simulator's
+    """S: the generated table (data/op_verdicts.json) is what S does with each overload; the simulator's
     registrations (registration.py `_named_overloads`, its boxed kernel and the policy) do the same for
     every ATen overload of torch 2.13 except those known_differences.toml lists, each with its reason."""
     policy = load_policy()
