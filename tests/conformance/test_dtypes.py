@@ -109,3 +109,18 @@ def test_factory_64_bit_dtypes_are_computed_at_32_bits():
     assert summed.dtype is torch.float64 and summed.cpu().item() == torch.ones(3).div(3).sum().item()
     zeros = torch.zeros(3, dtype=torch.int64, device=N)
     assert zeros.dtype is torch.int64 and zeros.cpu().tolist() == [0, 0, 0]
+
+
+def test_the_audit_flags_64_bit_narrowing_only_for_native_ops():
+    """S: dtype_autocast.py narrows inside the op implementations (torch_mlir/op_impl.py:89-95); the boxed CPU
+    fallback runs an op at its inputs' width (NeuronBindings.cpp:483-485), so an int64 fallback is exact."""
+    from torch import nn
+
+    from neuronkit.op_audit import audit
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return torch.cumprod(x + 1, 0)
+
+    flagged = {f["op"] for f in audit(Net(), torch.arange(4)).findings if f["category"] == "int64_emulated"}
+    assert "aten::add" in flagged and "aten::cumprod.out" not in flagged
