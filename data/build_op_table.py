@@ -5,7 +5,8 @@ at one pinned commit. What S registers for the `neuron` device (PrivateUse1):
 
 - C++: `m.impl("name")` inside `TORCH_LIBRARY_IMPL(aten, PrivateUse1 | AutogradPrivateUse1, m)` blocks of
   torch_neuronx/csrc (NeuronBindings.cpp:415-447,494-496; the kernels live in aten/NeuronNativeFunctions.cpp).
-- Python: `@neuron_op("aten::...", priority)` classes and `@register_aten([...])` torch-mlir functions in
+- Python: `@neuron_op("aten::...", priority)` classes (and its typed variants `@neuron_unary_op`,
+  `@neuron_binary_op`, `@neuron_reduction_op`, `@neuron_comparison_op`), `@register_aten([...])` torch-mlir functions in
   the modules `auto_registration.discover_all_implementations` imports (python_ops, minus legacy/, jax/
   and modules named *test*; auto_registration.py:290-330), plus the literal `aten_lib.impl(...)` calls of
   python_ops/__init__.py (`_register_common_ops`). All of them reach `torch.library.Library.impl`.
@@ -57,6 +58,9 @@ COMMIT = "98154b867aa24562a3213e520d9ad7fd41032291"  # S, pinned: torch-neuronx 
 REPO = "parmoham-aws/test-repo-parmoham"
 VERDICTS = ("native", "view", "composite", "cpu_fallback")
 _DEVICE_KEYS = ("PrivateUse1", "AutogradPrivateUse1")
+# The decorators that register an implementation class for an aten name (auto_registration.py:44-79,189-275).
+_NEURON_OP_DECORATORS = ("neuron_op", "neuron_unary_op", "neuron_binary_op", "neuron_reduction_op",
+                         "neuron_comparison_op")
 _FALLBACK = "torch_neuronx/csrc/core/NeuronBindings.cpp:483-485"
 _WHITELIST_FILE = "torch_neuronx/csrc/core/NeuronBindings.cpp"
 
@@ -128,7 +132,7 @@ def _ints(node: ast.AST | None) -> tuple[int, ...]:
 
 
 def python_registrations(tree: dict[str, str]) -> list[Registration]:
-    """S's Python registrations: `@neuron_op` (with its priority), `@register_aten` (with its static arguments,
+    """S's Python registrations: `@neuron_op` and its typed variants (with their priority), `@register_aten` (with its static arguments,
     except for the preprocessing ones, whose key is of other arguments) and literal `aten_lib.impl` calls."""
     found = []
     for path in _files(tree, "torch_neuronx/python_ops", ".py"):
@@ -142,7 +146,7 @@ def python_registrations(tree: dict[str, str]) -> list[Registration]:
             called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             keywords = {k.arg: k.value for k in node.keywords}
             where = f"{path}:{node.lineno}"
-            if called == "neuron_op" and node.args:
+            if called in _NEURON_OP_DECORATORS and node.args:
                 given = keywords.get("priority", node.args[1] if len(node.args) > 1 else None)
                 priority = given.value if isinstance(given, ast.Constant) else 50
                 found += [Registration(name, where, 2, priority=priority) for name in _strings(node.args[0])]
