@@ -42,8 +42,10 @@ NATIVE_DROPOUT = "aten::native_dropout"
 _SDPA_PREFIX = "_scaled_dot_product_"
 _IGNORED_NAMESPACES = frozenset({"profiler", "prim"})  # dispatcher bookkeeping, not compute
 _NODE_KEY = "neuronkit.module_path"
-# The composite kernels a device receives an op through decomposed, in the order the dispatcher takes them.
-_COMPOSITES = (DispatchKey.CompositeExplicitAutograd, DispatchKey.CompositeExplicitAutogradNonFunctional)
+# The composite kernels a device receives an op through decomposed, in the order the dispatcher takes them
+# (an implicit composite reaches this mode when another composite's kernel calls it below autograd, e.g. `to`).
+_COMPOSITES = (DispatchKey.CompositeImplicitAutograd, DispatchKey.CompositeExplicitAutograd,
+               DispatchKey.CompositeExplicitAutogradNonFunctional)
 # Categories found from tensor layouts at dispatch; an op named like them on dense tensors is harmless.
 SPARSE, NESTED = "sparse", "nested_tensor"
 
