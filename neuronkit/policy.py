@@ -1,4 +1,6 @@
-"""The op-support policy of the `neuron` device, read from the package's `data/op_support.toml`.
+"""The op-support policy of the `neuron` device, read from the package's `data/op_verdicts.json` (each
+ATen overload's verdict, generated from the real backend's source by data/build_op_table.py) and
+`data/op_support.toml` (the hand-kept rules: documented gaps, findings, preconditions, dtypes, autocast).
 
 One classifier serves the simulated device's kernel, the op audit and the compile backend, so all three
 always agree on what runs natively, what falls back to CPU and what the first release does not support.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import tomllib
 from dataclasses import dataclass
 from typing import Literal
@@ -31,6 +34,8 @@ INPUT_FALLBACK = "input_fallback"
 
 
 RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
+# An overload's verdict in data/op_verdicts.json, the device's own registrations first.
+VERDICTS = ("native", "view", "composite", "cpu_fallback")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +105,21 @@ def _feature(entry: dict, gap: bool) -> _Feature:
 class Policy:
     """Classifies ATen ops and dtypes against the support table."""
 
-    def __init__(self, table: dict) -> None:
+    def __init__(self, table: dict, verdicts: dict) -> None:
         self.meta: dict = table.get("meta", {})
-        self.native_ops = frozenset(table["native"]["ops"])
+        self.verdict_meta: dict = verdicts["meta"]
+        # Every ATen overload (`aten::add.Tensor`, `aten::clone` for a default one): {verdict, source, ...}.
+        self.overloads: dict[str, dict] = verdicts["overloads"]
+        self.unattached: dict[str, str] = verdicts.get("unattached", {})
+        # A bare name's verdict (`aten::masked_fill`, no such overload): its overloads' best one.
+        self._base_verdicts: dict[str, str] = {}
+        for qualified, row in self.overloads.items():
+            base = qualified.split(".", 1)[0]
+            best = self._base_verdicts.get(base)
+            if best is None or VERDICTS.index(row["verdict"]) < VERDICTS.index(best):
+                self._base_verdicts[base] = row["verdict"]
         self.view_ops = frozenset(table["views"]["ops"])
-        self.sources: dict[str, str] = {k: table[k]["source"] for k in ("native", "views", "dtypes")}
+        self.sources: dict[str, str] = {k: table[k]["source"] for k in ("views", "dtypes")}
         features = [_feature(f, gap=True) for f in table.get("gap", [])]
         features += [_feature(f, gap=False) for f in table.get("finding", [])]
         self._features = tuple(f for f in features if not f.call_rule)
@@ -150,21 +165,45 @@ class Policy:
         """Every stable category id, in table order."""
         return list(self.severity)
 
+    def verdict(self, name: str) -> str:
+        """The overload's verdict from data/op_verdicts.json (`aten::add.Tensor`, `aten.add.Tensor`,
+        `add.Tensor`; a bare `add` is the default overload). A name with no such overload gets the best
+        verdict of its overloads; an op the table does not know takes the CPU fallback."""
+        qualified = qualified_name(name)
+        row = self.overloads.get(qualified)
+        if row is not None:
+            return row["verdict"]
+        return self._base_verdicts.get(qualified.split(".", 1)[0], "cpu_fallback")
+
+    def static_scalars(self, name: str) -> tuple[str, ...]:
+        """The Scalar arguments S keys the overload's NEFF by value (its torch-mlir registration's static
+        arguments, data/op_verdicts.json `static`); every other Python number is a 0-d input of the NEFF."""
+        return tuple(self.overloads.get(qualified_name(name), {}).get("static", ()))
+
     @functools.lru_cache(maxsize=None)
     def rule(self, name: str) -> Rule:
-        """The rule for an ATen base name (``aten::`` prefix, overload and trailing ``_`` tolerated)."""
-        name = base_name(name)
+        """The rule for an ATen overload (see `verdict` for the names taken); the hand-kept rules of
+        op_support.toml match its base name and come first."""
+        base = base_name(name)
         for feature in self._features:
-            if feature.matches(name):
-                rule = feature.rule(name)
-                return dataclasses.replace(rule, is_view=True) if name in self.view_ops else rule
-        if name in self.view_ops:
-            return Rule(name, NATIVE, is_view=True, source=self.sources["views"])
-        if name in self.native_ops or name.rstrip("_") in self.native_ops:
-            return Rule(name, NATIVE, source=self.sources["native"])
-        return Rule(name, CPU_FALLBACK, feature="no native Neuron lowering", remedy=self.remedies[CPU_FALLBACK],
-                    source="S: ops without a registration take the boxed CPU fallback "
-                           "(torch_neuronx/csrc/core/NeuronBindings.cpp, neuron_cpu_fallback)")
+            if feature.matches(base):
+                rule = feature.rule(base)
+                return dataclasses.replace(rule, is_view=True) if base in self.view_ops else rule
+        row = self.overloads.get(qualified_name(name), {})
+        verdict = self.verdict(name)
+        if base in self.view_ops and verdict in ("composite", "cpu_fallback"):
+            # Hand-kept: the simulator moves and allocates through these (e.g. upstream's copy_ composite
+            # calls _copy_from, where S registers copy_ itself); they compile nothing and are never fallbacks.
+            return Rule(base, NATIVE, is_view=True, source=self.sources["views"])
+        where = f"data/op_verdicts.json from S @ {self.verdict_meta['commit'][:7]}"
+        source = f"{row['source']} ({where})" if row else f"the best verdict of the overloads of {base} ({where})"
+        if verdict == "composite":
+            return Rule(base, NATIVE, runtime="decompose", source=source)
+        if verdict in ("native", "view"):
+            return Rule(base, NATIVE, is_view=verdict == "view" or base in self.view_ops, source=source)
+        # `silent`: S's fallback runs it on the host without logging it (a whitelisted view).
+        return Rule(base, CPU_FALLBACK, is_view=bool(row.get("silent")), feature="no native Neuron lowering",
+                    remedy=self.remedies[CPU_FALLBACK], source=source)
 
     @functools.lru_cache(maxsize=None)
     def call_rules(self, name: str) -> tuple[tuple[str, Rule], ...]:
@@ -176,8 +215,7 @@ class Policy:
     def runs_natively(self, name: str) -> bool:
         """Whether the op has a native lowering (including a finding such as ``nonzero``), is
         metadata-only, or is a documented gap that runs or decomposes on the device."""
-        name = base_name(name)
-        if name in self.native_ops or name.rstrip("_") in self.native_ops or name in self.view_ops:
+        if self.verdict(name) in ("native", "view") or base_name(name) in self.view_ops:
             return True
         rule = self.rule(name)
         return rule.runtime == "decompose" or (rule.runtime == "run" and bool(rule.documented))
@@ -193,6 +231,14 @@ class Policy:
         return None
 
 
+def qualified_name(name: str) -> str:
+    """`aten.add.Tensor` / `add.Tensor` / `aten::add.default` -> `aten::add.Tensor` / `aten::add`."""
+    if name.startswith(("aten::", "aten.")):
+        name = name[5:].lstrip(":.")
+    name = name.removesuffix(".default")
+    return f"aten::{name}"
+
+
 def base_name(name: str) -> str:
     """`aten::add.Tensor` / `aten.add.Tensor` / `add.Tensor` -> `add`."""
     if name.startswith(("aten::", "aten.")):
@@ -202,11 +248,14 @@ def base_name(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def load_policy() -> Policy:
-    """The policy from `data/op_support.toml`, parsed once per process."""
+    """The policy from `data/op_support.toml` and `data/op_verdicts.json`, parsed once per process."""
     path = data_dir() / "op_support.toml"
     try:
         with path.open("rb") as fh:
-            return Policy(tomllib.load(fh))
+            table = tomllib.load(fh)
+        path = data_dir() / "op_verdicts.json"
+        with path.open("rb") as fh:
+            return Policy(table, json.load(fh))
     except FileNotFoundError:
         raise FileNotFoundError(
             f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit."

@@ -111,7 +111,7 @@ CASES = [
     ("int64_emulated", lambda: Fn(lambda x: (x * 3 + 1).cumsum(0)), lambda: torch.arange(6), False, "aten::cumsum"),
     ("complex_dtype", lambda: Fn(lambda x: torch.view_as_complex(x) * 2), lambda: torch.randn(3, 2), False,
      "aten::mul"),
-    ("cpu_fallback", lambda: Fn(lambda x: torch.cumprod(x, 0)), lambda: torch.randn(8), False, "aten::cumprod"),
+    ("cpu_fallback", lambda: Fn(lambda x: torch.cumprod(x, 0)), lambda: torch.randn(8), False, "aten::cumprod.out"),
     ("cpu_fallback", lambda: Fn(lambda x: torch.fft.rfft(x).abs()), lambda: torch.randn(8), False, "aten::_fft_r2c"),
 ]
 
@@ -226,7 +226,7 @@ def test_json_document_follows_the_schema(tmp_path):
     for finding in data["findings"]:
         assert set(finding) == {"category", "severity", "op", "calls", "module_paths", "message", "remedy"}
         assert finding["category"] in load_policy().categories
-    assert data["summary"]["fallbacks"] == [{"op": "aten::cumprod", "calls": 1, "module_paths": [PATH]}]
+    assert data["summary"]["fallbacks"] == [{"op": "aten::cumprod.out", "calls": 1, "module_paths": [PATH]}]
     assert AuditReport.from_dict(data) == report
 
 

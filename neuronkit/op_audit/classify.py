@@ -85,11 +85,12 @@ def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str
     if own in (NATIVE, CPU_FALLBACK) and call_level:
         own = min(call_level, key=policy.categories.index)
     found = {own: stats.module_paths if own == rule.category else call_level[own]}
-    # Complex tensors fail only in native ops: the boxed CPU fallback takes them (NeuronBindings.cpp:483-485).
-    complex_ok = rule.is_view or not policy.runs_natively(name)
+    # The boxed CPU fallback takes any dtype at its width (NeuronBindings.cpp:483-485): complex tensors fail and
+    # 64-bit ones are narrowed only in native ops (dtype_autocast.py runs inside S's op implementations).
+    host = rule.is_view or not policy.runs_natively(name)
     for cat in policy.categories:
         if cat in stats.features and cat not in found and not (rule.is_view and cat in DTYPE_CATEGORIES) \
-                and not (cat == COMPLEX_DTYPE and complex_ok):
+                and not (cat in DTYPE_CATEGORIES and host):
             found[cat] = stats.features[cat]
     return found
 

@@ -95,3 +95,32 @@ def test_histc_keeps_the_devices_dtype_coverage(dtype):
     if dtype is not torch.float32:
         with pytest.raises(RuntimeError, match="not implemented"):
             torch.histc(values, bins=4, min=0, max=7)
+
+
+def test_factory_64_bit_dtypes_are_computed_at_32_bits():
+    """S: python_ops/torch_mlir/op_impl.py:89-95 runs torch-mlir ops under autocast_neuron(cast_dtype_params=True),
+    which turns a float64/int64 `dtype` argument into float32/int32 (dtype_autocast.py:71-78) and restores the
+    output's type (:128-150): a float64 `full` or `ones(...) * x` holds float32's value; int64 stays int64."""
+    float32_third = torch.tensor(1 / 3, dtype=torch.float32).item()
+    third = torch.full((2,), 1 / 3, dtype=torch.float64, device=N)
+    assert third.dtype is torch.float64 and third.cpu()[0].item() == float32_third
+    assert torch.full((2,), 1 / 3, dtype=torch.float64)[0].item() == 1 / 3  # CPU keeps float64
+    summed = torch.ones(3, device=N).div(3).sum(dtype=torch.float64)
+    assert summed.dtype is torch.float64 and summed.cpu().item() == torch.ones(3).div(3).sum().item()
+    zeros = torch.zeros(3, dtype=torch.int64, device=N)
+    assert zeros.dtype is torch.int64 and zeros.cpu().tolist() == [0, 0, 0]
+
+
+def test_the_audit_flags_64_bit_narrowing_only_for_native_ops():
+    """S: dtype_autocast.py narrows inside the op implementations (torch_mlir/op_impl.py:89-95); the boxed CPU
+    fallback runs an op at its inputs' width (NeuronBindings.cpp:483-485), so an int64 fallback is exact."""
+    from torch import nn
+
+    from neuronkit.op_audit import audit
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return torch.cumprod(x + 1, 0)
+
+    flagged = {f["op"] for f in audit(Net(), torch.arange(4)).findings if f["category"] == "int64_emulated"}
+    assert "aten::add" in flagged and "aten::cumprod.out" not in flagged

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 
@@ -22,12 +24,15 @@ def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
 
 
 def test_scalar_arguments_are_inputs_not_part_of_the_key():
-    """Fidelity audit row 8 for Scalar-typed arguments (`alpha`, `value`, `add.Scalar`'s `other`): an optimizer's
-    `addcdiv_(..., value=-step_size)` reuses one NEFF as the step size changes."""
+    """Fidelity audit row 8 for Scalar-typed arguments (`alpha`, `value`): an optimizer's
+    `addcdiv_(..., value=-step_size)` reuses one NEFF as the step size changes. S: `add.Scalar` is not
+    registered (op_verdicts.json: its CompositeExplicitAutograd kernel calls add.Tensor with the number
+    wrapped), so it shares `x + n`'s NEFF."""
     x, y = torch.randn(4, 3, device=N), torch.rand(4, 3, device=N) + 1
     assert _new_entries(lambda: [x.addcdiv(x, y, value=0.5), x.addcdiv(x, y, value=-0.25)]) == 1
     assert _new_entries(lambda: [torch.add(x, y, alpha=2), torch.add(x, y, alpha=3)]) == 1
-    assert _new_entries(lambda: [torch.ops.aten.add.Scalar(x, 2), torch.ops.aten.add.Scalar(x, 5)]) == 1
+    _new_entries(lambda: x + 7)
+    assert _new_entries(lambda: [torch.ops.aten.add.Scalar(x, 2), torch.ops.aten.add.Scalar(x, 5)]) == 0
 
 
 def test_static_int_arguments_stay_in_the_key():
@@ -74,3 +79,23 @@ def test_entry_limit_evicts_least_recently_used(run_python):
 
 
 test_entry_limit_evicts_least_recently_used = pytest.mark.subprocess(test_entry_limit_evicts_least_recently_used)
+
+
+@pytest.mark.parametrize("name, run", [
+    ("aten::fill_.Scalar", lambda x, v: x.clone().fill_(v)),
+    ("aten::threshold", lambda x, v: torch.nn.functional.threshold(x, v, 0.0)),
+    ("aten::softplus", lambda x, v: torch.nn.functional.softplus(x, beta=v)),
+    ("aten::addmm", lambda x, v: torch.addmm(x, x, x, beta=v)),
+])
+def test_static_scalar_arguments_are_part_of_the_key(name, run):
+    """S: torch-mlir registrations name static arguments, keyed by value (kernels/base.py:131-136;
+    torch_mlir/ops/creation.py:50 fill_.Scalar, misc.py:135 threshold, activation.py:34 softplus,
+    linear_algebra.py:28 addmm beta/alpha; data/op_verdicts.json `static`): each new value is a new NEFF,
+    the same value again is a cache hit."""
+    from neuronkit.policy import load_policy
+    assert load_policy().static_scalars(name)
+    x = torch.randn(3, 3, device=N)
+    run(x, 0.25)  # the call's other NEFFs (clone) and this value
+    fresh = 0.5 + random.random()  # a value no earlier run keyed
+    assert _new_entries(lambda: run(x, fresh)) == 1
+    assert _new_entries(lambda: [run(x, fresh), run(x, 0.25)]) == 0

@@ -151,18 +151,22 @@ class OpKernel:
         # Where a Python number is a Scalar (the schema's type prints as `number`), one of a Scalar[] or a
         # wrapped number in a Tensor argument: a 0-d input of the NEFF, not part of its key (S
         # python_ops/processors/argument_processor.py preprocess_inputs turns each into a 0-d tensor;
-        # kernels/base.py get_cache_key keys a list's numbers by type).
+        # kernels/base.py get_cache_key keys a list's numbers by type), except the static arguments S's
+        # lowering of this overload keys by value (`fill_.Scalar`'s value, `addmm`'s beta and alpha, ...:
+        # data/op_verdicts.json `static`, kernels/base.py:131-136).
+        static = policy.static_scalars(self.qualified)
         self.scalars = frozenset(i for i, a in enumerate(schema.arguments)
                                  if str(a.type).removeprefix("Optional[").rstrip("]") in
-                                 ("number", "Scalar", "Tensor", "List[number"))
-        self.rule: Rule = policy.rule(schema.name)
+                                 ("number", "Scalar", "Tensor", "List[number") and a.name not in static)
+        # The overload's verdict (data/op_verdicts.json) under the hand-kept rules of its base name.
+        self.rule: Rule = policy.rule(self.qualified)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.
         self.blocked = self.rule.blocked or (strict and bool(self.rule.documented))
         # Input-aware rules (data/op_support.toml `call_rule`) that stop this call, each with its Rule; the
         # native kernel tests them on every call and comes here only when one fires.
         self.checks = tuple((fn, rule) for fn, rule in policy.call_rules(schema.name) if rule.blocked or strict)
-        self.native = policy.runs_natively(schema.name)
+        self.native = policy.runs_natively(self.qualified)
         # S's can_handle checks of this op (data/op_support.toml `[[precondition]]`), asked on every call.
         self.preconditions = policy.preconditions.get(self.rule.name, ()) if self.native else ()
         # How S's compile path computes such an op (no can_handle there), used inside a compiled graph.
@@ -250,7 +254,8 @@ class OpKernel:
                 raise RuntimeError(
                     f"CPU fallback is disabled for operation={self.name}: it has no native Neuron lowering "
                     f"(NEURONKIT_STRICT=1). {self.rule.remedy}")
-            native.record_op(self.qualified, True)
+            if not self.rule.is_view:  # a whitelisted view runs on the host unlogged (NeuronBindings.cpp:232-246)
+                native.record_op(self.qualified, True)
         key = None
         hit = False
         if self.compiles and not fallback and not compiled_graphs.in_compiled_graph:
@@ -311,6 +316,8 @@ class OpKernel:
             result = _map_tensors(result, _widen_float)
         if torch.int64 in had:
             result = _map_tensors(result, _wrap_int32)
+        if "dtype" in had:  # computed at the narrowed dtype, returned at the one asked for (restore_dtypes)
+            result = _map_tensors(result, _widen_int)
         return result
 
     def _results(self, result, values: list, target: int | None):
@@ -373,6 +380,8 @@ class _HostCall:
             return None
         if name == "pin_memory" and value:
             raise NotImplementedError("pin_memory is not supported for neuron tensors")
+        if name == "dtype" and value in (torch.float64, torch.int64):  # a factory's 64-bit dtype is narrowed too
+            self.wide = True
         return value
 
     def tensor(self, t: _Tensor) -> _Tensor:
@@ -455,7 +464,14 @@ def _narrow_tensor(t: _Tensor) -> _Tensor:
 
 
 def _narrow(value, had: set):
-    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists)."""
+    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists), and a 64-bit
+    `dtype` argument (S: python_ops/torch_mlir/op_impl.py:89-95 runs every torch-mlir op under
+    autocast_neuron(cast_dtype_params=True), dtype_autocast.py:71-78: float64 -> float32, int64 -> int32)."""
+    if value is torch.float64 or value is torch.int64:
+        had.add(value)
+        if value is torch.int64:
+            had.add("dtype")
+        return torch.float32 if value is torch.float64 else torch.int32
     if isinstance(value, _Tensor):
         dt = value.dtype
         if value.dim() and (dt is torch.float64 or dt is torch.int64):
@@ -483,6 +499,10 @@ def _replace(result, old: _Tensor, new: _Tensor):
 
 def _widen_float(t: _Tensor) -> _Tensor:
     return t.double() if t.dtype is torch.float32 else t
+
+
+def _widen_int(t: _Tensor) -> _Tensor:
+    return t.to(torch.int64) if t.dtype is torch.int32 else t
 
 
 def _wrap_int32(t: _Tensor) -> _Tensor:

@@ -59,25 +59,55 @@ def _skip_simulator_frames(trace_rules) -> None:
 def _named_overloads(policy, strict: bool) -> list[str]:
     """The ATen overloads the kernel must be registered for by name: those upstream implements as
     CompositeExplicitAutograd (or its non-functional variant), which outranks the boxed fallback that
-    every other op without a composite kernel reaches. Two kinds of them stop at the device: natively
-    lowered ops (the real backend registers them itself, e.g. native_layer_norm, which would otherwise
-    decompose into batch norm) and gaps the device raises for (e.g. _make_dual); under
-    NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which otherwise decomposes). In-place
+    every other op without a composite kernel reaches. Two kinds of them stop at the device: overloads the
+    real backend registers a kernel for (verdict `native` in data/op_verdicts.json, e.g.
+    native_layer_norm, which would otherwise decompose into batch norm; not the hand-kept ones that compile
+    nothing, such as copy_ and _to_copy, whose composites move the data) and gaps the device raises for
+    (e.g. _make_dual); under NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which
+    otherwise decomposes). Every other one decomposes as on the device, its parts deciding (`pixel_shuffle`,
+    `logsumexp.out`; `argmax` into `argmax.out`, which then takes the fallback under that name). In-place
     views (`as_strided_`, `squeeze_`, ...) never: they change the tensor's metadata only, which the
     composite kernel does, and the real backend registers none of them (NeuronBindings.cpp:415-443)."""
     found = []
     for tagged in native.composite_explicit_overloads():  # "E" CompositeExplicitAutograd, "N" non-functional
-        explicit, qualified = tagged[0] == "E", tagged[1:]
+        qualified = tagged[1:]
         if _is_inplace_view(qualified):
             continue
         rule = policy.rule(qualified)
-        stops = rule.blocked or (strict and bool(rule.documented))
-        if explicit and not stops and (
-                not policy.runs_natively(qualified) or rule.is_view or rule.runtime == "decompose"):
-            continue
-        found.append(qualified)
+        if rule.blocked or (strict and bool(rule.documented)) or (
+                policy.verdict(qualified) == "native" and not rule.is_view):
+            found.append(qualified)
     found.extend(kernel.SPECIAL)  # the ones handled by kind, whatever composite kernels upstream has
     return sorted({q[len("aten::"):] for q in found})
+
+
+def simulated_verdicts(policy) -> dict[str, str]:
+    """What the simulator does with each ATen overload, from its registrations and the policy (no op runs):
+    `raise`, `native`, `view`, `cpu_fallback` (the overload reaches the device's kernel), or `composite`
+    (a composite kernel runs above it). Compared with data/op_verdicts.json by the conformance tests."""
+    named = {f"aten::{q}" for q in _named_overloads(policy, strict=False)}
+    found = {}
+    for qualified in sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")):
+        composite = any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) for key in (
+            "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"))
+        implicit = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd")
+        rule = policy.rule(qualified)
+        if composite and (implicit or qualified not in named):
+            found[qualified] = "view" if rule.is_view and not implicit and _is_view(qualified) else "composite"
+        elif rule.blocked:
+            found[qualified] = "raise"
+        elif policy.runs_natively(qualified) and rule.runtime != "decompose":
+            found[qualified] = "view" if rule.is_view and _is_view(qualified) else "native"
+        else:
+            found[qualified] = "cpu_fallback"
+    return found
+
+
+def _is_view(qualified: str) -> bool:
+    """Whether an overload returns an alias of an input it does not write (a view)."""
+    name, _, overload = qualified[len("aten::"):].partition(".")
+    schema = getattr(getattr(torch.ops.aten, name), overload or "default")._schema
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
 
 
 def _is_inplace_view(qualified: str) -> bool:

@@ -59,6 +59,7 @@ struct Record {
   std::vector<bool> written; // per return: that argument is written (in-place / out=)
   std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
   int pin_memory = -1;       // position of a `pin_memory` argument
+  int dtype = -1;            // position of the `dtype` argument of an op that compiles: S narrows a 64-bit one
   void (*host)(Stack*) = nullptr;  // the device's own host kernel (attention.cpp), else CPU's kernel
   std::string name, qualified;
   std::atomic<uint64_t> seen_epoch{0};  // tracking epoch this op was last recorded in
@@ -131,6 +132,11 @@ const Record& record_for(const c10::OperatorHandle& op) {
     record->name = described.attr("name").cast<std::string>();
     record->random = described.attr("random").cast<bool>();
     record->view = described.attr("view").cast<bool>();
+    if (record->compiles) {
+      for (size_t i = 0; i < arguments.size(); ++i) {
+        if (arguments[i].name() == "dtype") record->dtype = static_cast<int>(i);
+      }
+    }
     for (auto name : described.attr("call_rules").cast<py::list>()) {
       record->rules.push_back(call_rule_check(call_rule_id(name.cast<std::string>()), op.schema()));
     }
@@ -492,6 +498,8 @@ struct Narrowing {
 };
 
 void track(const Record& record) {
+  // A view S's fallback whitelists runs on the host unlogged (S NeuronBindings.cpp:232-246).
+  if (!record.native && record.view) return;
   uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (record.seen_epoch.load(std::memory_order_relaxed) == epoch) return;
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -523,6 +531,9 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
       scan.python = scan.python || value.toGenerator().device().type() == kNeuron;
     } else if (static_cast<int>(i) == record.pin_memory) {
       scan.python = scan.python || (value.isBool() && value.toBool());
+    } else if (static_cast<int>(i) == record.dtype && value.isInt()) {  // Python narrows it (kernel.py `_narrow`)
+      const auto type = static_cast<c10::ScalarType>(value.toInt());
+      scan.python = scan.python || type == at::kDouble || type == at::kLong;
     } else {
       each_tensor(value, [&](const at::Tensor& t) { scan.tensor(t); });
     }
