@@ -43,11 +43,23 @@ _require_build_tools()
 
 from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402 - after the one-line checks above
 
+
+class _BuildExtension(BuildExtension.with_options(use_ninja=_ninja_on_path())):
+    """torch's BuildExtension, keeping setuptools' up-to-date check that its ninja backend turns off: a build
+    directory whose extension is newer than every source and header is not compiled again (a wheel built from
+    a tree whose build/ already holds it, as tests/test_notebooks.py's wheel test does), unless --force."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        self.force = self.get_finalized_command("build").force
+
+
 setup(
     ext_modules=[CppExtension(
         "neuronkit.device.simulator._native",
         sources=sorted(str(p) for p in _CSRC.glob("*.cpp")),
+        depends=sorted(str(p) for p in _CSRC.glob("*.h")),
         extra_compile_args=["-O2", "-g0", "-Wno-unused-parameter"],
     )],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=_ninja_on_path())},
+    cmdclass={"build_ext": _BuildExtension},
 )

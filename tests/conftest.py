@@ -4,6 +4,7 @@ the check that every plot of every notebook a test executes is an image."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -44,6 +45,58 @@ ZOO_RECIPES = ZOO_BUILDER.recipes()
 def zoo(tmp_path_factory) -> dict[str, Path]:
     """Every checkpoint of the architecture zoo (data/zoo.toml), built once per session (~1 s)."""
     return ZOO_BUILDER.build_zoo(tmp_path_factory.mktemp("zoo"))
+
+
+class ForkedKernels:
+    """The project's kernel (`neuronkit`) forked from one process that imported the libraries once
+    (neuronkit.workbook.zygote: how `neuronkit run` starts kernels by default), for the notebooks tests
+    execute themselves: each kernel is still a fresh process; the imports (seconds each) are paid once.
+
+    `km(cwd)` is a started kernel manager for `papermill.execute_notebook(km=...)`, to be stopped with
+    `neuronkit.workbook.kernel.shutdown`; a process run with `env` (nbval) finds kernel `neuronkit` forked
+    too. A kernel started with another environment is declined by the server and starts the ordinary way."""
+
+    def __init__(self, folder: Path) -> None:
+        from neuronkit.workbook.kernel import KERNEL_NAME, fork_server
+        from neuronkit.workbook.runner import KERNEL_ENV
+
+        # pytest sets PYTEST_CURRENT_TEST (and a pytest run by a test, PYTEST_VERSION) per test: the kernels
+        # are launched without them, so that every kernel's environment is the one the server imported under.
+        self.env = {**KERNEL_ENV, **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+                    "JUPYTER_PATH": str(folder)}
+        self._server = fork_server(KERNEL_NAME, self.env)
+        self._specs = self._server.kernel_spec_manager if self._server else None
+        if self._specs is not None:
+            forked = self._specs.get_kernel_spec(KERNEL_NAME)
+            target = folder / "kernels" / KERNEL_NAME
+            target.mkdir(parents=True)
+            argv = ["env", *(f"--unset={k}" for k in ("PYTEST_CURRENT_TEST", "PYTEST_VERSION")), *forked.argv]
+            (target / "kernel.json").write_text(json.dumps({**forked.to_dict(), "argv": argv}))
+
+    def km(self, cwd: Path):
+        """A started kernel manager for kernel `neuronkit` in `cwd`."""
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+
+        from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+        from neuronkit.workbook.runner import KERNEL_ARGUMENTS
+
+        ensure_kernel()
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, **({"kernel_spec_manager": self._specs} if self._specs else {}))
+        run_sync(km.start_kernel)(extra_arguments=KERNEL_ARGUMENTS, cwd=str(cwd), env=self.env)
+        return km
+
+    def close(self) -> None:
+        if self._server:
+            self._server.close()
+
+
+@pytest.fixture(scope="session")
+def forked_kernels(tmp_path_factory) -> Iterator[ForkedKernels]:
+    """One fork server for the session's notebook executions (ForkedKernels)."""
+    kernels = ForkedKernels(tmp_path_factory.mktemp("jupyter"))
+    yield kernels
+    kernels.close()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import jupytext
 import nbformat
 import papermill
 
-from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.workbook.kernel import KERNEL_NAME, shutdown
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -26,13 +26,17 @@ def assert_clean_pair(notebook: Path) -> None:
     assert [c.source for c in source.cells] == [c.source for c in nb.cells]
 
 
-def execute(notebook: Path, out_dir: Path, **parameters: Any) -> tuple[str, bool]:
-    """Run the notebook with papermill into `out_dir` (whose plots the conftest then checks); return the text
-    its code cells printed and whether it showed an image."""
-    ensure_kernel()
+def execute(notebook: Path, out_dir: Path, kernels: Any, **parameters: Any) -> tuple[str, bool]:
+    """Run the notebook with papermill into `out_dir` (whose plots the conftest then checks) on a kernel of
+    `kernels` (conftest's `forked_kernels`); return the text its code cells printed and whether it showed an
+    image."""
     output = out_dir / notebook.name
-    papermill.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
-                               cwd=str(notebook.parent), progress_bar=False)
+    km = kernels.km(notebook.parent)
+    try:
+        papermill.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
+                                   cwd=str(notebook.parent), progress_bar=False, km=km)
+    finally:
+        shutdown(km)
     outputs = [o for c in nbformat.read(output, as_version=4).cells if c.cell_type == "code" for o in c.outputs]
     text = "".join(o.get("text", "") for o in outputs)
     return text, any(o.output_type == "display_data" and "image/png" in o.data for o in outputs)

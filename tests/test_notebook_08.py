@@ -14,8 +14,8 @@ def test_notebook_08_is_clean_parameterized_and_paired_with_its_source():
 
 
 @pytest.mark.notebooks
-def test_notebook_08_runs_and_shows_parity_audit_profile_and_a_rule(tmp_path):
-    text, shows_an_image = execute(NOTEBOOK, tmp_path, profile_steps=1)
+def test_notebook_08_runs_and_shows_parity_audit_profile_and_a_rule(tmp_path, forked_kernels):
+    text, shows_an_image = execute(NOTEBOOK, tmp_path, forked_kernels, profile_steps=1)
     assert "same next tokens: True" in text
     assert "custom NKI ops: ['lesson08::silu_mul']" in text
     assert "nki::silu_mul_kernel: 2 calls, classification native" in text

@@ -15,8 +15,8 @@ def test_notebook_09_is_clean_parameterized_and_paired_with_its_source():
 
 
 @pytest.mark.notebooks
-def test_notebook_09_scans_diffs_and_runs_the_example(tmp_path):
-    text, shows_an_image = execute(NOTEBOOK, tmp_path, steps=2)
+def test_notebook_09_scans_diffs_and_runs_the_example(tmp_path, forked_kernels):
+    text, shows_an_image = execute(NOTEBOOK, tmp_path, forked_kernels, steps=2)
     assert "REWRITE (fixed by --write)  [synchronize]  torch.cuda.synchronize" in text
     assert "+        torch.neuron.synchronize()" in text
     assert "1 process: 2/2 optimizer steps" in text and "-> ok" in text

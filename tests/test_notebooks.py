@@ -3,6 +3,7 @@ sequence executed by papermill on both bundled architectures, failure handling, 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import data_dir, notebooks_dir
 from neuronkit.stages import STAGES, RunDir
 from neuronkit.workbook import NOTEBOOKS, parameters, run_workbook
-from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.workbook.kernel import KERNEL_NAME, shutdown
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS_DIR = notebooks_dir()
@@ -151,10 +152,18 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     test's own environment through a .pth line naming its site-packages, rather than being downloaded
     again: a path added that way is not a site directory, so the editable install of the checkout that
     lives there is not activated, and the wheel's neuronkit is the one imported. The wheel is built
-    without build isolation (the setuptools at hand, nothing fetched) from a copy of the sources.
+    without build isolation (the setuptools at hand, nothing fetched) from a copy of the sources, whose
+    build directory holds the native runtime this environment built (`make setup`): setup.py reuses an
+    extension newer than its sources as setuptools does, so the wheel is packed without compiling the C++
+    again (~150 s of CPU); were the sources newer, it would compile them.
     """
     src, dist, venv, elsewhere = (tmp_path / name for name in ("src", "dist", "venv", "elsewhere"))
     shutil.copytree(ROOT, src, symlinks=True, ignore=_NOT_SOURCES)
+    native = Path(importlib.util.find_spec("neuronkit.device.simulator._native").origin)
+    build_lib = src / "build" / f"lib.{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
+    built = build_lib / "neuronkit" / "device" / "simulator" / native.name
+    built.parent.mkdir(parents=True)
+    shutil.copy2(native, built)  # its own modification time: older than an edited source, it is rebuilt
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "-w", str(dist), str(src)], check=True, capture_output=True, timeout=600)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -204,14 +213,17 @@ def test_whole_workbook_on_tiny_bert_checkpoint_directory(tmp_path: Path) -> Non
     assert len(run.read("cpu_baseline").evidence.fill_mask.predictions) == 5
 
 
-def _execute_first_notebook(tmp_path: Path, **params) -> PapermillExecutionError:
-    ensure_kernel()
+def _execute_first_notebook(tmp_path: Path, kernels, **params) -> PapermillExecutionError:
     output = tmp_path / "00.ipynb"
+    km = kernels.km(NOTEBOOKS_DIR)
     with pytest.raises(PapermillExecutionError) as info:
-        papermill.execute_notebook(str(NOTEBOOKS_DIR / "00_environment.ipynb"), str(output),
-                                   parameters={"run_dir": str(tmp_path / "run"), **params},
-                                   kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False,
-                                   execution_timeout=CELL_TIMEOUT)
+        try:
+            papermill.execute_notebook(str(NOTEBOOKS_DIR / "00_environment.ipynb"), str(output),
+                                       parameters={"run_dir": str(tmp_path / "run"), **params},
+                                       kernel_name=KERNEL_NAME, cwd=str(NOTEBOOKS_DIR), progress_bar=False,
+                                       execution_timeout=CELL_TIMEOUT, km=km)
+        finally:
+            shutdown(km)
     nb = nbformat.read(output, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     failed = [c for c in code if any(o.output_type == "error" for o in c.outputs)]
@@ -222,15 +234,15 @@ def _execute_first_notebook(tmp_path: Path, **params) -> PapermillExecutionError
 
 
 @pytest.mark.notebooks
-def test_missing_model_path_fails_in_the_first_cell(tmp_path: Path) -> None:
-    error = _execute_first_notebook(tmp_path, model=str(tmp_path / "no-such-checkpoint"))
+def test_missing_model_path_fails_in_the_first_cell(tmp_path: Path, forked_kernels) -> None:
+    error = _execute_first_notebook(tmp_path, forked_kernels, model=str(tmp_path / "no-such-checkpoint"))
     assert error.ename == "NeuronkitInputError"
     assert "bad workbook parameters" in error.evalue and "not found" in error.evalue
 
 
 @pytest.mark.notebooks
-def test_wrong_parameter_type_fails_in_the_first_cell(tmp_path: Path) -> None:
-    error = _execute_first_notebook(tmp_path, seq_len="16", dtype="float64")
+def test_wrong_parameter_type_fails_in_the_first_cell(tmp_path: Path, forked_kernels) -> None:
+    error = _execute_first_notebook(tmp_path, forked_kernels, seq_len="16", dtype="float64")
     assert error.ename == "NeuronkitInputError"
     assert "seq_len must be a positive integer, got str '16'" in error.evalue
     assert "dtype must be one of float32, bfloat16, float16" in error.evalue
@@ -290,7 +302,8 @@ def test_a_stalled_kernel_and_a_dead_one_end_the_run_with_clear_errors_and_a_rep
 
 
 @pytest.mark.notebooks
-def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> None:
+def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path, forked_kernels) -> None:
+    """`pytest --nbval-lax` over the prepared notebooks, its kernels forked (conftest's forked_kernels)."""
     prepared = tmp_path / "nbval"
     subprocess.run([sys.executable, str(ROOT / "tests" / "nbval" / "prepare.py"), str(prepared)], check=True,
                    cwd=ROOT)
@@ -298,7 +311,7 @@ def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path) -> Non
                            "--nbval-cell-timeout", str(CELL_TIMEOUT),
                            "--nbval-sanitize-with", str(ROOT / "tests" / "nbval" / "sanitize.cfg"),
                            "-p", "no:cacheprovider", "-q", str(prepared)],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1"})
+                          capture_output=True, text=True, cwd=ROOT, env=forked_kernels.env)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 
 

@@ -154,18 +154,21 @@ def test_models_without_a_tensor_parallel_plan_are_refused_for_tp(tmp_path):
 
 
 @pytest.mark.notebooks
-def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path):
+def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path, forked_kernels):
     import nbformat
     import papermill
 
-    from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+    from neuronkit.workbook.kernel import KERNEL_NAME, shutdown
 
-    ensure_kernel()
     notebook = ROOT / "notebooks" / "07_scale_out.ipynb"
     out = tmp_path / "07.ipynb"
-    papermill.execute_notebook(str(notebook), str(out), kernel_name=KERNEL_NAME, cwd=str(notebook.parent),
-                               parameters={"model": "tiny-qwen3", "seq_len": 128, "run_dir": str(tmp_path / "run")},
-                               progress_bar=False)
+    km = forked_kernels.km(notebook.parent)
+    try:
+        papermill.execute_notebook(str(notebook), str(out), kernel_name=KERNEL_NAME, cwd=str(notebook.parent),
+                                   parameters={"model": "tiny-qwen3", "seq_len": 128, "run_dir": str(tmp_path / "run")},
+                                   progress_bar=False, km=km)
+    finally:
+        shutdown(km)
     text = "\n".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
                      for o in c.get("outputs", []))
     assert "DDP ×64: dp=64 on 1 × trn2.48xlarge (64 ranks): does NOT fit" in text
