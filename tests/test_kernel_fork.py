@@ -73,6 +73,17 @@ def _run(kc, code: str, timeout: float = 60) -> tuple[str, str | None]:
     return "".join(out), (error[0] if error else None)
 
 
+def _wait_for_output(kc, msg_id: str, text: str, timeout: float = 60) -> None:
+    """Wait until the cell `msg_id` has printed `text` (the kernel is then running that cell's code)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg = kc.get_iopub_msg(timeout=deadline - time.monotonic())
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
+                and text in msg["content"]["text"]):
+            return
+    raise AssertionError(f"the kernel did not print {text!r} within {timeout} s")
+
+
 def _stop(km: KernelManager, kc) -> None:
     kc.stop_channels()
     if km.is_alive():
@@ -148,8 +159,8 @@ def test_interrupt_liveness_and_kill_reach_the_forked_kernel(server) -> None:
     try:
         pid = int(_run(kc, "import os; print(os.getpid())")[0])
         assert pid != km.provisioner.pid  # the launcher stands in for it
-        msg_id = kc.execute("import time; time.sleep(60)")
-        time.sleep(1)
+        msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+        _wait_for_output(kc, msg_id, "sleeping")  # inside the cell: an earlier SIGINT could land before it runs
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=20)
         assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["ename"] == "KeyboardInterrupt"
