@@ -51,6 +51,8 @@ if __name__ == "__main__":  # torch's own dispatcher, without an out-of-tree dev
 
 import torch  # noqa: E402
 
+from neuronkit.policy import returns_view  # noqa: E402  (with autoload off: no device is registered)
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "neuronkit" / "data" / "op_verdicts.json"
 MIRROR = Path(os.environ.get("NEURONKIT_S_MIRROR", "/work/.mirror/parmoham-aws+test-repo-parmoham/repo"))
@@ -188,13 +190,6 @@ def _has(name: str, key: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
 
 
-def is_view_schema(qualified: str) -> bool:
-    """Whether an overload returns an alias of an input that it does not write (a view)."""
-    base, _, overload = qualified.removeprefix("aten::").partition(".")
-    schema = getattr(getattr(torch.ops.aten, base), overload or "default")._schema
-    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
-
-
 def verdicts(mirror: Path, commit: str) -> dict:
     """The table: meta, every aten overload's verdict with its citation, and the unattached names."""
     overloads = sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
@@ -211,7 +206,7 @@ def verdicts(mirror: Path, commit: str) -> dict:
     whitelist, whitelist_source = view_whitelist(tree)
     rows = {}
     for name in overloads:
-        view = is_view_schema(name)
+        view = returns_view(name)
         if name in registered:
             entries = registered[name]
             # Python replaces a C++ kernel; of the Python ones the first stage wins (torch.library refuses a

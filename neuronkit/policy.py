@@ -246,6 +246,17 @@ def base_name(name: str) -> str:
     return name.split(".", 1)[0]
 
 
+def overload(qualified: str) -> torch._ops.OpOverload:
+    """The ATen OpOverload a dispatcher name (`aten::add.Tensor`, `aten::clone`) names."""
+    name, _, overload_name = qualified.removeprefix("aten::").partition(".")
+    return getattr(getattr(torch.ops.aten, name), overload_name or "default")
+
+
+def returns_view(qualified: str) -> bool:
+    """Whether an overload returns an alias of an input that it does not write (a view)."""
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in overload(qualified)._schema.returns)
+
+
 @functools.lru_cache(maxsize=1)
 def load_policy() -> Policy:
     """The policy from `data/op_support.toml` and `data/op_verdicts.json`, parsed once per process."""

@@ -18,7 +18,7 @@ import torch
 from neuronkit.device.simulator import autocast, features, kernel, module, native, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
-from neuronkit.policy import load_policy
+from neuronkit.policy import load_policy, overload, returns_view
 from neuronkit.post_import import when_imported
 
 def install(config: SimConfig | None = None) -> None:
@@ -93,29 +93,21 @@ def simulated_verdicts(policy) -> dict[str, str]:
         implicit = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd")
         rule = policy.rule(qualified)
         if composite and (implicit or qualified not in named):
-            found[qualified] = "view" if rule.is_view and not implicit and _is_view(qualified) else "composite"
+            found[qualified] = "view" if rule.is_view and not implicit and returns_view(qualified) else "composite"
         elif rule.blocked:
             found[qualified] = "raise"
         elif policy.runs_natively(qualified) and rule.runtime != "decompose":
-            found[qualified] = "view" if rule.is_view and _is_view(qualified) else "native"
+            found[qualified] = "view" if rule.is_view and returns_view(qualified) else "native"
         else:
             found[qualified] = "cpu_fallback"
     return found
 
 
-def _is_view(qualified: str) -> bool:
-    """Whether an overload returns an alias of an input it does not write (a view)."""
-    name, _, overload = qualified[len("aten::"):].partition(".")
-    schema = getattr(getattr(torch.ops.aten, name), overload or "default")._schema
-    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
-
-
 def _is_inplace_view(qualified: str) -> bool:
     """Whether an ATen overload (`aten::as_strided_`) is tagged as changing its input's metadata only."""
-    name, _, overload = qualified[len("aten::"):].partition(".")
-    if not name.endswith("_"):  # every in-place op's name does; the rest need no lookup
+    if not qualified.partition(".")[0].endswith("_"):  # every in-place op's name does; the rest need no lookup
         return False
-    return torch.Tag.inplace_view in getattr(getattr(torch.ops.aten, name), overload or "default").tags
+    return torch.Tag.inplace_view in overload(qualified).tags
 
 
 def _register_kernels(policy, config: SimConfig) -> None:
