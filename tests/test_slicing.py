@@ -183,3 +183,95 @@ def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_read
         assert loading.load(params) is subject
         checkpoint = {name: n for name, n in safetensors_reads.items() if name != "reference.safetensors"}
         assert checkpoint == {"model.safetensors": 1}  # reference.safetensors: the run's CPU reference
+
+
+def test_a_model_the_notebook_cells_loaded_is_adopted_without_a_second_read(tmp_path, safetensors_reads):
+    """Notebooks 01 and 02 as a learner runs them: transformers' own `from_pretrained` (on the CPU with its
+    loading info, then straight onto the device), `loading.adopt`, then the stage on that model: each
+    kernel reads the checkpoint once."""
+    import transformers
+
+    from neuronkit.workbook import cpu_baseline, eager, environment, loading
+    from neuronkit.workbook.params import parameters
+
+    params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"))
+    assert environment.run(params).ok
+    for device_map, notebook in ((None, lambda: cpu_baseline.run(params, max_new_tokens=2, timing_steps=1)),
+                                 ("neuron", lambda: eager.run(params, train_steps=1, generate_tokens=2))):
+        loading._LOADED.clear()  # a new kernel
+        safetensors_reads.clear()
+        setup = loading.recipe(params)
+        model_class = getattr(transformers, transformers.AutoConfig.from_pretrained(setup.path).architectures[0])
+        model, info = model_class.from_pretrained(setup.path, dtype=setup.dtype, device_map=device_map,
+                                                  output_loading_info=True, **setup.slice_kwargs)
+        subject = loading.adopt(params, model, None if device_map else info)
+        assert next(subject.model.parameters()).device.type == "cpu"
+        assert next(model.parameters()).device.type == (device_map or "cpu")  # the learner's stays where it was
+        result = notebook()
+        assert result.status in ("pass", "warn"), result.summary
+        assert loading.load(params) is subject and subject.weights.source == "checkpoint"
+        checkpoint = {name: n for name, n in safetensors_reads.items() if name != "reference.safetensors"}
+        assert checkpoint == {"model.safetensors": 1}
+
+
+def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_model(zoo, tmp_path, monkeypatch):
+    """`from_pretrained(path, **slice_kwargs)` builds the run's slice and reads only its blocks' tensors;
+    a model that is not the run's (the full model where a slice runs, another dtype) is refused in one line."""
+    import transformers
+
+    from neuronkit.workbook import loading
+    from neuronkit.workbook.params import parameters
+
+    read: list[str] = []  # the keys whose tensor data was read (a slice handle alone reads only the header)
+    real = safetensors.safe_open
+
+    class Sliced:
+        def __init__(self, handle, key):
+            self._handle, self._key = handle, key
+
+        def __getitem__(self, index):
+            read.append(self._key)
+            return self._handle[index]
+
+        def __getattr__(self, name):
+            return getattr(self._handle, name)
+
+    class Keys:
+        def __init__(self, filename, *args, **kwargs):
+            self._handle = real(filename, *args, **kwargs)
+
+        def __enter__(self):
+            self._handle.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self._handle.__exit__(*exc)
+
+        def get_tensor(self, key):
+            read.append(key)
+            return self._handle.get_tensor(key)
+
+        def get_slice(self, key):
+            return Sliced(self._handle.get_slice(key), key)
+
+        def __getattr__(self, name):
+            return getattr(self._handle, name)
+
+    import sys
+
+    params = parameters(str(zoo["llama"]), str(tmp_path / "run"), layers=1)
+    setup = loading.recipe(params)
+    assert setup.slice_kwargs == {"num_hidden_layers": 1}
+    assert setup.call("LlamaForCausalLM") == f"LlamaForCausalLM.from_pretrained({setup.path!r}, dtype=torch.float32, " \
+                                             "num_hidden_layers=1)"
+    for module in list(sys.modules.values()):
+        if getattr(module, "safe_open", None) is real:
+            monkeypatch.setattr(module, "safe_open", Keys)
+    model = transformers.LlamaForCausalLM.from_pretrained(setup.path, **setup.slice_kwargs)
+    assert read and not [key for key in read if ".layers.1." in key]
+    assert loading.adopt(params, model).model_slice.layers == 1
+    full = transformers.LlamaForCausalLM.from_pretrained(setup.path)
+    with pytest.raises(NeuronkitInputError, match=r"runs a layer slice: 1 of 2 blocks.*num_hidden_layers=1\)$"):
+        loading.adopt(params, full)
+    with pytest.raises(NeuronkitInputError, match="is in float16; this run computes in float32"):
+        loading.adopt(params, model.half())

@@ -3,6 +3,7 @@ CPU, its tokenizer, and the deterministic example inputs every stage compares on
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -32,7 +33,8 @@ class Subject:
 
 # This kernel's loaded models, by what they are loaded from: the notebook's own cells and its stage share
 # one model, tokenizer and inputs, so each checkpoint file is read once per kernel (at most twice for a
-# bfloat16/float16 run, whose CPU reference is float32).
+# bfloat16/float16 run, whose CPU reference is float32). A model the notebook's cells loaded themselves,
+# with transformers' own calls, joins it through `adopt`.
 _LOADED: dict[tuple[Any, ...], Subject] = {}
 
 
@@ -42,20 +44,137 @@ def load(params: Params, dtype: str | None = None) -> Subject:
 
     `dtype` overrides the run's (the CPU reference is float32). Cells that change the model (move it to
     a device, train it) work on a copy, or move it back."""
-    from neuronkit import inputs, models
+    from neuronkit import models
 
     dtype = dtype or params.dtype
-    key = (params.model, dtype, params.layers, params.full_model, params.batch_size, params.seq_len)
+    key = _key(params, dtype)
     if key not in _LOADED:
         piece = run_slice(params)
         model, weights, _ = models.load_slice(params.model, dtype, full_model=piece.full_model,
                                               layers=None if piece.full_model else piece.layers)
-        config = model.config
-        tokenizer = _tokenizer(params.model)
-        example = inputs.example_inputs(config, tokenizer, batch_size=params.batch_size, seq_len=params.seq_len,
-                                        processor=inputs.processor_config(params.model))
-        _LOADED[key] = Subject(model, tokenizer, config, example, models.task_of(config), weights, piece)
+        tokenizer, example = _example(params)
+        _LOADED[key] = Subject(model, tokenizer, model.config, example, models.task_of(model.config), weights, piece)
     return _LOADED[key]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a notebook's own cells need to load the run's model with transformers' calls
+    (`model_class.from_pretrained(path, dtype=..., **slice_kwargs)`) and run it on the run's inputs."""
+
+    path: str  # the checkpoint directory
+    dtype: torch.dtype  # the run's dtype
+    slice_kwargs: dict[str, Any]  # config overrides that load the run's layer slice; {} for the full model
+    inputs: dict[str, torch.Tensor]  # the run's example inputs (the model's forward arguments, labels included)
+    tokenizer: Any  # PreTrainedTokenizerBase or None (vision and speech models)
+    model_slice: ModelSlice  # what the run's stages run: the full model or a layer slice
+
+    def call(self, class_name: str, **extra: str) -> str:
+        """The `from_pretrained` call this recipe stands for, as text (`extra`: more keywords, as source)."""
+        words = [repr(self.path), f"dtype={self.dtype}", *(f"{k}={v!r}" for k, v in self.slice_kwargs.items()),
+                 *(f"{k}={v}" for k, v in extra.items())]
+        return f"{class_name}.from_pretrained({', '.join(words)})"
+
+
+def recipe(params: Params) -> Recipe:
+    """The checkpoint, dtype, layer-slice keywords and example inputs of the run, for cells that load the
+    model themselves; `adopt` then hands what they loaded to the stage."""
+    from neuronkit import models
+
+    piece = run_slice(params)
+    tokenizer, example = _example(params)
+    return Recipe(str(models.resolve_model(params.model)), models.as_dtype(params.dtype),
+                  {} if piece.full_model else slice_kwargs(models.load_config(params.model), piece.layers),
+                  example, tokenizer, piece)
+
+
+def slice_kwargs(config: Any, layers: int | None) -> dict[str, Any]:
+    """The `from_pretrained` keywords that build the first `layers` blocks of the model `config`
+    describes (`num_hidden_layers=2`, and per-block lists cut to match): the config entries a slice
+    changes (`neuronkit.slicing.sliced_config`). transformers then reads only the kept blocks' weights."""
+    from neuronkit import slicing
+
+    if layers is None:
+        return {}
+    sliced, stored = slicing.sliced_config(config, layers), config.to_dict()
+    keys = [*slicing.rules()["layer_keys"], *slicing.rules()["per_layer_keys"]]
+    return {key: getattr(sliced, key) for key in keys if key in stored and getattr(sliced, key) != stored[key]}
+
+
+def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None) -> Subject:
+    """Make `model`, which the notebook's own cells loaded (`from_pretrained`, on the CPU or on a
+    `neuron` device), the model this kernel's stage runs: no second read of the checkpoint.
+
+    It must be what the run loads: the checkpoint's own class, in the run's dtype or float32, with the
+    blocks of the run's slice; otherwise one line says what differs. The stage gets it on the CPU (a
+    device-resident model is copied back; the notebook's keeps running where it is). `loading_info`
+    (`from_pretrained(..., output_loading_info=True)`) names weights the checkpoint and the class
+    disagree on; without it they are the CPU baseline's record's (stage 01 loads with it)."""
+    from neuronkit import models, slicing
+    from neuronkit.errors import NeuronkitInputError
+    from neuronkit.graph_compile import compare
+
+    piece = run_slice(params)
+    full = models.load_config(params.model)
+    cls = models.model_class(full)
+    if type(model) is not cls:
+        raise NeuronkitInputError(f"the model to adopt is a {type(model).__name__}; this run's checkpoint "
+                                  f"{params.model} loads as {cls.__name__}")
+    want = slicing.block_counts(full if piece.full_model else slicing.sliced_config(full, piece.layers))
+    have = slicing.block_counts(model.config)
+    if have != want:
+        raise NeuronkitInputError(f"the model to adopt has {have} blocks where this run runs "
+                                  f"{piece.describe()} ({want}): load it with {recipe(params).call(cls.__name__)}")
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    name = str(dtype).removeprefix("torch.")
+    if name not in (params.dtype, "float32"):
+        raise NeuronkitInputError(f"the model to adopt is in {name}; this run computes in {params.dtype} "
+                                  "against a float32 reference")
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        model, _ = compare.to_device(copy.deepcopy(model), "cpu")  # the learner's copy stays on its device
+    weights = _weights(params, model, loading_info, full, cls, piece)
+    tokenizer, example = _example(params)
+    subject = Subject(model.eval(), tokenizer, model.config, example, models.task_of(full), weights, piece)
+    _LOADED[_key(params, name)] = subject
+    return subject
+
+
+def _weights(params: Params, model: Any, info: dict[str, Any] | None, full: Any, cls: type,
+             piece: ModelSlice) -> Any:
+    """Where an adopted model's weights came from, and what the checkpoint and its class disagree on."""
+    from neuronkit import models, slicing
+
+    if info is None:
+        record = params.run.read("cpu_baseline")
+        recorded = record.evidence.weights if record is not None and record.evidence is not None else None
+        if recorded is not None and recorded.source:
+            return models.Weights(recorded.source, tuple(recorded.missing), tuple(recorded.unexpected))
+    source = "random" if getattr(model.config, models.RANDOM_WEIGHTS_KEY, False) is True else "checkpoint"
+    info = info or {}
+    left_out = set() if piece.full_model else slicing.dropped_keys(full, model.config, cls)
+    return models.Weights(source, tuple(sorted(info.get("missing_keys", ()))),
+                          tuple(sorted(k for k in info.get("unexpected_keys", ()) if k not in left_out)))
+
+
+def _key(params: Params, dtype: str) -> tuple[Any, ...]:
+    return (params.model, dtype, params.layers, params.full_model, params.batch_size, params.seq_len)
+
+
+def _example(params: Params) -> tuple[Any, dict[str, torch.Tensor]]:
+    """The run's tokenizer and example inputs, made once per kernel (deterministic: every kernel of a run
+    makes the same ones)."""
+    key = (params.model, params.batch_size, params.seq_len)
+    if key not in _EXAMPLES:
+        from neuronkit import inputs, models
+
+        tokenizer = _tokenizer(params.model)
+        _EXAMPLES[key] = tokenizer, inputs.example_inputs(
+            models.load_config(params.model), tokenizer, batch_size=params.batch_size, seq_len=params.seq_len,
+            processor=inputs.processor_config(params.model))
+    return _EXAMPLES[key]
+
+
+_EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}
 
 
 def run_slice(params: Params) -> ModelSlice:
