@@ -66,18 +66,29 @@ params
 # `torch.neuron.*` and `torch.accelerator` just work, and Transformers, accelerate or TorchTitan need no
 # Neuron-specific branch. Ask PyTorch what it sees:
 
-# %%
+# %% tags=["copy"]
 import torch
 
+has_neuron = hasattr(torch, "neuron") and torch.neuron.is_available()  # torch.neuron: registered by TorchNeuron
+print("torch.accelerator:           ", torch.accelerator.current_accelerator())
+print("torch.neuron.is_available(): ", has_neuron)
+if has_neuron:
+    print("torch.neuron.device_count(): ", torch.neuron.device_count(), "logical NeuronCores")
+    properties = torch.neuron.get_device_properties(0)
+    print("neuron:0:                    ", properties.name, f"{properties.total_memory / 2**30:.0f} GiB HBM")
+    x = torch.ones(2, 2, device="neuron")
+    print("a tensor on:                 ", x.device, f"({torch.neuron.memory_allocated(0)} bytes allocated)")
+
+# %% [markdown]
+# Cells with the tag `copy`, like the one above, are plain PyTorch and Transformers: paste them into your
+# own code. The others use neuronkit, the workbook's helper library. Its `detect()` adds *which* device
+# this is, and why:
+
+# %%
 import neuronkit
 
 device = neuronkit.detect()  # real Trainium, neuronkit's simulation, or none, and why
-print("neuronkit.detect():          ", device.kind, "-", device.reason)
-with lesson.attempt("Using the neuron device"):
-    print("torch.neuron.is_available():", torch.neuron.is_available())
-    print("torch.neuron.device_count(): ", torch.neuron.device_count(), "logical NeuronCores")
-    print("torch.accelerator:           ", torch.accelerator.current_accelerator())
-    print("a tensor on:                 ", torch.ones(2, 2, device="neuron").device)
+print(device.kind, "-", device.reason)
 
 # %% [markdown]
 # On a machine without Trainium, neuronkit **simulates** the device on the CPU with the same
@@ -113,6 +124,25 @@ ax.set_title(f"{params.model}: {models.num_parameters(config):,} parameters agai
 plt.show()
 
 # %% [markdown]
+# ## A core that is not there: the error, on purpose
+#
+# Cores are numbered `neuron:0` to `neuron:<device_count() - 1>`. Code written for an 8-GPU box
+# (`cuda:7`), a `LOCAL_RANK` from the wrong launcher, or `NEURON_RT_VISIBLE_CORES` narrowing what this
+# process sees all end up asking for a core that does not exist. `torch.neuron.set_device` checks the
+# index and raises a `ValueError` naming it (TorchNeuron's `torch_neuronx/__init__.py`):
+
+# %% tags=["copy"]
+if has_neuron:
+    try:
+        torch.neuron.set_device(torch.neuron.device_count())  # one past the last core
+    except ValueError as err:
+        print(f"{type(err).__name__}: {err}")
+    print("current core:", torch.neuron.current_device())
+
+# %% [markdown]
+# The current core is unchanged. In a `torchrun` job each process picks its core from `LOCAL_RANK`, so
+# the launch decides which indices exist (notebook 07).
+#
 # ## Verify and record
 #
 # `environment.run` starts the run: it writes `params.json` into `run_dir`, removes stage records an
@@ -151,6 +181,19 @@ lesson.interactive(display.command_picker(params),
                    "(a model and dtype picker that rebuilds this command: run the notebook in JupyterLab)")
 
 # %% [markdown]
+# ## Try it
+#
+# Allocate a tensor on the last core, `last = torch.neuron.device_count() - 1` then
+# `torch.ones(1024, 1024, device=f"neuron:{last}")`, and compare `torch.neuron.memory_allocated(last)` with
+# `memory_allocated(0)`: each core has its own HBM. Then set `NEURON_RT_NUM_CORES=2` in a terminal, start
+# Python and ask `torch.neuron.device_count()` again.
+#
+# ## Recap
+#
+# - `import torch` is enough: TorchNeuron registers `neuron` as PyTorch's PrivateUse1 device.
+# - Each logical NeuronCore has its own HBM; a core index past `device_count() - 1` is a `ValueError`.
+# - This run is started: `params.json` and the environment record are in `run_dir`.
+#
 # ## Next
 
 # %%

@@ -40,34 +40,54 @@ max_new_tokens: int = 16                 # tokens of greedy generation
 timing_steps: int = 5                    # timed forward passes (after one warm-up)
 
 # %%
-from neuronkit.workbook import cpu_baseline, display, lesson, parameters
+from neuronkit.workbook import cpu_baseline, display, lesson, loading, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
 params
 
 # %% [markdown]
-# ## Run the model on the CPU
+# ## What this run loads
 #
-# `load` gives the model every notebook of the run uses: the checkpoint's own class
-# (`config.architectures[0]`, from local files; a `.bin` only with `weights_only=True`) in `dtype`, its
-# tokenizer, and the task's deterministic example inputs (`batch_size × seq_len` token ids, or
-# `pixel_values` / `input_features` from the processor config) with labels, so the model returns a loss.
-# A model too large for this machine is loaded as a *layer slice*: the embeddings, its first blocks with
-# their real weights, the final norm and the head (`layers` picks how many, `full_model` forces it all).
-# The kernel keeps what `load` returns: this notebook's stage below runs on the same model.
+# The checkpoint directory, the dtype, and the run's **example inputs**: a dict of tensors, the model's
+# forward arguments as your dataloader would give them (`batch_size × seq_len` token ids for text,
+# `pixel_values` or `input_features` from the processor config for vision and speech), with labels so the
+# model returns a loss. Every notebook of the run uses the same ones. A model too large for this machine
+# runs as a *layer slice*: its embeddings, its first blocks with their real weights, the final norm and the
+# head (`layers` picks how many, `full_model` forces it all); the slice is a `from_pretrained` keyword.
 
 # %%
+import transformers
+
+setup = loading.recipe(params)
+transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
+path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
+print("checkpoint:", path)
+print("runs on:   ", setup.model_slice.describe(), f"({setup.model_slice.reason})")
+print("inputs:    ", {name: tuple(t.shape) for name, t in inputs.items()})
+
+# %% [markdown]
+# ## Load it and run it on the CPU
+#
+# Transformers' own call, with the checkpoint's own class (`config.architectures[0]`), so a classifier
+# keeps its head. `output_loading_info=True` says which weights the class has and the checkpoint lacks
+# (those start random) before you trust a single number. The kernel keeps this model: the stage below
+# runs on it, without reading the checkpoint again.
+
+# %% tags=["copy"]
 import torch
+import transformers
 
-from neuronkit.workbook.loading import load
+config = transformers.AutoConfig.from_pretrained(path)
+model_class = getattr(transformers, config.architectures[0])  # the checkpoint's own class, head included
+model, loading_info = model_class.from_pretrained(path, dtype=torch_dtype, output_loading_info=True, **slice_kwargs)
+print(f"{model_class.__name__}: {sum(p.numel() for p in model.parameters()):,} parameters in {torch_dtype}")
+print("weights missing from the checkpoint:", loading_info["missing_keys"] or "none")
 
-subject = load(params)
 with torch.inference_mode():
-    out = subject.model(**subject.inputs)
-print(type(subject.model).__name__, {name: tuple(t.shape) for name, t in subject.inputs.items()})
-print("runs on:", subject.model_slice.describe(), f"({subject.model_slice.reason})")
-print("loss:", None if getattr(out, "loss", None) is None else round(float(out.loss), 4))
+    out = model(**inputs)
+print("output:", {name: tuple(value.shape) for name, value in out.items() if isinstance(value, torch.Tensor)})
+print("loss:", None if out.get("loss") is None else round(out.loss.item(), 4))
 
 # %% [markdown]
 # What does it predict? The most likely tokens (or classes) at the last position: the kind of answer a
@@ -80,8 +100,8 @@ logits = out.logits if getattr(out, "logits", None) is not None else out[0]
 scores = (logits[0, -1] if logits.dim() == 3 else logits[0]).float().softmax(-1)
 top = scores.topk(min(5, scores.numel()))
 ids = top.indices.tolist()
-labels = ([repr(subject.tokenizer.decode([i])) for i in ids] if subject.tokenizer is not None
-          else [subject.config.id2label.get(i, str(i)) for i in ids])
+labels = ([repr(setup.tokenizer.decode([i])) for i in ids] if setup.tokenizer is not None
+          else [model.config.id2label.get(i, str(i)) for i in ids])
 fig, ax = plt.subplots(figsize=(6, 2.4))
 ax.barh(labels[::-1], top.values.tolist()[::-1], color="#0969da")
 ax.set_xlabel("probability")
@@ -91,12 +111,14 @@ plt.show()
 # %% [markdown]
 # ## Verify and record
 #
-# `cpu_baseline.run` loads the same model and inputs, runs one warm-up forward pass, times
+# `loading.adopt` hands the model loaded above to this kernel's stage (it checks that it is the run's
+# class, dtype and slice). `cpu_baseline.run` then runs one warm-up forward pass on it, times
 # `timing_steps` more and keeps the median, and samples the model on `prompt`: greedy decoding for a
 # causal LM (no randomness, so a correct device reproduces it token for token), the top guesses for a
 # `[MASK]` for an encoder. It records all of it in `stages/01_cpu_baseline.json`.
 
 # %%
+loading.adopt(params, model, loading_info)  # the stage runs on `model`: the checkpoint is read once
 result = cpu_baseline.run(params, prompt=prompt, max_new_tokens=max_new_tokens, timing_steps=timing_steps)
 ev = result.evidence
 if ev.generate:
@@ -124,6 +146,19 @@ lesson.folded(display.show(result), f"Full record: cpu_baseline {result.status} 
 #   encoder.
 
 # %% [markdown]
+# ## Try it
+#
+# Give the model your own sentence: `batch = setup.tokenizer("Your text", return_tensors="pt")`, then
+# `model(**batch, labels=batch["input_ids"]).loss`. A trained causal LM gives a few nats on ordinary text,
+# far below `ln(vocab size)` (`math.log(config.vocab_size)`), which is what random weights give.
+#
+# ## Recap
+#
+# - `from_pretrained(path, dtype=..., output_loading_info=True)` loads the checkpoint's own class and says
+#   which weights it lacked.
+# - The CPU forward pass, loss and greedy sample are the reference every later notebook is held to.
+# - The reference outputs are saved in the run directory; notebook 02 reads them, it does not recompute.
+#
 # ## Next
 
 # %%

@@ -48,10 +48,16 @@ train_steps: int = 2      # SGD steps compared between CPU and neuron
 generate_tokens: int = 8  # greedy tokens compared (causal LMs)
 
 # %%
-from neuronkit.workbook import display, eager, lesson, parameters
+import transformers
+
+from neuronkit.workbook import display, eager, lesson, loading, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
+loading.neuron_device(device)  # a core this machine does not have is refused here, in one line
+setup = loading.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
+transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
+path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
 params
 
 # %% [markdown]
@@ -69,43 +75,55 @@ params
 #     optimizer.step()
 # ```
 #
-# First the line itself: a copy of notebook 01's model (this kernel loaded it once) moved to `neuron`,
-# one forward pass on the run's example batch, and the same pass on the CPU. `torch_neuronx` keeps track
-# of which ops ran on the device and which fell back to the CPU.
+# A Hugging Face model can skip the CPU copy and load its weights straight onto the device with
+# `from_pretrained(path, device_map="neuron")`; any other module moves with `model.to("neuron")`. The
+# model is loaded in float32: with `dtype` bfloat16 or float16 the device computes under
+# `torch.autocast("neuron")`, against notebook 01's float32 reference.
 
-# %%
-import copy
-
+# %% tags=["copy"]
 import torch
+import transformers
+
+config = transformers.AutoConfig.from_pretrained(path)
+model_class = getattr(transformers, config.architectures[0])
+model = model_class.from_pretrained(path, dtype=torch.float32, device_map=device, **slice_kwargs)  # the only change
+batch = {name: tensor.to(device) for name, tensor in inputs.items()}
+autocast = {"device_type": "neuron", "dtype": torch_dtype, "enabled": torch_dtype != torch.float32}
+print(model_class.__name__, "on", next(model.parameters()).device)
+
+# %% [markdown]
+# One forward pass on the device. An op without a Neuron lowering falls back to the CPU silently;
+# `torch_neuronx` (imported by `import torch` already) keeps track of which ops ran on the device and
+# which fell back. A feature the first release does not support raises instead: the `except` prints it,
+# and the stage below records it.
+
+# %% tags=["copy"]
 import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tracking API
 
-from neuronkit.workbook.loading import load
-
-subject = load(params)  # the model and example inputs of notebook 01
-
-with lesson.attempt("The forward pass on the device"):
-    net = copy.deepcopy(subject.model).to(device)  # the only change
-    batch = {name: t.to(device) for name, t in subject.inputs.items()}
-    torch_neuronx.clear_op_tracking()
-    with torch.no_grad():
-        neuron_loss = net(**batch).loss.item()
-        cpu_loss = subject.model(**subject.inputs).loss.item()
-    print("ops that ran on the device:", len(torch_neuronx.get_executed_ops()))
-    print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops()) or "none")
-    print(f"loss on cpu {cpu_loss:.4f}, on {device} {neuron_loss:.4f}")
-    del net, batch
+torch_neuronx.clear_op_tracking()
+try:
+    with torch.no_grad(), torch.autocast(**autocast):
+        out = model(**batch)
+    print("loss on", device, "=", None if out.get("loss") is None else round(out.loss.item(), 4))
+except (RuntimeError, ValueError) as err:  # what the device raises for what it does not support
+    out = None
+    print(f"the device refused this model: {type(err).__name__}: {err}")
+print("ops that ran on the device:", len(torch_neuronx.get_executed_ops()))
+print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops()) or "none")
 
 # %% [markdown]
 # ## Verify and record
 #
-# `eager.run` makes the comparison thoroughly and records it in `stages/02_eager.json`: it runs notebook
-# 01's inputs on `device`, compares every output with the CPU's, decodes greedily on both, and runs the
-# training loop above for `train_steps` steps on both devices from the same weights (SGD, because Adam
-# turns rounding-level gradient differences into full-size updates). Tolerances follow `dtype`: float32
-# must match within 1e-4; bfloat16 and float16 run under `torch.autocast("neuron")` against the float32
-# CPU reference, with looser bounds. It trains once; the plot below reads its losses from the record.
+# `loading.adopt` hands the model above to this kernel's stage (a CPU copy of it: no second read of the
+# checkpoint). `eager.run` makes the comparison thoroughly and records it in `stages/02_eager.json`: it
+# runs notebook 01's inputs on `device`, compares every output with the CPU reference saved by notebook
+# 01, decodes greedily on both, and runs the training loop above for `train_steps` steps on both devices
+# from the same weights (SGD, because Adam turns rounding-level gradient differences into full-size
+# updates). Tolerances follow `dtype`: float32 must match within 1e-4; bfloat16 and float16, under
+# autocast, get looser bounds. The plot below reads its losses from the record.
 
 # %%
+loading.adopt(params, model)
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)
 ev = result.evidence
 largest, generated, training = ev.parity.largest_abs_err(), ev.parity.generate_identical, ev.training
@@ -131,8 +149,6 @@ plt.show()
 
 # %% [markdown]
 # The curves should lie on top of each other: same weights, same batch, same arithmetic up to rounding.
-# Hugging Face models can also load straight onto the device with
-# `from_pretrained(path, device_map="neuron")`.
 
 # %%
 lesson.folded(display.show(result), f"Full record: eager {result.status} — {result.summary}")
@@ -148,6 +164,61 @@ lesson.folded(display.show(result), f"Full record: eager {result.status} — {re
 # A `fail` here marks the model *blocked* in the report, and notebooks 04 and 05 are skipped.
 # `NEURONKIT_STRICT=1` in the environment (before Python starts) makes every CPU fallback raise where it
 # happens.
+#
+# ## Your training loop, on the device
+#
+# The seed article's loop on the model you loaded, now that the stage has checked it (training changes its
+# weights, so it comes after). Each step's loss comes back to the host with `.item()`, which waits for the
+# device.
+
+# %% tags=["copy"]
+if out is not None and "labels" in batch:  # it ran above, and has labels to learn from
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+    for step in range(train_steps):
+        optimizer.zero_grad()
+        with torch.autocast(**autocast):
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        print(f"step {step}: loss {loss.item():.4f}")
+
+# %% [markdown]
+# ## 64-bit integers are computed in 32 bits
+#
+# The device holds `int64` (and `float64`) tensors at full width, but its ops compute them in 32 bits: the
+# inputs are narrowed before the op and the result widened back (TorchNeuron's
+# `torch_neuronx/python_ops/dtype_autocast.py`). Token ids never notice; a position, an offset or a hash past
+# 2**31 - 1 wraps around silently, with no error. A check against the CPU, the habit this notebook
+# teaches, catches it:
+
+# %% tags=["copy"]
+offsets = torch.tensor([7, 2**31 - 1, 3_000_000_000])  # int64; the last two reach past int32
+on_device = offsets.to(device)
+expected, got = offsets + 1, (on_device + 1).cpu()
+print("stored:       ", on_device.cpu().tolist())
+print("+ 1 on cpu:   ", expected.tolist())
+print("+ 1 on device:", got.tolist())
+if not torch.equal(got, expected):  # no error is raised: only a comparison with the CPU finds it
+    print("differs from the CPU at positions", (got != expected).nonzero().flatten().tolist())
+
+# %% [markdown]
+# Stored values survive; arithmetic on them wraps modulo 2**32. Keep such values below 2**31, or compute
+# them on the CPU. The op audit (notebook 03) flags the native ops your model feeds 64-bit values.
+#
+# ## Try it
+#
+# Set `device = "neuron:1"` in the parameters cell and run the notebook again: the same checks on another
+# core. Or reproduce the device's answer in the 64-bit cell on the CPU: `offsets.to(torch.int32) + 1`
+# wraps the same way, because that narrowing is what the device does.
+#
+# ## Recap
+#
+# - `from_pretrained(path, device_map="neuron")` (or `model.to("neuron")`) is the whole move; the batch
+#   moves too.
+# - `torch_neuronx.get_fallback_ops()` names the ops that ran on the host; the stage holds every output,
+#   greedy generation and two training steps to the CPU reference.
+# - 64-bit integer arithmetic wraps at 32 bits on the device: check values past 2**31.
 #
 # ## Next
 

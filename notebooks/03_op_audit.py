@@ -48,10 +48,15 @@ training: bool = True   # also audit backward and one optimizer step (AdamW)
 generate: bool = False  # also audit greedy generate() (causal LMs; runs on random weights, needs the memory)
 
 # %%
-from neuronkit.workbook import audit, display, lesson, parameters
+import transformers
+
+from neuronkit.workbook import audit, display, lesson, loading, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
+setup = loading.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
+transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
+path, slice_kwargs, inputs = setup.path, setup.slice_kwargs, setup.inputs
 params
 
 # %% [markdown]
@@ -59,29 +64,31 @@ params
 #
 # The backend records the name of every op it ran and of every op that fell back to the CPU.
 # `clear_op_tracking()` starts afresh, so you can ask phase by phase: a forward and backward pass, then
-# (for a causal LM) a few greedily decoded tokens.
+# (for a model that generates from token ids) a few greedily decoded tokens.
 
-# %%
+# %% tags=["copy"]
 import torch
 import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tracking API
+import transformers
 
-from neuronkit.workbook.loading import load
-
-subject = load(params)
+config = transformers.AutoConfig.from_pretrained(path)
+model = getattr(transformers, config.architectures[0]).from_pretrained(path, device_map="neuron", **slice_kwargs)
+batch = {name: tensor.to("neuron") for name, tensor in inputs.items()}
 tracked = {}
-with lesson.attempt("Running on neuron"):
-    net = subject.model.to("neuron")
-    batch = {name: t.to("neuron") for name, t in subject.inputs.items()}
+try:
     torch_neuronx.clear_op_tracking()
-    net(**batch).loss.backward()
+    out = model(**batch)
+    loss = out.loss if out.get("loss") is not None else out[0].float().mean()  # no labels: any scalar will do
+    loss.backward()
     tracked["forward + backward"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
-    if subject.kind == "causal_lm" and subject.tokenizer is not None:
+    if model.can_generate() and "input_ids" in batch:
         torch_neuronx.clear_op_tracking()
         with torch.no_grad():
-            net.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=4,
-                         do_sample=False,
-                         pad_token_id=subject.tokenizer.pad_token_id or subject.tokenizer.eos_token_id)
+            model.generate(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                           max_new_tokens=4, do_sample=False)
         tracked["generate()"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
+except (RuntimeError, ValueError) as err:  # what the device raises for what it does not support
+    print(f"the device refused this model: {type(err).__name__}: {err}")
 
 for phase, (ran, fell_back) in tracked.items():
     print(f"{phase:19} {len(ran):3} ops on the device; fell back to CPU: {', '.join(fell_back) or 'none'}")
@@ -174,6 +181,48 @@ lesson.interactive(display.filter_widget(ops, by=["category", "classification"],
                    "(an op-table filter: run the notebook in JupyterLab; the full table is folded above)")
 
 # %% [markdown]
+# ## A blocker, on purpose: an LSTM
+#
+# A CPU fallback is slow; a **blocker** does not run at all. PyTorch's LSTM cell calls a fused kernel for
+# any device other than the CPU and CUDA, `aten::_thnn_fused_lstm_cell`, which neither TorchNeuron nor
+# its CPU fallback has. TorchNeuron's own test specs record the failure as PyTorch's `Could not run
+# 'aten::_thnn_fused_lstm_cell' with arguments from the 'CPU' backend`; the simulated device stops at the
+# same op and says what to do instead. On the device the first step raises:
+
+# %% tags=["copy"]
+lstm = torch.nn.LSTM(input_size=8, hidden_size=8, batch_first=True)
+sequence = torch.randn(1, 4, 8)
+try:
+    lstm.to("neuron")(sequence.to("neuron"))
+except RuntimeError as err:  # NotImplementedError is a RuntimeError
+    print(f"{type(err).__name__}: {err}")
+
+# %% [markdown]
+# The audit finds it without running it on the device, names the module and gives the remedy; on your
+# model it does the same for every blocker at once (the stage fails, and the report says *blocked*):
+
+# %%
+import neuronkit
+
+lstm_audit = neuronkit.audit(lstm.to("cpu"), (sequence,))
+for finding in (f for f in lstm_audit.findings if f["severity"] == "blocker"):
+    print(f"{finding['severity']}: {finding['op']} in {', '.join(finding['module_paths'])}\n  remedy: {finding['remedy']}")
+
+# %% [markdown]
+# ## Try it
+#
+# Swap the LSTM for `torch.nn.Embedding(100, 8, sparse=True)` fed `torch.tensor([[1, 2, 3]])`: its forward
+# runs on the device, its sparse gradient does not, and the audit flags the `sparse=True` call. With
+# `generate=True` in the parameters cell the audit also traces `generate()`.
+#
+# ## Recap
+#
+# - `torch_neuronx.clear_op_tracking()` / `get_fallback_ops()` tell you, phase by phase, which ops ran on
+#   the host.
+# - The audit classifies every op the model issues, weightless, with the module that issued it.
+# - A blocker (an LSTM, sparse gradients, NestedTensor) must be changed before migrating; each finding's
+#   remedy says how.
+#
 # ## Next
 
 # %%
