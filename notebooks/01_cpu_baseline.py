@@ -148,9 +148,10 @@ lesson.folded(display.show(result), f"Full record: cpu_baseline {result.status} 
 # %% [markdown]
 # ## Try it
 #
-# Give the model your own sentence: `batch = setup.tokenizer("Your text", return_tensors="pt")`, then
-# `model(**batch, labels=batch["input_ids"]).loss`. A trained causal LM gives a few nats on ordinary text,
-# far below `ln(vocab size)` (`math.log(config.vocab_size)`), which is what random weights give.
+# Give a text model your own sentence: `tokenizer = transformers.AutoTokenizer.from_pretrained(path)`,
+# `batch = tokenizer("Your text", return_tensors="pt")`, then `model(**batch, labels=batch["input_ids"]).loss`.
+# A trained causal LM gives a few nats on ordinary text, far below `ln(vocab size)`
+# (`math.log(config.vocab_size)`), which is what random weights give.
 #
 # ## Recap
 #

@@ -36,6 +36,7 @@ class Subject:
 # bfloat16/float16 run, whose CPU reference is float32). A model the notebook's cells loaded themselves,
 # with transformers' own calls, joins it through `adopt`.
 _LOADED: dict[tuple[Any, ...], Subject] = {}
+_EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}  # tokenizer and example inputs, per run
 
 
 def load(params: Params, dtype: str | None = None) -> Subject:
@@ -172,9 +173,6 @@ def _example(params: Params) -> tuple[Any, dict[str, torch.Tensor]]:
             models.load_config(params.model), tokenizer, batch_size=params.batch_size, seq_len=params.seq_len,
             processor=inputs.processor_config(params.model))
     return _EXAMPLES[key]
-
-
-_EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}
 
 
 def run_slice(params: Params) -> ModelSlice:
