@@ -71,8 +71,10 @@ print("inputs:    ", {name: tuple(t.shape) for name, t in inputs.items()})
 #
 # Transformers' own call, with the checkpoint's own class (`config.architectures[0]`), so a classifier
 # keeps its head. `output_loading_info=True` says which weights the class has and the checkpoint lacks
-# (those start random) before you trust a single number. The kernel keeps this model: the stage below
-# runs on it, without reading the checkpoint again.
+# (those start random) before you trust a single number. On a layer slice, transformers' load report
+# lists the blocks past the slice as `UNEXPECTED`: they are the ones left out on purpose, and their
+# weights are never read. The kernel keeps this model: the stage below runs on it, without reading the
+# checkpoint again.
 
 # %% tags=["copy"]
 import torch
