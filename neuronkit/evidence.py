@@ -485,6 +485,8 @@ class CompileCheck:
     buckets: BucketPlan | None = fact("Shape buckets")
     graph_metrics: list[dict[str, Any]] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
                                                                       "record per graph", factory=list)
+    compiled_by_caller: bool = fact("Compiled by the notebook's cell", doc="the stage reused the compiled model "
+                                    "the notebook made: its first call's times and its graphs", default=False)
 
 
 @dataclass
@@ -527,7 +529,8 @@ class TopOp:
 
 @dataclass
 class ProfilerOverhead:
-    """Median step time with and without the profiler."""
+    """Step time with and without the profiler: medians (the profiled one is the window's mean over its
+    steps when the stage kept the notebook's profile)."""
 
     profiled_ms: float = fact("Profiled step", "ms", default=0.0)
     plain_ms: float = fact("Plain step", "ms", default=0.0)
@@ -556,6 +559,8 @@ class ProfileEvidence:
     summary_path: str | None = fact("Summary table")
     hardware: dict[str, Any] = fact("Roofline hardware", factory=dict)
     model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
+    profiled_by_caller: bool = fact("Profiled by the notebook's cell", doc="the stage kept the profile the "
+                                    "notebook took rather than taking another", default=False)
 
 
 @dataclass

@@ -49,70 +49,100 @@ prompts_file = None     # your prompts, one per line, for bucket advice (None: d
 max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
 
 # %%
-from neuronkit.workbook import display, lesson, parameters, torch_compile
+from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
 params
 
 # %% [markdown]
-# ## Compile, then call it with new shapes
+# ## Your model, compiled
 #
-# From the seed article: set the default backend once, before the first compilation
-# (`torch.compiler.set_default_backend("neuron")`, then `model.compile()`), or name it in each call, as
-# here. A small block is enough to see the two costs that matter: the first call pays the compilation,
-# and every new input shape compiles again. `torch.neuron.get_dynamo_metrics()` lists each graph the
-# backend compiled.
+# This kernel loaded notebook 01's model once; the next cell takes a copy of it (the kernel's CPU model
+# stays as notebook 01 left it) and the run's example batch, labels included. Hugging Face models run
+# without their KV cache here: a training step sees the whole sequence at once.
 
 # %%
+import copy
+
+from neuronkit.workbook.loading import load
+
+subject = load(params)
+net = copy.deepcopy(subject.model)  # notebook 01's model (the run's dtype), on the CPU
+inputs = subject.inputs  # tensors by name: input_ids, attention_mask, labels, ...
+
+# %% [markdown]
+# `torch.compile(model, backend="neuron")` returns a wrapper at once; nothing compiles until the first
+# call. Then TorchDynamo traces `forward` into a graph, AOTAutograd builds its forward and backward
+# graphs, and the backend compiles the forward one; the backward graph compiles when `backward()` first
+# runs. A second call with the same shapes reuses both. `torch.neuron.get_dynamo_metrics()` lists each
+# graph the backend compiled.
+
+# %% tags=["copy"]
 import time
 
 import torch
 
-torch.manual_seed(0)
-block = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)).to("neuron")
-compiled = torch.compile(block, backend="neuron", fullgraph=True)
+net = net.to(device)
+batch = {name: tensor.to(device) for name, tensor in inputs.items()}
+forward_options = {"use_cache": False} if getattr(net.config, "use_cache", None) is not None else {}  # no KV cache
+compiled_model = torch.compile(net, backend="neuron")
 
 torch.neuron.reset_dynamo_metrics()
-calls = []  # (sequence length, milliseconds, graphs compiled by this call)
-with torch.no_grad():
-    for length in (16, 16, 16, 8, 8, 32):
-        x = torch.randn(1, length, 64).to("neuron")
-        before, start = len(torch.neuron.get_dynamo_metrics()), time.perf_counter()
-        compiled(x)
-        torch.neuron.synchronize()
-        calls.append((length, (time.perf_counter() - start) * 1e3, len(torch.neuron.get_dynamo_metrics()) - before))
-for length, ms, new in calls:
-    print(f"length {length:3}: {ms:8.1f} ms  {'compiled a new graph' if new else 'reused a compiled graph'}")
+calls = []  # (call, forward seconds, backward seconds, graphs compiled during the call)
+for call in ("first", "second"):
+    before = len(torch.neuron.get_dynamo_metrics())
+    start = time.perf_counter()
+    loss = compiled_model(**batch, **forward_options).loss
+    torch.neuron.synchronize()
+    forward_s = time.perf_counter() - start
+    start = time.perf_counter()
+    loss.backward()
+    torch.neuron.synchronize()
+    backward_s = time.perf_counter() - start
+    net.zero_grad(set_to_none=True)
+    calls.append((call, forward_s, backward_s, len(torch.neuron.get_dynamo_metrics()) - before))
 
-# %%
+for call, forward_s, backward_s, new in calls:
+    print(f"{call} call: forward {forward_s * 1e3:7.1f} ms, backward {backward_s * 1e3:7.1f} ms, "
+          f"{new} graph(s) compiled")
+for graph in torch.neuron.get_dynamo_metrics():
+    print(f"  {graph['graph_name']:<18} {graph['graph_node_count']:5} FX nodes")
+
+# %% tags=["copy"]
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(6, 2.8))
-ax.bar(range(len(calls)), [ms for _, ms, _ in calls],
-       color=["#cf222e" if new else "#1a7f37" for _, _, new in calls])
-ax.set_xticks(range(len(calls)), [f"len {length}" for length, _, _ in calls])
+labels = [f"{call} {part}" for call, *_ in calls for part in ("forward", "backward")]
+seconds = [s for _, forward_s, backward_s, _ in calls for s in (forward_s, backward_s)]
+ax.bar(labels, [s * 1e3 for s in seconds], color=["#cf222e" if new else "#1a7f37" for *_, new in calls
+                                                   for _ in range(2)])
 ax.set_yscale("log")
-ax.set_ylabel("ms per call (host timing)")
-ax.set_title("Red: the call compiled a graph. Green: it reused one")
+ax.set_ylabel("ms (host timing)")
+ax.set_title("Red: the call compiled its graphs. Green: it reused them")
 plt.show()
 
 # %% [markdown]
-# On Trainium each red bar is a neuronx-cc compilation, seconds to minutes; on the simulator they are the
-# host's tracing and lowering time. Read the pattern, not the numbers: the first call and every new
-# length compile; a length seen before is served from the compiled graph (and from the NEFF cache on
-# disk in a later process).
+# On Trainium each red bar is a neuronx-cc compilation, seconds to minutes; on the simulator it is the
+# host's tracing and lowering time. Read the pattern, not the numbers: the first call compiles, a call
+# with shapes seen before is served from the compiled graphs (and from the NEFF cache on disk in a later
+# process).
 #
 # ## Verify and record
 #
-# `torch_compile.run` does this on your model: it compiles it on `device`, runs a forward and backward
-# pass against notebook 01's CPU reference, feeds a shorter input to count recompiles, and times eager
+# `torch_compile.run` takes over the compiled model this cell made (in a float32 run; another dtype is
+# compiled again in float32 under autocast, as notebook 02 runs it): it holds the compiled forward and
+# backward to notebook 01's CPU reference, feeds a shorter input to count recompiles, and times eager
 # against compiled. It then measures the token lengths of `prompts_file` and asks `suggest_buckets` how to
 # bound the compilations they would cause. The record is `stages/04_compile.json`.
 
 # %%
+from neuronkit.workbook import torch_compile
+
+first_call = calls[0]
 result = torch_compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
-                           max_buckets=max_buckets)
+                           max_buckets=max_buckets,
+                           compiled=torch_compile.Compiled(compiled_model, first_call[1], first_call[2]))
 ev = result.evidence
 lesson.key_numbers({
     "graphs": "—" if ev.graphs is None else ev.graphs,
@@ -120,6 +150,7 @@ lesson.key_numbers({
     "recompiles (shorter input)": "—" if ev.recompiles is None else ev.recompiles,
     "first call (host)": "—" if ev.compile_time_s is None else f"{ev.compile_time_s:.1f} s",
     "speed-up vs eager (host)": f"{ev.speedup:.2f}×" if ev.speedup else "—",
+    "graphs from your cell": "reused" if ev.compiled_by_caller else "compiled again",
 })
 
 # %%
@@ -133,6 +164,65 @@ if ev.graph_breaks:
 # - **Recompiles**: the graphs a second, shorter input compiled, each a full compilation on Trainium.
 # - **Times** are the host's on the simulator: read the ratio, and measure on Trainium before you trust
 #   an absolute number. Parity (in the record) compares the compiled model with notebook 01's CPU reference.
+#
+# ## Two rules, broken on purpose
+#
+# On a small module (milliseconds to compile). First the other way to choose the backend, from the seed
+# article: set it once for the process, before the first compilation, then compile modules in place with
+# `Module.compile()`. Then a **graph break**: a `print` in the middle of `forward` is Python the graph
+# cannot hold, and `fullgraph=True` turns the break into an error.
+
+# %% tags=["copy"]
+torch.compiler.set_default_backend("neuron")  # torch.compile() and Module.compile() now use neuron
+
+
+class Chatty(torch.nn.Module):
+    """A layer that logs the shape of its activations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(64, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.proj(x)
+        print(f"activations {tuple(y.shape)}")
+        return torch.relu(y)
+
+
+x = torch.randn(4, 64, device=device)
+strict = Chatty().to(device)
+strict.compile(fullgraph=True)
+try:
+    strict(x)
+except torch._dynamo.exc.Unsupported as err:
+    headline, explanation = str(err).splitlines()[:2]
+    print(f"{type(err).__name__}: {headline}\n{explanation}")
+
+torch.neuron.reset_dynamo_metrics()
+relaxed = Chatty().to(device)
+relaxed.compile()  # fullgraph=False: Dynamo splits forward at the break
+relaxed(x)
+print(f"without fullgraph=True: {len(torch.neuron.get_dynamo_metrics())} graphs, Python in between")
+
+# %% [markdown]
+# Without `fullgraph=True` Dynamo compiles the layer before the `print` and the one after it as two
+# graphs, and runs the `print` in Python between them: two compilations, and on the device a return to
+# the host in the middle of every call. The fix is to keep host work out of `forward` (log outside the
+# model). `fullgraph=True` is the recommended setting because it makes every break an error you see at once.
+#
+# Second, **dynamic shapes**: `dynamic=True` asks Dynamo for one graph with symbolic sizes, and the
+# backend refuses it, because a NEFF has fixed shapes. Dynamo reports what the backend raised:
+
+# %% tags=["copy"]
+dynamic = torch.compile(torch.nn.Linear(64, 64).to(device), dynamic=True)
+try:
+    dynamic(x)
+except torch._dynamo.exc.BackendCompilerFailed as err:
+    print(f"{type(err).__name__}: {str(err).split('. ')[0].strip()}.")
+
+# %% [markdown]
+# Keep `dynamic=False` (the default), and bound the shapes instead: every new input shape compiles one
+# more graph, which is what buckets are for.
 #
 # ## Buckets: fewer compilations for some padding
 #
@@ -163,6 +253,16 @@ else:
 lesson.folded(display.show(result), f"Full record: compile {result.status} — {result.summary}")
 
 # %% [markdown]
+# ## Try it
+#
+# Call `compiled_model` with a batch of another length (`{name: t[:, :8] for name, t in batch.items()}`)
+# and count the graphs in `torch.neuron.get_dynamo_metrics()`; then add `fullgraph=True` to your own
+# model's `torch.compile` and see whether it holds.
+#
+# **Recap.** `torch.compile(model, backend="neuron")` compiles on the first call, forward then backward,
+# and reuses the graphs for shapes it has seen. A graph break splits the model (an error under
+# `fullgraph=True`); `dynamic=True` is refused, so bound the input shapes with a few padded buckets.
+#
 # ## Next
 
 # %%

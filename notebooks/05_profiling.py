@@ -53,54 +53,70 @@ params
 # %% [markdown]
 # ## The profiler recipe
 #
-# The seed article's recipe, on the run's model and inputs. Run `warmup` unprofiled passes first, so that
-# first-call NEFF compilation never shows up as a hot spot; then profile a few.
+# This kernel loaded notebook 01's model once; the next cell takes it and the run's example inputs
+# (without labels: the profile is of inference). The stage below moves the model back to the CPU.
 
 # %%
+from neuronkit.profiling.markers import hide_in_notebook
+from neuronkit.workbook.loading import load
+
+hide_in_notebook()  # kineto's two "USDT ... profiler_start/stop" lines on stderr, dropped from every later cell
+subject = load(params)
+net = subject.model  # notebook 01's model, shared by this kernel's cells and its stage
+inputs = {name: tensor for name, tensor in subject.inputs.items() if name != "labels"}
+OUTPUT_DIR = str(params.run.artifact_dir("profile"))  # the run's profile directory
+
+# %% [markdown]
+# The seed article's recipe, on your model. `warmup` unprofiled passes first, so that first-call NEFF
+# compilation never shows up as a hot spot; then a profile of `steps` passes. `NeuronConfig` adds the device
+# and the runtime to the standard profiler, `ProfilerActivity.PrivateUse1` is the device's activity, and
+# `NeuronProfiler(...).export_trace` writes the trace for Neuron Explorer (PyTorch's Chrome trace with a
+# device track added) and the Parquet tables when the profile closes. `key_averages()` aggregates the
+# profile by op; in its table each op appears twice: `aten::…` is the op as PyTorch dispatched it (its
+# host time), `nc_exec[aten::…]` its NEFF executing on the NeuronCore (its device time), so ten rows are
+# five ops.
+
+# %% tags=["copy"]
 import torch
 from torch.profiler import ProfilerActivity
 from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
 
-from neuronkit.profiling.markers import without_trace_markers
-from neuronkit.workbook.loading import load
-
-OUTPUT_DIR = str(params.run.artifact_dir("profile"))
-
-subject = load(params)
-hot = []  # the ten ops with the most device time
-with lesson.attempt("Profiling on neuron"):
-    net = subject.model.to(device)
-    batch = {name: t.to(device) for name, t in subject.inputs.items()}
-    with torch.no_grad():
-        for _ in range(warmup):
+net = net.to(device)
+batch = {name: tensor.to(device) for name, tensor in inputs.items()}
+with torch.no_grad():
+    for _ in range(warmup):
+        net(**batch)
+    nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
+                      capture_enabled_for_nc="0", correlate_device_time=True)
+    neuron_profiler = NeuronProfiler(nc)
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+                                experimental_config=nc, on_trace_ready=neuron_profiler.export_trace) as prof:
+        for _ in range(steps):
             net(**batch)
-        nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=OUTPUT_DIR,
-                          capture_enabled_for_nc="0", correlate_device_time=True)
-        # without_trace_markers: kineto (the profiler's engine) prints "USDT ... profiler_start/stop" on stderr;
-        # only those two lines are dropped, its warnings and errors still show.
-        with without_trace_markers(), torch.profiler.profile(
-                activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], experimental_config=nc,
-                on_trace_ready=NeuronProfiler(nc).export_trace) as prof:
-            for _ in range(2):
-                net(**batch)
-    print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=4))
-    hot = sorted((e for e in prof.key_averages() if not e.key.startswith("nc_exec[") and e.self_device_time_total),
-                 key=lambda e: e.self_device_time_total, reverse=True)[:10][::-1]
+
+print(prof.key_averages().table(sort_by="self_privateuse1_time_total", row_limit=10, max_name_column_width=30,
+                                time_unit="ms"))
 
 # %% [markdown]
-# Each op appears twice: `aten::…` is the op as PyTorch dispatched it, `nc_exec[aten::…]` its NEFF
-# executing on the NeuronCore. The device time, op by op:
+# The same aggregation, four columns, and the device time op by op:
 
-# %%
+# %% tags=["copy"]
 import matplotlib.pyplot as plt
+import pandas as pd
 
-if hot:
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.barh([e.key.removeprefix("aten::")[:40] for e in hot], [e.self_device_time_total / 1e3 for e in hot],
-            color="#0969da")
-    ax.set_xlabel("self device time, ms (simulated: host execution)")
-    ax.set_title("Top ops by device time, 2 forward passes")
-    plt.show()
+ops = pd.DataFrame([{"op": e.key, "calls": e.count, "host ms": e.self_cpu_time_total / 1e3,
+                     "device ms": e.self_device_time_total / 1e3} for e in prof.key_averages()
+                    if not e.key.startswith("nc_exec[")])
+print(ops.nlargest(8, "device ms").round(3).to_string(index=False))
+
+hot = sorted((e for e in prof.key_averages() if not e.key.startswith("nc_exec[") and e.self_device_time_total),
+             key=lambda e: e.self_device_time_total, reverse=True)[:10][::-1]
+fig, ax = plt.subplots(figsize=(6, 3.2))
+ax.barh([e.key.removeprefix("aten::")[:40] for e in hot], [e.self_device_time_total / 1e3 for e in hot],
+        color="#0969da")
+ax.set_xlabel("self device time, ms (simulated: host execution)")
+ax.set_title(f"Top ops by device time, {steps} forward passes")
+plt.show()
 
 # %% [markdown]
 # On the simulator the "device" time is the host executing each op: read the ranking, not the numbers.
@@ -109,19 +125,20 @@ if hot:
 #
 # ## Verify and record
 #
-# `profile.run` runs the same recipe with more steps, adds a roofline estimate per op from Trainium2's
-# published peak FLOP/s and HBM bandwidth (`est_trn2_us`, and `bound`: compute or memory), measures the
-# profiler's own overhead against plain steps, and records `stages/05_profile.json`; the trace and the
-# Parquet tables go to `run_dir/artifacts/profile/`.
+# `profile.run` keeps the profile the recipe above took (the trace and the Parquet tables it wrote to
+# `run_dir/artifacts/profile/`), adds a roofline estimate per op from Trainium2's published peak FLOP/s
+# and HBM bandwidth (`est_trn2_us`, and `bound`: compute or memory), measures the profiler's own overhead
+# against `steps` plain passes, and records `stages/05_profile.json`.
 
 # %%
-result = profile.run(params, device=device, steps=steps, warmup=warmup, top=top)
+result = profile.run(params, device=device, steps=steps, warmup=warmup, top=top, profiled=neuron_profiler)
 ev = result.evidence
 lesson.key_numbers({
     "distinct ops": ev.distinct_ops,
     "hottest op": ev.top_ops[0].name.removeprefix("aten::") if ev.top_ops else "—",
     "CPU fallbacks": len(ev.fallbacks),
     "profiler overhead": f"{ev.overhead.ratio:.2f}×" if ev.overhead.ratio else "—",
+    "profile": "yours, kept" if ev.profiled_by_caller else "taken by the stage",
 })
 
 # %% [markdown]
@@ -129,12 +146,10 @@ lesson.key_numbers({
 # hunting for bottlenecks). The five ops with the most device time in the stage's profile:
 
 # %%
-import pandas as pd
-
 if ev.parquet_path:
     events = pd.read_parquet(ev.parquet_path)
     per_op = events.groupby("name")["duration_ns"].agg(["count", "sum"]).nlargest(5, "sum")
-    print((per_op.assign(total_us=(per_op["sum"] / 1e3).round(1)).drop(columns="sum")).to_string())
+    print(per_op.assign(total_ms=(per_op["sum"] / 1e6).round(3)).drop(columns="sum").to_string())
 
 # %%
 lesson.folded(display.show(result), f"Full record: profile {result.status} — {result.summary}")
@@ -145,6 +160,55 @@ lesson.folded(display.show(result), f"Full record: profile {result.status} — {
 # - **Profiler overhead** compares profiled and plain step times: far above 1, the profile distorts
 #   short ops.
 # - Open `trace.json` (its path is in the record) in Perfetto (ui.perfetto.dev) or `chrome://tracing`.
+#
+# ## A CPU fallback, as the profile shows it
+#
+# `generate()` turns the last position's logits into probabilities, picks the next token with `argmax`
+# and checks it against the stop tokens with `isin`. `softmax` runs on the NeuronCore; `argmax` and
+# `isin` have no Neuron lowering in this release, so they fall back to the CPU: their inputs go to the
+# host and their results come back, on every decoding step. Profile one step's bookkeeping with the
+# recipe above:
+
+# %% tags=["copy"]
+import torch_neuronx
+
+net = net.to(device)  # the stage above moved it back to the CPU
+with torch.no_grad():
+    logits = net(**batch).logits[:, -1]
+stop_tokens = torch.tensor([0, 1], device=device)
+torch_neuronx.clear_op_tracking()
+with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+                            experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace) as step_prof:
+    probabilities = logits.softmax(-1)
+    next_token = logits.argmax(-1)
+    finished = torch.isin(next_token, stop_tokens)
+print("fell back to the CPU:", ", ".join(sorted(torch_neuronx.get_fallback_ops())) or "nothing")
+print(step_prof.key_averages().table(sort_by="cpu_time_total", row_limit=6, max_name_column_width=24,
+                                     time_unit="us"))
+
+# %% [markdown]
+# `softmax` has its `nc_exec[…]` row and device time; the two fallbacks have none (nothing of theirs ran
+# on the NeuronCore), only host time, which grows with the tensors they copy. Inside a model's forward
+# that is the first thing to remove; in `generate()`'s loop it is a few small tensors per token.
+#
+# Without `NeuronConfig` and its `on_trace_ready` handler, `torch.profiler` sees the host side alone, and
+# `prof.export_chrome_trace(path)` writes PyTorch's own trace (a profile's trace is saved once, which is
+# what `NeuronProfiler.export_trace` does with the device track added):
+
+# %% tags=["copy"]
+with torch.profiler.profile(activities=[ProfilerActivity.CPU]) as host_prof:
+    next_token = logits.argmax(-1)
+host_prof.export_chrome_trace(f"{OUTPUT_DIR}/decode_step_host.json")
+print("host-only trace:", f"{OUTPUT_DIR}/decode_step_host.json")
+#
+# ## Try it
+#
+# Profile a training step instead of inference: keep the `labels` in the batch, call
+# `net(**batch).loss.backward()` inside the profiler, and see which backward ops take the device time.
+#
+# **Recap.** Warm up first, then profile with `torch.profiler` plus `NeuronConfig`; `key_averages()`
+# ranks the ops, `export_chrome_trace` and `NeuronProfiler` write traces to open. On the simulator read
+# the ranking, not the times. A CPU fallback shows as an op with no device row and copies around it.
 #
 # ## Next
 

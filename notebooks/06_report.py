@@ -71,6 +71,29 @@ for number, step in enumerate(verdict.next_steps, 1):
 display.report_link(paths.html)
 
 # %% [markdown]
+# ## `report.json`, read as CI would
+#
+# `report.json` carries the same verdict, findings and key numbers as the page, with numbers as numbers
+# (and their units), so a script can act on them with nothing but `json`. The gate below is the one
+# `neuronkit report RUN_DIR --fail-on cpu_fallback` applies: fail on a CPU fallback in the model's own
+# forward or training step, not on one only `generate()`'s decoding loop makes.
+
+# %% tags=["copy"]
+import json
+from pathlib import Path
+
+summary = json.loads((Path(run_dir) / "report.json").read_text(encoding="utf-8"))
+print(f"{summary['model']}: {summary['verdict']} ({summary['verdict_label']})")
+for number in summary["key_numbers"]:
+    if number["number"] is not None:
+        print(f"  {number['label']}: {number['number']:.3g} {number['unit']}")
+in_model_path = [f["op"] for f in summary["blockers"] + summary["warnings"]
+                 if f["category"] == "cpu_fallback" and f["phases"] != ["generate"]]
+print("CPU fallbacks in the model's path:", ", ".join(in_model_path) or "none")
+gate = 0 if summary["verdict"].startswith("ready") and not in_model_path else 1
+print("exit status for CI:", gate)
+
+# %% [markdown]
 # ## Where the run's time went
 #
 # Each stage's duration as its record states it (host timing; on the simulator, compilation is the
@@ -99,7 +122,9 @@ plt.show()
 display.comparison(run_dir)
 
 # %%
-lesson.folded(display.table(verdict.stages, ["stage", "status", "summary", "duration_s"]),
+lesson.folded(display.table([{"stage": card.stage, "status": card.status, "summary": card.summary,
+                               "duration": "—" if card.duration_s is None else f"{card.duration_s:.1f} s"}
+                              for card in verdict.stages]),
               "Every stage's one-line summary")
 
 # %% [markdown]
@@ -110,6 +135,15 @@ lesson.interactive(display.compare_widget(run_dir),
                    "(two stage pickers with the records side by side: run the notebook in JupyterLab)")
 
 # %% [markdown]
+# ## Try it
+#
+# Change the gate above to fail on another category of finding (`summary["warnings"]` lists what this run
+# has), or run `neuronkit report RUN_DIR --fail-on cpu_fallback` in a terminal and read its exit status.
+#
+# **Recap.** The report reads the stages' records and never re-runs the model. `report.html` is for
+# people, `report.json` for scripts: the verdict, each finding with the phase it was seen in, the key
+# numbers with units. A CPU fallback only `generate()` makes is not one in the model's path.
+#
 # ## Next
 #
 # Share `report.html`. To repeat the run (on Trainium, or after changing the model), use the command in

@@ -34,6 +34,7 @@
 # Parameters (papermill can inject other values in a cell right after this one).
 import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load configs from local files only, never from the Hub
+os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars, here or in the processes it starts
 
 model: str = "tiny-qwen3"          # your checkpoint directory, config.json, or a bundled model
 instance: str = "trn2.48xlarge"
@@ -42,7 +43,8 @@ seq_len: int = 256                 # tokens per sequence
 micro_batch: int = 1               # sequences per rank per micro-batch
 dtype: str = "bfloat16"
 run_dir: str = "../runs/tiny-qwen3"  # the workbook's run directory: the scale-out record goes here
-train_ranks: int = 2               # simulated cores for the DDP and FSDP2 runs (0 skips them)
+train_ranks: int = 2               # simulated cores for the training runs (0 skips them)
+titan_steps: int = 0               # TorchTitan steps to run on the same cores (0: show the command only; 2 take ~25 s)
 
 # %% [markdown]
 # ## Your model on one instance
@@ -116,24 +118,81 @@ for name in ("FSDP2 ×64", "TP 4 × FSDP2 16"):
         print(f"    {c.kind:<15} {c.group:<5} over {c.link:<10} {c.nbytes / 2**30:6.2f} GiB  ({c.carries})")
 
 # %% [markdown]
-# ## DDP and FSDP2 on two simulated cores
-#
-# The same launch as on a trn2 instance: `torchrun --nproc_per_node 2 --rdzv-backend c10d ...`. Each rank
-# calls `dist.init_process_group()`, which picks the `neuron` process group and, as torch-neuronx does,
-# gives the rank `neuron:<LOCAL_RANK>` (`NEURON_RT_VISIBLE_CORES` set to the local rank). Each rank trains
-# your model (a causal LM of up to 1 GiB in float32; otherwise the bundled tiny-qwen3) for two SGD steps on its half of a batch of 4 × 16 tokens, in float32; then it repeats the
-# steps on the whole batch in one process on the CPU and compares every parameter. The simulator moves
-# the collectives' bytes with gloo on the host: the numbers are the device's, the time is not NeuronLink's.
+# A layout has to divide the instance: the degrees multiply to the number of cores. Three-way tensor
+# parallel on 64 cores does not, and the planner says so before anything is sized:
 
 # %%
-from neuronkit.distributed import launch, record
+try:
+    neuronkit.plan(llama_8b, tp=3, seq_len=2048)
+except ValueError as err:
+    print(f"{type(err).__name__}: {err}")
+
+# %% [markdown]
+# Pick degrees that divide the cores (1, 2, 4 for tensor parallel inside a chip; FSDP2 takes the rest).
+#
+# ## Your training script on two simulated cores
+#
+# `train_fsdp2.py` is a training script as you would write it for a trn2 instance: PyTorch's process
+# group, device mesh and FSDP2, with `neuron` as the device, and nothing from this workbook. It trains
+# your model (a causal LM of up to 1 GiB in float32; otherwise the bundled tiny-qwen3) for two AdamW steps
+# on one batch of random tokens. The next cell copies it into the run directory and shows it.
+
+# %%
+import shutil
+from pathlib import Path
+
+from neuronkit.distributed import launch
+from neuronkit.models import has_weights, resolve_model
+from neuronkit.resources import data_dir
+
+train_model = model
+if reason := launch.untrainable(model):
+    train_model = "tiny-qwen3"
+    print(f"{reason}: training the bundled tiny-qwen3 instead, to show the runs")
+elif not has_weights(model):
+    print(f"{model} has no weights for from_pretrained: the script trains the bundled tiny-qwen3 instead")
+checkpoint = str(resolve_model(train_model if has_weights(train_model) else "tiny-qwen3"))
+script = Path(run_dir) / "train_fsdp2.py"
+script.parent.mkdir(parents=True, exist_ok=True)
+shutil.copyfile(data_dir() / "examples" / "train_fsdp2.py", script)
+print(script.read_text())
+
+# %% [markdown]
+# The same launch as on the instance: torchrun starts one process per core (`--standalone`: one node,
+# a free rendezvous port). Each rank's `dist.init_process_group()` picks the `neuron` process group and,
+# as torch-neuronx does, makes `neuron:<LOCAL_RANK>` its device. The simulator moves the collectives'
+# bytes with gloo on the host: the numbers are the device's, the time is not NeuronLink's.
+
+# %% tags=["copy"]
+import os
+import subprocess
+import sys
+
+torchrun = Path(sys.executable).with_name("torchrun")  # the torchrun of this kernel's environment
+command = ["--standalone", "--nproc-per-node", str(train_ranks), script.name, "--model", checkpoint]
+if train_ranks:
+    print("$ torchrun", *command)
+    done = subprocess.run([str(torchrun), *command], cwd=script.parent, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
+    print(done.stdout + done.stderr)
+    print("exit status", done.returncode)
+
+# %% [markdown]
+# Each rank holds half of every parameter (`fully_shard` split them over the mesh); rank 0 prints each
+# step's loss averaged over the ranks with an all-reduce.
+#
+# ## DDP and FSDP2, checked against one CPU process
+#
+# The workbook's own runs of the same launch (`torchrun --nproc_per_node 2 --rdzv-backend c10d ...`) go
+# one step further: each rank trains your model for two SGD steps on its half of a batch of 4 × 16
+# tokens, in float32, then repeats the steps on the whole batch in one process on the CPU and compares
+# every parameter. The result is recorded for the report.
+
+# %%
+from neuronkit.distributed import record
 
 scale_out = None
 if train_ranks:
-    train_model = model
-    if reason := launch.untrainable(model):
-        train_model = "tiny-qwen3"
-        print(f"{reason}: training the bundled tiny-qwen3 instead, to show the runs")
     results = launch.run(["ddp", "fsdp2"], nproc=train_ranks, model=train_model, timeout=600)
     scale_out = record.summarize(results, plan=yours.verdict())
     record.write(run_dir, scale_out)
@@ -160,8 +219,6 @@ if scale_out:
 # 00–06 ran into the same run directory, render the report again to include it:
 
 # %%
-from pathlib import Path
-
 if scale_out and (Path(run_dir) / "stages").is_dir():
     neuronkit.report(run_dir)
 
@@ -175,15 +232,36 @@ if scale_out and (Path(run_dir) / "stages").is_dir():
 # explained in `neuronkit/titan/shims.py`: FlexAttention's device check, the `neuron` backend for the
 # compiles torchtitan makes at import, a cos/sin RoPE instead of complex numbers, torch 2.13's missing
 # `set_timeout`, FlexAttention under a non-inductor backend, and parameter init that does not redraw the
-# host generator's numbers forever (the device's random ops are CPU fallbacks). Two steps here (4 ranks:
-# `nproc=4`); every rank logs the same, all-reduced loss.
+# host generator's numbers forever (the device's random ops are CPU fallbacks). The command, for
+# `train_ranks` cores:
 
 # %%
 from neuronkit.titan import recipe
 
-if train_ranks:
-    titan = recipe.run(nproc=train_ranks, steps=2, out=Path(run_dir) / "torchtitan")
+titan_dir = Path(run_dir) / "torchtitan"
+print(recipe.shell(nproc=train_ranks or 2, steps=titan_steps or 2, out=titan_dir))
+
+# %% [markdown]
+# Running it takes about 25 s for two steps (torchtitan builds and compiles its model on every rank), so
+# this notebook only shows it; the test suite runs it (`tests/clients/test_torchtitan.py`). Set
+# `titan_steps=2` to run it here: every rank logs the same, all-reduced loss.
+
+# %%
+if train_ranks and titan_steps:
+    titan = recipe.run(nproc=train_ranks, steps=titan_steps, out=titan_dir)
     print(titan.shell(), *titan.steps(), f"losses by rank: {titan.losses}", sep="\n")
+
+# %% [markdown]
+# ## Try it
+#
+# Run `train_fsdp2.py` with `--nproc-per-node 4` (four simulated cores) and compare each rank's parameter
+# bytes; or plan your model with `neuronkit.plan(model, tp=2)` and see which collectives tensor parallel
+# adds.
+#
+# **Recap.** Plan before renting: each rank's memory against one core's 24 GiB, and what the step sends.
+# A training script for Trainium is PyTorch's own (`init_process_group`, `init_device_mesh("neuron", ...)`,
+# `fully_shard`), launched with `torchrun --nproc-per-node N`, one process per core. FSDP2 divides the
+# parameters over the ranks; the layout's degrees must divide the cores.
 
 # %% [markdown]
 # ## Next

@@ -14,9 +14,6 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 TAG = "copy"
 WORKBOOK = sorted(path.stem for path in NOTEBOOKS.glob("0[0-6]_*.py"))
 
-# Notebooks whose copyable cells another branch (`courseb`) writes: expected to fail here until it is merged.
-# Empty this list when that branch is in: then every notebook 00-06 is held to the rule.
-NOT_YET_CONVERTED = ["04_compile", "05_profiling", "06_report"]
 
 
 def _cells(source: Path) -> list[tuple[str, bool]]:
@@ -86,12 +83,9 @@ def problems(stem: str, folder: Path = NOTEBOOKS) -> list[str]:
 
 def test_the_workbook_is_notebooks_00_to_06() -> None:
     assert [stem[:2] for stem in WORKBOOK] == ["00", "01", "02", "03", "04", "05", "06"]
-    assert set(NOT_YET_CONVERTED) <= set(WORKBOOK)
 
 
-@pytest.mark.parametrize("stem", [pytest.param(stem, marks=pytest.mark.xfail(
-    reason="its copyable cells come with the courseb branch", strict=True)) if stem in NOT_YET_CONVERTED else stem
-    for stem in WORKBOOK])
+@pytest.mark.parametrize("stem", WORKBOOK)
 def test_copyable_cells_are_plain_pytorch(stem: str) -> None:
     assert problems(stem) == []
 

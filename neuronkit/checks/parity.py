@@ -43,6 +43,19 @@ from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, wors
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """A model the caller compiled, `torch.compile(m, backend="neuron")` with `m` a copy of the checked model
+    on the device, and called once for a training step (forward on the check's inputs, with its
+    `forward_extras`, then backward), with what that first call took. The compile stage reuses its graphs
+    rather than compiling again, when it can (`_graphs_reusable`); the graphs it counts are the
+    `torch.neuron.get_dynamo_metrics()` records since the caller's last `reset_dynamo_metrics()`."""
+
+    module: torch.nn.Module  # the OptimizedModule torch.compile returned
+    forward_s: float  # the first forward call (it compiled the graphs), host seconds
+    backward_s: float  # the first backward (it compiled the backward graphs), host seconds
+
+
 @dataclass
 class CheckReport:
     """All stages of one `check()` run, JSON-serializable. `weights` says where the model's weights came
@@ -108,7 +121,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
           seq_len: int = DEFAULTS.seq_len, model_name: str | None = None, random_weights: bool = False,
           reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
           max_buckets: int = 4, layers: int | None = DEFAULTS.layers,
-          full_model: bool = DEFAULTS.full_model) -> CheckReport:
+          full_model: bool = DEFAULTS.full_model, compiled: Compiled | None = None) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -126,7 +139,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     the bundled sample prompts). A MODEL spec too large for the budget runs as a layer slice (its first
     `layers` blocks; 0 or None: as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which.
     `dtype`, `seq_len`, `batch_size`, `layers` and `full_model` default to the run configuration's
-    (`neuronkit.run_config`)."""
+    (`neuronkit.run_config`). `compiled` (`Compiled`): the device model the caller already compiled and
+    called, which the device stages use instead of a copy of their own, and whose graphs the compile stage
+    reuses."""
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
                           max_buckets=max_buckets)
@@ -140,7 +155,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
                              bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers or None,
-                             full_model=full_model)
+                             full_model=full_model, compiled=compiled)
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
     for name in wanted:
@@ -241,7 +256,12 @@ class _Session:
         return contextlib.nullcontext()
 
     def neuron(self) -> tuple[torch.nn.Module, list[list[str]]]:
-        """The model's copy on the device (made once) and the tied parameter groups `.to()` had untied."""
+        """The model's copy on the device (made once, or the one the caller compiled) and the tied parameter
+        groups `.to()` had untied."""
+        given: Compiled | None = self.settings["compiled"]
+        if self._neuron is None and given is not None:
+            self._neuron = given.module._orig_mod, []
+            self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
         if self._neuron is None:
             self._neuron = compare.to_device(copy.deepcopy(self.cpu_model), "neuron")
             self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
@@ -430,10 +450,16 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     record.buckets = advise_buckets(s.tokenizer, s.config, s.settings["bucket_prompts"], s.settings["max_buckets"])
     model, _ = s.neuron()
     inputs = s.neuron_inputs
-    torch._dynamo.reset()
-    first_metric = len(torch.neuron.get_dynamo_metrics())
-    explain = ExplainWithBackend(functools.partial(neuron_backend, options={"model_name": s.name}))
-    compiled = torch.compile(model, backend=explain, recompile_limit=RECOMPILE_LIMIT)
+    given: Compiled | None = s.settings["compiled"]
+    reuse = given is not None and _graphs_reusable(s)
+    if reuse:  # the caller's compiled model: its graphs serve the calls below
+        explain, compiled, count_graphs = None, given.module, _forward_graph_count
+    else:
+        torch._dynamo.reset()
+        explain = ExplainWithBackend(functools.partial(neuron_backend, options={"model_name": s.name}))
+        compiled = torch.compile(model, backend=explain, recompile_limit=RECOMPILE_LIMIT)
+        count_graphs = explain.graphs.__len__
+    first_metric, graphs_before = len(torch.neuron.get_dynamo_metrics()), count_graphs()
     breaks_before = _graph_break_total()
     # The compiled graphs are built for training (forward + backward), and held to the CPU reference.
     model.zero_grad(set_to_none=True)
@@ -441,19 +467,23 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
         out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
     loss = compare.loss_of(out)
     _, record.backward_compile_time_s = timed(loss.backward)
+    record.compiled_by_caller = reuse and count_graphs() == graphs_before  # nothing was traced again
+    if record.compiled_by_caller:  # the first call, which compiled, was the caller's; so were its graphs
+        record.compile_time_s, record.backward_compile_time_s = given.forward_s, given.backward_s
+        first_metric = graphs_before = 0
     norm = compare.grad_norm(model)
     model.zero_grad(set_to_none=True)
     ref = s.reference
-    record.graphs = len(explain.graphs)
+    record.graphs = count_graphs() - graphs_before
     record.graph_break_count = _graph_break_total() - breaks_before
-    record.graph_breaks = _breaks(explain)
+    record.graph_breaks = _breaks(explain) if explain is not None else []
     record.parity = _parity(s, out)
     training = record.training = CompileTraining(
         loss_cpu=ref.loss, loss_compiled=loss.item(), grad_norm_cpu=ref.grad_norm, grad_norm_compiled=norm,
         loss_rel_err=compare.relative_error(loss.item(), ref.loss),
         grad_norm_rel_err=compare.relative_error(norm, ref.grad_norm))
     training.ok = max(training.loss_rel_err, training.grad_norm_rel_err) <= s.tol.train_rtol
-    record.recompiles, record.recompile_shapes = _recompiles(s, compiled, explain)
+    record.recompiles, record.recompile_shapes = _recompiles(s, compiled, count_graphs)
     metrics = torch.neuron.get_dynamo_metrics()[first_metric:]
     record.neffs, record.graph_metrics = len(metrics), metrics
     record.fallback_ops = fallbacks = sorted({op for r in metrics for op in r["fallback_ops"]})
@@ -515,16 +545,29 @@ def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
 
 
 def _recompiles(s: _Session, compiled: torch.nn.Module,
-                explain: Any) -> tuple[int | None, list[dict[str, list[int]]] | None]:
+                count_graphs: Callable[[], int]) -> tuple[int | None, list[dict[str, list[int]]] | None]:
     """Call the compiled model with a second input shape: the graphs it compiles (§3: static shapes, one
     compilation per shape) and the two shapes (None, None when the inputs have no second shape)."""
     other = _other_shape(s.neuron_inputs, sequence=example.varies_sequence(s.neuron_inputs))
     if other is None:
         return None, None
-    before = len(explain.graphs)
+    before = count_graphs()
     with s.device_mode():
         call(compiled, other, **s.extra)
-    return len(explain.graphs) - before, [_shapes(s.neuron_inputs), _shapes(other)]
+    return count_graphs() - before, [_shapes(s.neuron_inputs), _shapes(other)]
+
+
+def _graphs_reusable(s: _Session) -> bool:
+    """Whether the caller's compiled model can stand for the compile stage's own: the same calls in the same
+    mode (float32, so no autocast) and no graph break in this process (the stage's own compilation names
+    each break and where it happened; Dynamo's counters alone cannot)."""
+    return s.dtype is torch.float32 and _graph_break_total() == 0
+
+
+def _forward_graph_count() -> int:
+    """The forward graphs the `neuron` backend compiled since `torch.neuron.reset_dynamo_metrics()`: one per
+    Dynamo graph (and per input shape of a graph Dynamo made dynamic)."""
+    return sum(m["kind"] == "forward" for m in torch.neuron.get_dynamo_metrics())
 
 
 # Token-level targets and decoder inputs: cut with the sequence when they are as long as `input_ids`

@@ -24,7 +24,7 @@ from neuronkit.device.simulator.registration import installed
 from neuronkit.policy import CPU_FALLBACK
 from neuronkit.profiling.capture import track_modules
 from neuronkit.profiling.config import NeuronConfig, ProfileMode
-from neuronkit.profiling.exporter import NeuronProfiler
+from neuronkit.profiling.exporter import NeuronProfiler, ProfileExport
 from neuronkit.profiling.markers import without_trace_markers
 from neuronkit.profiling.roofline import core_peaks
 from neuronkit.timing import timed
@@ -79,8 +79,27 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
     if export.events.empty:
         warnings.warn("no op ran on the neuron device while profiling: move the model and inputs there first "
                       "(model.to('neuron'))", UserWarning, stacklevel=2)
+    return _summary(export, statistics.median(plain), statistics.median(profiled), steps, warmup)
+
+
+def from_export(model: torch.nn.Module, inputs: Any, export: ProfileExport, steps: int) -> pd.DataFrame:
+    """`profile`'s summary for a profile the caller already took and exported (`NeuronProfiler(...).last`)
+    of `steps` forward passes of `model` on `inputs`, after its own warm-up: nothing is profiled again. The
+    overhead compares the profile's window over its `steps` (a mean) with the median of `steps` plain
+    passes timed now; `warmup` in the attrs is None (the caller's). Its Parquet events have no
+    `module_path` (only `profile` tracks modules)."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    run = _runner(model, inputs)
+    with torch.no_grad():
+        plain = [_timed_ms(run) for _ in range(steps)]
+    return _summary(export, statistics.median(plain), export.window_s * 1000 / steps, steps, None)
+
+
+def _summary(export: ProfileExport, plain_ms: float, profiled_ms: float, steps: int,
+             warmup: int | None) -> pd.DataFrame:
+    """The export's per-op summary with what `profile` documents in its attrs."""
     summary = export.summary.copy()
-    plain_ms, profiled_ms = statistics.median(plain), statistics.median(profiled)
     fallbacks = summary[summary["classification"] == CPU_FALLBACK]
     peaks = core_peaks(getattr(torch.neuron.get_device_properties(), "logical_nc_config", None))
     summary.attrs = {

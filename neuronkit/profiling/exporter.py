@@ -37,6 +37,7 @@ class ProfileExport:
     events: pd.DataFrame
     summary: pd.DataFrame
     dropped_events: int
+    window_s: float = 0.0  # how long the profiling window was open, host seconds
 
 
 class NeuronProfiler:
@@ -65,8 +66,9 @@ class NeuronProfiler:
         tables.write(events_frame, tables.EVENTS_SCHEMA, run_dir / tables.EVENTS_NAME)
         tables.write(summary, tables.SUMMARY_SCHEMA, run_dir / tables.SUMMARY_NAME)
         self._copy_neffs(ops, run_dir)
+        window_s = (prof.profiler.profiling_end_time_ns - prof.profiler.profiling_start_time_ns) / 1e9
         self.last = ProfileExport(run_dir, trace_path, run_dir / tables.EVENTS_NAME, run_dir / tables.SUMMARY_NAME,
-                                  events_frame, summary, dropped)
+                                  events_frame, summary, dropped, window_s)
 
     def _device_ops(self, prof: torch.profiler.profile) -> tuple[list[DeviceOp], int]:
         """The window's captured events; none unless ProfilerActivity.PrivateUse1 was requested, since

@@ -38,3 +38,27 @@ def without_trace_markers() -> Iterator[None]:
             kept = b"".join(line for line in held if not TRACE_MARKER.match(line))
             if kept:
                 os.write(2, kept)
+
+
+def hide_in_notebook() -> None:
+    """Run every later cell of this IPython session inside `without_trace_markers` (registered once; nothing
+    outside IPython): a notebook's own profiler cells then stay free of the markers without a wrapper in
+    them. A cell's other stderr output follows when the cell ends."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or getattr(shell, "_neuronkit_hides_trace_markers", False):
+        return
+    held: list[contextlib.AbstractContextManager] = []
+
+    def before(_info: object) -> None:
+        held.append(without_trace_markers())
+        held[-1].__enter__()
+
+    def after(_result: object) -> None:
+        while held:
+            held.pop().__exit__(None, None, None)
+
+    shell.events.register("pre_run_cell", before)
+    shell.events.register("post_run_cell", after)
+    shell._neuronkit_hides_trace_markers = True

@@ -40,8 +40,7 @@ class Run:
 
     def shell(self) -> str:
         """The command as one would type it: `NEURON_RT_NUM_CORES=N torchrun ...`."""
-        nproc = next(a.split("=", 1)[1] for a in self.command if a.startswith("--nproc-per-node="))
-        return f"NEURON_RT_NUM_CORES={nproc} torchrun " + shlex.join(self.command[3:])
+        return _typed(self.command)
 
     def steps(self) -> list[str]:
         """Rank 0's lines that say what torchtitan applied and each step's loss, without the logger's prefix."""
@@ -58,6 +57,20 @@ def command(nproc: int, steps: int, assets: assets_module.Assets, out: Path, por
             "--dataloader.dataset_path", str(assets.dataset), "--training.steps", str(steps),
             "--training.seq_len", str(seq_len), "--training.local_batch_size", str(batch),
             "--dump_folder", str(out / "dump")]
+
+
+def shell(nproc: int = 2, steps: int = 3, out: str | Path = "titan-run", port: int = 29500) -> str:
+    """The command `run` launches, as one would type it, without running it (its assets would be written
+    under `out/assets`)."""
+    out = Path(out).resolve()
+    files = assets_module.Assets(out / "assets" / "tokenizer", out / "assets" / "c4_test")
+    return _typed(command(nproc, steps, files, out, port))
+
+
+def _typed(cmd: list[str]) -> str:
+    """`NEURON_RT_NUM_CORES=N torchrun ...` for a `command` line."""
+    nproc = next(a.split("=", 1)[1] for a in cmd if a.startswith("--nproc-per-node="))
+    return f"NEURON_RT_NUM_CORES={nproc} torchrun " + shlex.join(cmd[3:])
 
 
 def run(nproc: int = 2, steps: int = 3, out: str | Path = "titan-run", timeout: float = 600) -> Run:

@@ -15,9 +15,15 @@ from neuronkit.workbook.params import Params, require_positive_ints
 TOP_COLUMNS = [f.name for f in fields(TopOp)]
 
 
-def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3, top: int = 15) -> StageResult:
+def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3, top: int = 15,
+        profiled: Any = None) -> StageResult:
     """Profile `steps` forward passes on `device` after `warmup` unprofiled ones; keep the `top` ops by
     device time, the trace and Parquet paths, the profiler's overhead and the CPU fallbacks it saw.
+
+    `profiled`: the `NeuronProfiler` whose `export_trace` closed the notebook's own profile of `steps`
+    forward passes of the run's model and inputs (labels left out) on `device`, after its warm-up. The
+    stage then keeps that profile instead of taking another, and times `steps` plain passes for the
+    overhead (`neuronkit.profiling.api.from_export`).
 
     `warn` when ops fell back to the CPU during the profiled steps."""
     skipped = begin(params, "profile")
@@ -26,14 +32,20 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
     with recording(params.run, "profile") as slot:
         from neuronkit.graph_compile.compare import move_inputs
         from neuronkit.profiling import profile
+        from neuronkit.profiling.api import from_export
 
         require_positive_ints(steps=steps, warmup=warmup, top=top)
         target = neuron_device(device)
         subject = load(params)
         inputs = move_inputs({k: v for k, v in subject.inputs.items() if k != "labels"}, target)  # inference
+        export = getattr(profiled, "last", None)
+        reused = export is not None and not export.events.empty
         try:
-            frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
-                            output_dir=params.run.artifact_dir("profile"))
+            if reused:
+                frame = from_export(subject.model.to(target), inputs, export, steps)
+            else:
+                frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
+                                output_dir=params.run.artifact_dir("profile"))
         finally:
             subject.model.to("cpu")  # the kernel's shared model stays on the CPU
         info = frame.attrs
@@ -47,6 +59,7 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
             summary_path=info["summary_path"],
             hardware=info["hardware"],
             model_slice=subject.model_slice,
+            profiled_by_caller=reused,
         )
         hottest = frame.iloc[0]["name"] if len(frame) else "none"
         slot["summary"] = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "

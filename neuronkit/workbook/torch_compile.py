@@ -5,6 +5,7 @@ parity), and shape buckets that bound the compilations real prompt lengths would
 
 from __future__ import annotations
 
+from neuronkit.checks.parity import Compiled  # what the notebook compiled, for `run(compiled=...)`
 from neuronkit.evidence import CompileCheck, CompileEvidence, CompileTiming, fields_of
 from neuronkit.pipeline import STAGE
 from neuronkit.stages import StageResult, recording
@@ -16,17 +17,22 @@ CHECK_STAGES = STAGE["compile"].steps  # the `neuronkit check` steps this stage 
 
 
 def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_file: str | None = None,
-        max_buckets: int = 4) -> StageResult:
+        max_buckets: int = 4, compiled: Compiled | None = None) -> StageResult:
     """Compile the model for `device` and compare it with the CPU reference; advise buckets for the
     lengths of `prompts_file` (one prompt per line; default: the bundled sample prompts) in at most
-    `max_buckets`."""
+    `max_buckets`.
+
+    `compiled`: what the notebook's cell compiled, `torch.compile` of a copy of the run's model on `device`
+    (`neuronkit.checks.parity.Compiled`). In a float32 run the stage uses it and its graphs instead of
+    compiling the model again; in another dtype (the stage compiles the float32 model under autocast) it
+    compiles its own."""
     skipped = begin(params, "compile")
     if skipped:
         return skipped
     with recording(params.run, "compile") as slot:
         require_positive_ints(timing_runs=timing_runs, max_buckets=max_buckets)
         report = run_check(params, device, CHECK_STAGES, timing_runs=timing_runs, bucket_prompts=prompts_file,
-                           max_buckets=max_buckets)
+                           max_buckets=max_buckets, compiled=compiled if params.dtype == "float32" else None)
         slot["evidence"] = record = evidence({s.stage: s for s in report.stages})
         record.model_slice = report.model_slice
         slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
