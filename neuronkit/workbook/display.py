@@ -87,10 +87,11 @@ def _wrapping(pd: Any) -> type:
         def _constructor(self) -> type:
             return WrappingFrame
 
-        def _repr_html_(self) -> str | None:
+        def _repr_html_(self) -> str:
             with pd.option_context("display.max_colwidth", None):
-                body = super()._repr_html_()
-            return None if body is None else _WRAP_STYLE + body
+                body = self.to_html(classes=_WRAP_CLASS, notebook=True, max_rows=pd.get_option("display.max_rows"),
+                                    max_cols=pd.get_option("display.max_columns"), show_dimensions="truncate")
+            return _WRAP_STYLE + body
 
         def __repr__(self) -> str:
             with pd.option_context("display.max_colwidth", None, "display.width", None):
@@ -99,7 +100,8 @@ def _wrapping(pd: Any) -> type:
     return WrappingFrame
 
 
-_WRAP_STYLE = ("<style>.dataframe td { white-space: normal; overflow-wrap: anywhere; text-align: left; "
+_WRAP_CLASS = "neuronkit-wrap"  # scopes the style below to these tables, not every DataFrame on the page
+_WRAP_STYLE = (f"<style>table.{_WRAP_CLASS} td {{ white-space: normal; overflow-wrap: anywhere; text-align: left; "
                "max-width: 40em; }</style>")
 
 
