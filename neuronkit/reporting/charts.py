@@ -144,6 +144,6 @@ def _parity(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
 _CHARTS: dict[str, tuple[str, Callable[[Any], tuple[Figure, str]], bool]] = {
     "op_categories": ("Op categories", _op_categories, False),
     "top_ops": ("Top ops by device time", _top_ops, True),
-    "step_time": ("Eager vs compiled step time", _step_time, True),
+    "step_time": ("Eager vs compiled forward time", _step_time, True),
     "parity": ("Parity errors against the CPU reference (eager and compiled)", _parity, False),
 }
