@@ -86,6 +86,8 @@ def test_measured_times_are_labelled_host_and_estimates_keep_their_label() -> No
                                          host=True)[0].fields)
     assert compile_fields["Eager forward on the device (median) (host)"] == "10.9 ms"
     assert compile_fields["Forward speed-up (host)"] == "0.58×"
+    baseline = dict(evidence_items("cpu_baseline", evidence.CpuBaselineEvidence(forward_ms=55.8), host=True)[0].fields)
+    assert baseline["CPU forward (median)"] == "55.8 ms"  # a CPU time says so already
 
 
 def test_a_high_profiler_overhead_is_read_as_such() -> None:

@@ -220,7 +220,8 @@ def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp
         with recording(run, stage) as slot:
             slot["evidence"] = STAGE[stage].evidence(parity=evidence.Parity(outputs=rows))
     frame = display.comparison(tmp_path)
-    assert frame.loc["max abs error vs CPU", "eager"] == 2e-6 and frame.loc["max abs error vs CPU", "compile"] == 5e-6
+    assert frame.loc["max abs error vs CPU", "eager"] == "2.00e-06"
+    assert frame.loc["max abs error vs CPU", "compile"] == "5.00e-06"
     assert frame.loc["max abs error vs CPU", "audit"] == "—"
 
 

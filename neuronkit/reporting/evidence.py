@@ -67,8 +67,9 @@ def block_fields(cls: type, data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def label(spec: FieldSpec, host: bool) -> str:
-    """A field's label; a measured time (or ratio of times) on the simulated device says it is the host's."""
-    if host and spec.unit in TIME_UNITS and not spec.estimate and "host" not in spec.label.lower():
+    """A field's label; a measured time (or ratio of times) on the simulated device says it is the host's
+    (a label that already names the host or the CPU says so itself)."""
+    if host and spec.unit in TIME_UNITS and not spec.estimate and not {"host", "cpu"} & set(spec.label.lower().split()):
         return f"{spec.label} (host)"
     return spec.label
 
