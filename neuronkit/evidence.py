@@ -21,24 +21,30 @@ from typing import Any
 # Units a field may carry, and how the report writes a number in it.
 UNITS: dict[str, str] = {
     "": "a plain number or text",
-    "ms": "milliseconds",
-    "s": "seconds",
-    "µs": "microseconds",
+    "ms": "milliseconds (measured: a host timing when the device is simulated)",
+    "s": "seconds (measured: a host timing when the device is simulated)",
+    "µs": "microseconds (measured: a host timing when the device is simulated; an estimate when its label says so)",
     "bytes": "bytes (shown in KiB/MiB/GiB)",
     "%": "percent (0-100)",
     "fraction": "a share between 0 and 1 (shown as a percent)",
-    "×": "a ratio",
+    "×": "a ratio (of two host timings when the device is simulated)",
     "error": "an error or tolerance (shown in scientific notation)",
     "shape": "a tensor shape (shown as 1 × 16 × 128)",
     "count": "a count of things (thousands separated; parameters in k/M/B)",
 }
 
 
-def fact(label: str, unit: str = "", doc: str = "", default: Any = None, factory: Any = None) -> Any:
-    """A record field with its label, unit and one-line description (what docs/run-directory.md says)."""
+# Units of a measured time (or a ratio of two): on the simulated device the host CPU's, which readers label.
+TIME_UNITS = ("ms", "s", "µs", "×")
+
+
+def fact(label: str, unit: str = "", doc: str = "", default: Any = None, factory: Any = None,
+         estimate: bool = False) -> Any:
+    """A record field with its label, unit and one-line description (what docs/run-directory.md says);
+    `estimate`: a modelled Trainium figure (its label and doc name the model), not a measured time."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; expected one of {sorted(UNITS)}")
-    metadata = {"label": label, "unit": unit, "doc": doc}
+    metadata = {"label": label, "unit": unit, "doc": doc, "estimate": estimate}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -168,7 +174,8 @@ class EnvironmentEvidence:
 class CpuRun:
     """The CPU run's timing, loss and gradient norm: what the device stages are held to."""
 
-    forward_ms: float | None = fact("Forward time (median)", "ms")
+    forward_ms: float | None = fact("CPU forward (median)", "ms", "the CPU model's forward: the reference's time, "
+                                    "not the device's (that one is the compile stage's eager forward)")
     loss: float | None = fact("Loss")
     grad_norm: float | None = fact("Gradient norm", doc="of one backward from the loss: what compiled training "
                                                        "is held to")
@@ -251,7 +258,7 @@ class NeffCache:
     disk_hits: int = fact("Disk hits", "count", default=0)
     misses: int = fact("Misses", "count", default=0)
     entries: int = fact("New entries", "count", default=0)
-    compile_s: float = fact("Compile time", "s", default=0.0)
+    compile_s: float = fact("Compile time", "s", "graph compilations inside the first eager forward", default=0.0)
 
 
 @dataclass
@@ -273,7 +280,10 @@ class EagerForward:
     autocast: str | None = fact("Autocast dtype", doc="the device ran under `torch.autocast('neuron')` in this "
                                                       "dtype (null: float32, no autocast)")
     untied_parameters: list[list[str]] = fact("Untied parameter groups", factory=list)
-    executed_ops: int | None = fact("Ops executed", "count")
+    executed_ops: int | None = fact("Distinct ops executed on the device", "count",
+                                    "distinct op names one forward ran on the device (`torch_neuronx."
+                                    "get_executed_ops()` after the forward alone: without the labels' loss, "
+                                    "`.to()` copies or `generate()`), fallbacks not included")
     neff_cache: NeffCache = fact("NEFF cache", factory=NeffCache)
     memory: DeviceMemory = fact("Device memory", factory=DeviceMemory)
 
@@ -348,8 +358,8 @@ class AuditOp:
     shapes: list[Any] = fact("Shapes", factory=list)
     module_paths: list[str] = fact("Module paths", factory=list)
     nki_est_us: float | None = fact("NKI engine time (estimate)", "µs", "an NKI op's estimated engine time per call "
-                                    "on trn2 from the instructions it ran (neuronkit/nki/cost.py)")
-    nki_engine_us: dict[str, float] = fact("NKI engine time per engine (estimate)", "µs", factory=dict)
+                                    "on trn2 from the instructions it ran (neuronkit/nki/cost.py)", estimate=True)
+    nki_engine_us: dict[str, float] = fact("NKI engine time per engine (estimate)", "µs", factory=dict, estimate=True)
 
 
 @dataclass
@@ -459,10 +469,12 @@ class BucketPlan(Bucketing):
     total_tokens: int = fact("Unpadded tokens", "count", default=0)
     lengths: list[int] = fact("Prompt lengths", factory=list)
     alternatives: list[Bucketing] = fact("Alternatives", factory=list)
+    source: str = fact("Prompts measured", doc="where the lengths come from: `the bundled sample prompts` "
+                       "(the same for every model) or `your <file>`", default="")
 
     def summary(self) -> str:
         """One sentence for a table or a log."""
-        return (f"{len(self.lengths)} inputs, {self.distinct_shapes} distinct lengths -> "
+        return (f"{self.source or 'prompts'}: {len(self.lengths)} inputs, {self.distinct_shapes} distinct lengths -> "
                 f"{self.distinct_shapes} compilations unbucketed; buckets {self.buckets} -> "
                 f"{self.compilations} compilations, {self.padding_overhead:.1f}% padding")
 
@@ -478,8 +490,8 @@ class CompileCheck:
     recompile_shapes: list[dict[str, list[int]]] | None = fact("Shapes compiled")
     neffs: int | None = fact("NEFFs compiled", "count")
     fallback_ops: list[str] = fact("CPU fallback ops inside compiled graphs", factory=list)
-    compile_time_s: float | None = fact("First compiled call", "s")
-    backward_compile_time_s: float | None = fact("First backward", "s")
+    compile_time_s: float | None = fact("First compiled call (includes compilation)", "s")
+    backward_compile_time_s: float | None = fact("First backward (includes compilation)", "s")
     parity: Parity = fact("Parity against the CPU reference", factory=Parity)
     training: CompileTraining | None = fact("Compiled training step")
     buckets: BucketPlan | None = fact("Shape buckets")
@@ -493,9 +505,12 @@ class CompileCheck:
 class CompileTiming:
     """`check` stage timing: eager against compiled, forward and training step (host time on the simulator)."""
 
-    eager_step_ms: float | None = fact("Eager forward (median)", "ms")
+    eager_step_ms: float | None = fact("Eager forward on the device (median)", "ms",
+                                       "the run's one forward time: every other place reads it from here")
     compiled_step_ms: float | None = fact("Compiled forward (median)", "ms")
-    speedup: float | None = fact("Forward speed-up", "×")
+    speedup: float | None = fact("Forward speed-up", "×", "eager over compiled forward; on the simulated device a "
+                                 "ratio of host timings, and no Trainium estimate exists (nothing models a compiled "
+                                 "graph's run time on Trainium)")
     eager_train_step_ms: float | None = fact("Eager training step (median)", "ms")
     compiled_train_step_ms: float | None = fact("Compiled training step (median)", "ms")
     train_speedup: float | None = fact("Training step speed-up", "×")
@@ -521,10 +536,12 @@ class TopOp:
     device_time_us: float = fact("Device time", "µs", default=0.0)
     cpu_time_us: float = fact("Host time", "µs", default=0.0)
     classification: str = fact("Classification", default="")
-    est_trn2_us: float | None = fact("Roofline estimate on trn2", "µs")
+    est_trn2_us: float | None = fact("Roofline estimate on trn2", "µs", "ESTIMATE from the op's FLOPs and bytes and "
+                                     "trn2's published peaks (neuronkit/data/trainium_hardware.toml)", estimate=True)
     bound: str | None = fact("Bound by")
     nki_est_us: float | None = fact("NKI engine time (estimate)", "µs", "an NKI kernel's estimated engine time on "
-                                    "trn2 from the instructions it ran, beside its host time (neuronkit/nki/cost.py)")
+                                    "trn2 from the instructions it ran, beside its host time (neuronkit/nki/cost.py)",
+                                    estimate=True)
 
 
 @dataclass
@@ -533,8 +550,12 @@ class ProfilerOverhead:
     steps when the stage kept the notebook's profile)."""
 
     profiled_ms: float = fact("Profiled step", "ms", default=0.0)
-    plain_ms: float = fact("Plain step", "ms", default=0.0)
+    plain_ms: float = fact("Plain step (the overhead's baseline)", "ms", "timed beside the profiled steps to "
+                           "measure the overhead; the run's forward time is the compile stage's", default=0.0)
     ratio: float = fact("Overhead", "×", default=0.0)
+    reading: str = fact("Reading", doc="what the overhead means for the profile's times: `low`, or `high` (above "
+                        "neuronkit.profiling.HIGH_OVERHEAD: each op's time is inflated, compare ops by share)",
+                        default="")
 
 
 @dataclass
@@ -558,6 +579,10 @@ class ProfileEvidence:
     parquet_path: str | None = fact("Parquet export")
     summary_path: str | None = fact("Summary table")
     hardware: dict[str, Any] = fact("Roofline hardware", factory=dict)
+    est_trn2_step_us: float | None = fact("Estimated forward on trn2 (roofline)", "µs",
+                                          "ESTIMATE: every op's roofline time on one trn2 NeuronCore summed per "
+                                          "step (`hardware` names the peaks' source); no launch, host or fallback "
+                                          "cost", estimate=True)
     model_slice: ModelSlice | None = fact("Ran on", doc="the full model or a layer slice of it")
     profiled_by_caller: bool = fact("Profiled by the notebook's cell", doc="the stage kept the profile the "
                                     "notebook took rather than taking another", default=False)
@@ -663,6 +688,7 @@ class FieldSpec:
     type_text: str
     block: type | None
     row: type | None
+    estimate: bool = False
 
 
 def specs(cls: type) -> list[FieldSpec]:
@@ -679,7 +705,8 @@ def _specs(cls: type) -> tuple[FieldSpec, ...]:
         block = _record_type(hint)
         row = next((_record_type(a) for a in _list_args(hint) if _record_type(a)), None)
         result.append(FieldSpec(f.name, f.metadata.get("label", f.name), f.metadata.get("unit", ""),
-                                f.metadata.get("doc", ""), _type_text(hint), block, row))
+                                f.metadata.get("doc", ""), _type_text(hint), block, row,
+                                f.metadata.get("estimate", False)))
     return tuple(result)
 
 

@@ -18,6 +18,14 @@ def synchronize() -> None:
         torch.neuron.synchronize()
 
 
+def clock() -> str:
+    """What a time measured on this process's `neuron` device is: `host` (the simulated device runs on the
+    host CPU, so its times are not Trainium's) or `trainium` (torch_neuronx on a Trainium device)."""
+    from neuronkit.device.detect import decide
+
+    return "trainium" if decide().kind == "real" else "host"
+
+
 def interleaved_medians(fns: dict[str, Callable[[], object]], runs: int = 5, warmup: int = 1,
                         clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median milliseconds per call of each function, calls interleaved across the functions. `clock` may be

@@ -228,6 +228,9 @@ def test_profile_excludes_warmup_and_reports_overhead(tmp_path: Path) -> None:
     overhead = top.attrs["overhead"]
     assert overhead["plain_ms"] > 0 and overhead["profiled_ms"] > 0
     assert overhead["ratio"] == pytest.approx(overhead["profiled_ms"] / overhead["plain_ms"])
+    assert overhead["reading"] == ("high" if overhead["ratio"] >= neuronkit.profiling.HIGH_OVERHEAD else "low")
+    # the roofline estimate of one step on trn2: every op's estimate over the profiled steps, per step
+    assert top.attrs["est_trn2_step_us"] == pytest.approx(top["est_trn2_us"].sum() / 2)
     assert top.attrs["events"] == len(pd.read_parquet(top.attrs["parquet_path"])) == 2 * 3
     assert Path(top.attrs["trace_path"]).parent == _run_dir(tmp_path)
 

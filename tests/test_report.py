@@ -396,7 +396,7 @@ def test_report_json_has_stable_keys(full_report: Any) -> None:
                                             "finished_at"}
     assert set(data["warnings"][0]) == {"category", "severity", "op", "calls", "message", "remedy",
                                         "module_paths", "phases"}
-    assert all(set(k) == {"label", "value", "note", "number", "unit"} for k in data["key_numbers"])
+    assert all(set(k) == {"label", "value", "note", "number", "unit", "clock"} for k in data["key_numbers"])
     reproduce = data["reproduce"]
     assert reproduce["versions"]["torch"] == "2.13.0+cpu" and reproduce["params"]["seq_len"] == 16
     assert reproduce["command"] == (f"neuronkit run sshleifer/tiny-gpt2 --out {run_dir} -p compile true "

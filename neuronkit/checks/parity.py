@@ -34,7 +34,9 @@ from neuronkit.evidence import CompileCheck, CompileTiming, CompileTraining, \
 from neuronkit.graph_compile import compare
 from neuronkit.graph_compile.backend import neuron_backend
 from neuronkit.graph_compile.buckets import advise_buckets
+from neuronkit import timing
 from neuronkit.timing import interleaved_medians, timed
+from neuronkit.units import format_duration, format_ms
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.pipeline import STEP
 from neuronkit.run_config import DEFAULTS
@@ -136,7 +138,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     `reference` (the CPU baseline's, `Reference.load`) replaces the `cpu` stage's run and the inputs:
     the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
     `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
-    the bundled sample prompts). A MODEL spec too large for the budget runs as a layer slice (its first
+    a prompts.txt given as `inputs`, else the bundled sample prompts; the record names which). A MODEL spec too large for the budget runs as a layer slice (its first
     `layers` blocks; 0 or None: as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which.
     `dtype`, `seq_len`, `batch_size`, `layers` and `full_model` default to the run configuration's
     (`neuronkit.run_config`). `compiled` (`Compiled`): the device model the caller already compiled and
@@ -145,6 +147,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
                           max_buckets=max_buckets)
+    if bucket_prompts is None and isinstance(inputs, (str, os.PathLike)) and Path(inputs).suffix == ".txt":
+        bucket_prompts = inputs  # the team's prompts size the buckets too
     if bucket_prompts is not None and not Path(bucket_prompts).is_file():
         raise NeuronkitInputError(f"bucket_prompts: no prompts file at {bucket_prompts}")
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
@@ -333,7 +337,7 @@ def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
     record.loss = None if loss is None else loss.item()
     record.threads = torch.get_num_threads()
     record.parameters = sum(p.numel() for p in s.cpu_model.parameters())
-    return "pass", (f"{len(record.outputs)} output(s), forward {record.forward_ms:.1f} ms on "
+    return "pass", (f"{len(record.outputs)} output(s), CPU forward {format_ms(record.forward_ms)} on "
                     f"{record.threads} threads")
 
 
@@ -493,7 +497,7 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     if bad:
         return "fail", f"compiled {', '.join(bad)} off the CPU reference ({_worst(rows)})"
     summary = (f"{record.graphs} graph(s), {record.graph_break_count} graph break(s), {record.neffs} NEFF(s), "
-               f"first call {record.compile_time_s:.1f} s; matches CPU ({_worst(rows)})")
+               f"first call {format_duration(record.compile_time_s)} (includes compilation); matches CPU ({_worst(rows)})")
     notes = _top1_note(top1, s.tol)
     if record.graph_break_count or record.graph_breaks:
         reason = record.graph_breaks[0].reason if record.graph_breaks else "see graph_break_count"
@@ -532,10 +536,13 @@ def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
     record.eager_train_step_ms, record.compiled_train_step_ms = medians["eager"], medians["compiled"]
     record.train_speedup = record.eager_train_step_ms / record.compiled_train_step_ms
     compiled: CompileCheck = s.results["compile"].evidence
-    return "pass", (f"forward {record.eager_step_ms:.1f} -> {record.compiled_step_ms:.1f} ms "
-                    f"({record.speedup:.2f}x), train step {record.eager_train_step_ms:.1f} -> "
-                    f"{record.compiled_train_step_ms:.1f} ms ({record.train_speedup:.2f}x); "
-                    f"first compiled call {compiled.compile_time_s:.1f} s")
+    host = timing.clock() == "host"
+    return "pass", (f"forward {format_ms(record.eager_step_ms)} -> {format_ms(record.compiled_step_ms)} "
+                    f"({record.speedup:.2f}×), train step {format_ms(record.eager_train_step_ms)} -> "
+                    f"{format_ms(record.compiled_train_step_ms)} ({record.train_speedup:.2f}×); first compiled "
+                    f"call {format_duration(compiled.compile_time_s)}"
+                    + ("; host timings of the simulated device, not Trainium's (no Trainium estimate exists "
+                       "for compiled graphs)" if host else ""))
 
 
 

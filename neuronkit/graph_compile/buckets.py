@@ -9,6 +9,7 @@ buckets that minimise padding for a given bucket count (dynamic programming over
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from bisect import bisect_left, bisect_right
@@ -51,17 +52,32 @@ def sample_lengths(tokenizer: Any, prompts: Sequence[str] | str | Path | None = 
     return [len(ids) for ids in tokenizer(list(prompts), add_special_tokens=True)["input_ids"]]
 
 
+BUNDLED_PROMPTS = "the bundled sample prompts"
+
+
+def prompts_source(prompts: Sequence[str] | str | Path | None) -> str:
+    """Where bucket advice's lengths come from, in words: `the bundled sample prompts` (the same for every
+    model), `your prompts.txt` (a file, by name) or `your N prompts` (a list)."""
+    if prompts is None:
+        return BUNDLED_PROMPTS
+    if isinstance(prompts, (str, Path)):
+        return f"your {Path(prompts).name}"
+    return f"your {len(prompts)} prompts"
+
+
 def advise_buckets(tokenizer: Any, config: Any, prompts: Sequence[str] | str | Path | None = None,
                    max_buckets: int = 4) -> BucketPlan | None:
     """Bucket advice for a model: the token lengths of `prompts` (default: the bundled sample prompts),
-    each capped at the model's `max_position_embeddings`; None when the model has no tokenizer."""
+    each capped at the model's `max_position_embeddings`, labelled with their source; None when the model
+    has no tokenizer."""
     if tokenizer is None:
         return None
     text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
     limit = getattr(text_config, "max_position_embeddings", None)
     lengths = sample_lengths(tokenizer, prompts)
     lengths = [min(n, limit) for n in lengths] if limit else lengths
-    return suggest_buckets(lengths, max_buckets, max_length=limit)
+    return dataclasses.replace(suggest_buckets(lengths, max_buckets, max_length=limit),
+                               source=prompts_source(prompts))
 
 
 def _check_lengths(lengths: Iterable[int], max_length: int | None) -> list[int]:

@@ -30,8 +30,8 @@ that handler is part of the documented recipe. `profile()` wraps all of it for t
 See docs/profiling.md.
 """
 
-from neuronkit.profiling.api import profile
+from neuronkit.profiling.api import HIGH_OVERHEAD, profile
 from neuronkit.profiling.config import NeuronConfig, ProfileMode
 from neuronkit.profiling.exporter import NeuronProfiler, ProfileExport
 
-__all__ = ["NeuronConfig", "NeuronProfiler", "ProfileExport", "ProfileMode", "profile"]
+__all__ = ["HIGH_OVERHEAD", "NeuronConfig", "NeuronProfiler", "ProfileExport", "ProfileMode", "profile"]

@@ -30,6 +30,9 @@ from neuronkit.profiling.roofline import core_peaks
 from neuronkit.timing import timed
 
 RECOMMENDED_WARMUP = 3
+# A profiled step this many times the plain one or more: the profiler's own work inflates every op's time,
+# so the profile's times say which ops dominate (their shares), not how long each takes.
+HIGH_OVERHEAD = 1.5
 
 
 def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = RECOMMENDED_WARMUP, *,
@@ -47,7 +50,8 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
     Returns:
         The per-op summary (docs/profiling.md), hottest device time first. `attrs` holds
         `trace_path`, `parquet_path` (op events), `summary_path`, `run_dir`, `overhead`
-        (`profiled_ms`, `plain_ms`, `ratio`: median step times), `fallbacks` (`name`, `calls`,
+        (`profiled_ms`, `plain_ms`, `ratio`: median step times; `reading`: `high` at HIGH_OVERHEAD or
+        more, else `low`), `est_trn2_step_us` (every op's roofline estimate summed per step), `fallbacks` (`name`, `calls`,
         `bytes_copied`), `events` (op events profiled), `steps`, `warmup` and `hardware` (the
         roofline's peaks and their source).
 
@@ -105,7 +109,9 @@ def _summary(export: ProfileExport, plain_ms: float, profiled_ms: float, steps: 
     summary.attrs = {
         "trace_path": str(export.trace_path), "parquet_path": str(export.events_path),
         "summary_path": str(export.summary_path), "run_dir": str(export.run_dir),
-        "overhead": {"profiled_ms": profiled_ms, "plain_ms": plain_ms, "ratio": profiled_ms / plain_ms},
+        "overhead": {"profiled_ms": profiled_ms, "plain_ms": plain_ms, "ratio": profiled_ms / plain_ms,
+                     "reading": "high" if profiled_ms / plain_ms >= HIGH_OVERHEAD else "low"},
+        "est_trn2_step_us": float(summary["est_trn2_us"].sum()) / steps if len(summary) else None,
         "fallbacks": [{"name": r.name, "calls": int(r.calls), "bytes_copied": int(r.fallback_bytes)}
                       for r in fallbacks.itertuples()],
         "events": len(export.events), "steps": steps, "warmup": warmup,

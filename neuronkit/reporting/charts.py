@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -105,37 +106,44 @@ def _step_time(data: dict[str, float]) -> tuple[Figure, str]:
     eager, compiled = data["eager_step_ms"], data["compiled_step_ms"]
     _barh(ax, ["eager", "torch.compile"], [eager, compiled], [NEUTRAL_COLOR, NATIVE_COLOR], " ms")
     speedup = eager / compiled if compiled else float("nan")
-    ax.set_xlabel(f"step time, ms (speed-up {speedup:.2f}×)")
-    return fig, f"Eager step {eager:.4g} ms, compiled step {compiled:.4g} ms, speed-up {speedup:.2f}×"
+    ax.set_xlabel(f"forward time, ms, median (speed-up {speedup:.2f}×)")
+    return fig, f"Eager forward {eager:.4g} ms, compiled forward {compiled:.4g} ms, speed-up {speedup:.2f}×"
 
 
 def _parity(rows: list[dict[str, Any]]) -> tuple[Figure, str]:
-    floor = 1e-12  # the left end of the log axis: an exact match has no bar, only the word "exact"
+    """Each output's largest error on a log axis; an exact match (0) has no bar, only the word "exact" at
+    the axis' left edge (a log axis has no zero, so a bar would claim some tiny error)."""
     fig, ax = _axes(len(rows))
     labels = [f"{r['run']}: {r.get('name', '?')}" for r in rows]
     y = list(range(len(rows)))[::-1]
     errors = [float(r["max_abs_err"]) for r in rows]
-    ax.barh(y, [max(err, floor) for err in errors], height=0.65,
-            color=[SEVERITY_COLORS["ok" if r.get("ok") else "blocker"] if err > 0 else "none"
-                   for r, err in zip(rows, errors)])
+    drawn = [(yy, err, r) for yy, err, r in zip(y, errors, rows) if err > 0]
+    tolerances = [(yy, r["atol"]) for yy, r in zip(y, rows)
+                  if isinstance(r.get("atol"), (int, float)) and r["atol"] > 0]
+    positive = [err for _, err, _ in drawn] + [t for _, t in tolerances]
+    left = 10 ** (math.floor(math.log10(min(positive))) - 1) if positive else 1e-8
+    ax.barh([yy for yy, _, _ in drawn], [err - left for _, err, _ in drawn], left=left, height=0.65,
+            color=[SEVERITY_COLORS["ok" if r.get("ok") else "blocker"] for _, _, r in drawn])
     for yy, err in zip(y, errors):
         if err == 0:
-            ax.annotate("exact", (floor, yy), xytext=(3, 0), textcoords="offset points", va="center", fontsize=9)
-    tolerances = [(yy, r["atol"]) for yy, r in zip(y, rows) if isinstance(r.get("atol"), (int, float))]
+            ax.annotate("exact", (0, yy), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=9)
     ax.scatter([t for _, t in tolerances], [yy for yy, _ in tolerances], marker="|", s=300, color="black",
                zorder=3)
     ax.set_xscale("log")
+    ax.set_xlim(left=left)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_yticks(y, [_short(label) for label in labels], parse_math=False)
     ax.set_xlabel("max abs error, log scale (green = within tolerance, red = not; | = atol)")
     return fig, "Parity: " + "; ".join(
-        f"{label} max abs err {r['max_abs_err']:.2e} ({'ok' if r.get('ok') else 'not ok'})"
-        for label, r in zip(labels, rows))
+        f"{label} " + ("exact" if err == 0 else f"max abs err {err:.2e}") + f" ({'ok' if r.get('ok') else 'not ok'})"
+        for label, r, err in zip(labels, rows, errors))
 
 
 # name → (title, draw, whether it shows timings)
 _CHARTS: dict[str, tuple[str, Callable[[Any], tuple[Figure, str]], bool]] = {
     "op_categories": ("Op categories", _op_categories, False),
     "top_ops": ("Top ops by device time", _top_ops, True),
-    "step_time": ("Eager vs compiled step time", _step_time, True),
+    "step_time": ("Eager vs compiled forward time", _step_time, True),
     "parity": ("Parity errors against the CPU reference (eager and compiled)", _parity, False),
 }

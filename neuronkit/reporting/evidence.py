@@ -11,10 +11,12 @@ import json
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
-from neuronkit.evidence import FieldSpec, specs
+from neuronkit.evidence import TIME_UNITS, FieldSpec, specs
 from neuronkit.pipeline import STAGE
 from neuronkit.stages import json_safe
-from neuronkit.units import format_bytes
+from neuronkit.units import format_bytes, format_duration
+
+_SECONDS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
 
 # Audit keys the report shows in sections of their own rather than inside the card.
 _ELSEWHERE = {("audit", "ops"): "op coverage table", ("audit", "findings"): "blockers and findings"}
@@ -36,11 +38,16 @@ class EvidenceItem:
     more_rows: int = 0
 
 
-def evidence_items(stage: str, evidence: Any) -> list[EvidenceItem]:
+def evidence_items(stage: str, evidence: Any, host: bool | None = None) -> list[EvidenceItem]:
     """The card blocks for a stage's evidence (its typed record, or the JSON dict of one): scalars in one
     block first, then blocks and tables. A field that does not apply (null) is left out of the card, and
     so is a table column null in every row; the record keeps them. Laid out by the record type's fields,
-    as the JSON the record is stored as."""
+    as the JSON the record is stored as. With `host` (the run's device was simulated; None: this process's
+    device) every measured time and ratio of times is labelled a host timing; estimates keep their label."""
+    if host is None:
+        from neuronkit.timing import clock
+
+        host = clock() == "host"
     if is_dataclass(evidence):
         evidence = json_safe(asdict(evidence))
     loose = EvidenceItem("", "fields")
@@ -50,13 +57,21 @@ def evidence_items(stage: str, evidence: Any) -> list[EvidenceItem]:
             count = len(value) if isinstance(value, list) else 0
             loose.fields.append((spec.label, f"{count:,} — see the {_ELSEWHERE[stage, spec.name]} below"))
         else:
-            _collect(spec.label, spec, value, loose, items, depth=0)
+            _collect(label(spec, host), spec, value, loose, items, depth=0, host=host)
     return ([loose] if loose.fields else []) + items
 
 
 def block_fields(cls: type, data: dict[str, Any]) -> list[tuple[str, str]]:
     """A record's scalar fields as label/value text, in declaration order (nested values as text)."""
     return [(spec.label, format_value(value, spec.unit)) for spec, value in _declared(cls, data)]
+
+
+def label(spec: FieldSpec, host: bool) -> str:
+    """A field's label; a measured time (or ratio of times) on the simulated device says it is the host's
+    (a label that already names the host or the CPU says so itself)."""
+    if host and spec.unit in TIME_UNITS and not spec.estimate and not {"host", "cpu"} & set(spec.label.lower().split()):
+        return f"{spec.label} (host)"
+    return spec.label
 
 
 def _declared(cls: type | None, data: dict[str, Any]) -> list[tuple[FieldSpec, Any]]:
@@ -68,22 +83,22 @@ def _declared(cls: type | None, data: dict[str, Any]) -> list[tuple[FieldSpec, A
 
 
 def _collect(path: str, spec: FieldSpec, value: Any, loose: EvidenceItem, items: list[EvidenceItem],
-             depth: int) -> None:
+             depth: int, host: bool) -> None:
     """Scalars join `loose`; a dict becomes a block of its own (typed by `spec.block` when it has one),
     a list of dicts a table (columns from `spec.row`)."""
     if isinstance(value, dict) and value and depth < _MAX_DEPTH:
         block = EvidenceItem(path, "fields")
         nested: list[EvidenceItem] = []
         for sub, sub_value in _declared(spec.block, value):
-            _collect(f"{path} · {sub.label}", sub, sub_value, block, nested, depth + 1)
+            _collect(f"{path} · {label(sub, host)}", sub, sub_value, block, nested, depth + 1, host)
         items.extend(([block] if block.fields else []) + nested)
     elif isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
-        items.append(_table(path, value, spec.row))
+        items.append(_table(path, value, spec.row, host))
     else:
         loose.fields.append((path.rsplit(" · ", 1)[-1], format_value(value, spec.unit)))
 
 
-def _table(label: str, rows: list[dict[str, Any]], row_type: type | None) -> EvidenceItem:
+def _table(title: str, rows: list[dict[str, Any]], row_type: type | None, host: bool) -> EvidenceItem:
     """Columns in the row type's declaration order (reading order: what a row is, its verdict, its
     figures, details), labelled and formatted by their unit; undeclared columns after them."""
     declared = specs(row_type) if row_type is not None else []
@@ -95,7 +110,7 @@ def _table(label: str, rows: list[dict[str, Any]], row_type: type | None) -> Evi
         names |= set(row)
     shown = rows[:TABLE_ROWS]
     cells = [[format_value(row.get(col.name), col.unit) for col in columns] for row in shown]
-    return EvidenceItem(label, "table", columns=[c.label for c in columns], rows=cells,
+    return EvidenceItem(title, "table", columns=[label(c, host) for c in columns], rows=cells,
                         more_rows=len(rows) - len(shown))
 
 
@@ -123,8 +138,8 @@ def format_value(value: Any, unit: str = "") -> str:
 def _number(value: float, unit: str) -> str:
     if unit == "bytes":
         return format_bytes(value)
-    if unit in ("ms", "µs", "s"):
-        return f"{value:,.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
+    if unit in _SECONDS:
+        return format_duration(value * _SECONDS[unit])
     if unit == "%":
         return f"{value:.1f} %"
     if unit == "fraction":

@@ -20,9 +20,11 @@ from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
 from neuronkit.stages import RunDir, StageResult
+from neuronkit.units import format_duration, format_ms
 
-REPORT_SCHEMA_VERSION = 3  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
-# each key number's `number` and `unit`, next_steps, ran_on
+REPORT_SCHEMA_VERSION = 4  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
+# each key number's `number` and `unit`, next_steps, ran_on. 4: a key number's `clock`; forward time and
+# compiled speed-up key numbers
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
 
 VERDICTS: dict[str, str] = {
@@ -62,7 +64,7 @@ class StageCard:
     status: str
     summary: str
     error: str | None = None
-    duration_s: float | None = None
+    duration_s: float | None = field(default=None, metadata={"unit": "s"})
     finished_at: str | None = None
     evidence: list[EvidenceItem] = field(default_factory=list)
 
@@ -96,13 +98,16 @@ class Finding:
 @dataclass
 class KeyNumber:
     """One tile at the top of the report: a number that matters for the migration, and what it counts;
-    `value` is its text, `number` and `unit` the figure itself (report.json)."""
+    `value` is its text, `number` and `unit` the figure itself (report.json); `clock` says what a time
+    is: `host` (measured on the simulated device's host CPU), `trainium` (measured on Trainium) or
+    `estimate` (modelled; the note names the model); empty for a number that is not a time."""
 
     label: str
     value: str
     note: str
     number: float | int | None = None
     unit: str = ""
+    clock: str = ""
 
 
 @dataclass
@@ -213,7 +218,7 @@ def build_model(run: RunDir) -> ReportModel:
         verdict=verdict,
         reasons=reasons,
         missing_stages=[stage for stage, record in records.items() if record is None],
-        stages=[_card(stage, record) for stage, record in records.items()],
+        stages=[_card(stage, record, _device_kind(records) != "real") for stage, record in records.items()],
         blockers=blockers,
         warnings=warnings,
         audit_summary=asdict(audit.summary) if _record(records, "audit") else None,
@@ -336,7 +341,34 @@ def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, b
         breaks = len(compiled.graph_breaks or [])
         tiles.append(KeyNumber("torch.compile", f"{compiled.graphs} graph{'s' * (compiled.graphs != 1)}",
                                f"{breaks} graph break{'s' * (breaks != 1)}", compiled.graphs, "graphs"))
+    clock = "trainium" if _device_kind(records) == "real" else "host"
+    tiles.extend(_timing_numbers(compiled, _record(records, "profile"), clock))
     tiles.extend(_nki_estimate(_record(records, "profile")))
+    return tiles
+
+
+def _timing_numbers(compiled: Any, profile: Any, clock: str) -> list[KeyNumber]:
+    """The run's one forward time (the compile stage's eager forward, measured interleaved with the compiled
+    one) beside the profile's roofline estimate for trn2 when there is one, and the compiled speed-up, which
+    no estimate covers. On the simulated device both are host timings and say so."""
+    if compiled is None or not isinstance(compiled.eager_step_ms, (int, float)):
+        return []
+    host = clock == "host"
+    estimate = getattr(profile, "est_trn2_step_us", None)
+    beside = (f"; trn2 estimate {format_duration(estimate / 1e6)} (roofline sum of the profiled ops from "
+              "published peaks, no launch or host cost)" if isinstance(estimate, (int, float))
+              else "; no Trainium estimate (the profile stage has none)")
+    runs = f"median of {compiled.runs}" if compiled.runs else "median"
+    tiles = [KeyNumber("Forward time" + (" (host)" if host else ""), format_ms(compiled.eager_step_ms),
+                       f"eager forward on the device, {runs} (compile stage)"
+                       + (", a host timing of the simulated device, not Trainium's" if host else "") + beside,
+                       compiled.eager_step_ms, "ms", clock)]
+    if isinstance(compiled.speedup, (int, float)):
+        note = "eager over compiled forward" + (
+            ": host timings of the simulated device; no Trainium estimate exists for compiled graphs, so this "
+            "ratio says nothing of Trainium's" if host else " on Trainium")
+        tiles.append(KeyNumber("Compiled speed-up" + (" (host)" if host else ""), f"{compiled.speedup:.2f}×", note,
+                               compiled.speedup, "×", clock))
     return tiles
 
 
@@ -351,7 +383,7 @@ def _nki_estimate(profile: Any) -> list[KeyNumber]:
     host = sum(r.device_time_us for r in rows if isinstance(r.device_time_us, (int, float)))
     return [KeyNumber("NKI kernels (estimate)", f"{_microseconds(estimate)} µs",
                       f"estimated engine time on trn2 of {len(rows)} NKI kernel(s) over the profiled steps; the "
-                      f"interpreter took {_microseconds(host)} µs of host time", estimate, "µs")]
+                      f"interpreter took {_microseconds(host)} µs of host time", estimate, "µs", "estimate")]
 
 
 def _microseconds(us: float) -> str:
@@ -550,11 +582,11 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     return "ready", [f"All {len(records)} stages passed; the op audit has no blocker or warning findings."]
 
 
-def _card(stage: str, record: StageResult | None) -> StageCard:
+def _card(stage: str, record: StageResult | None, host: bool) -> StageCard:
     if record is None:
         return StageCard(stage, STAGE[stage].title, "missing", "No record: this stage did not run.")
     return StageCard(stage, STAGE[stage].title, record.status, record.summary, record.error, record.duration_s,
-                     record.finished_at, evidence_items(stage, record.evidence))
+                     record.finished_at, evidence_items(stage, record.evidence, host))
 
 
 def _model_name(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> str:

@@ -17,6 +17,7 @@ from neuronkit.reporting.evidence import block_fields, evidence_items
 from neuronkit.policy import SEVERITIES
 from neuronkit.reporting.model import ReportModel
 from neuronkit.stages import StageResult
+from neuronkit.units import format_duration
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 EMBED_RECORDS_BYTES = 768 * 1024  # larger stage records stay in stages/*.json, out of the page
@@ -130,9 +131,7 @@ def op_name(name: str) -> Markup:
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+    return "" if seconds is None else format_duration(seconds)
 
 
 def _plain(value: Any) -> str:

@@ -14,6 +14,7 @@ from neuronkit.evidence import CpuBaselineEvidence, FillMask, Generation, MaskGu
 from neuronkit.evidence import load as load_record
 from neuronkit.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
+from neuronkit.units import format_ms
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import Subject, load, ran_on, reference_model, reference_path
 from neuronkit.workbook.params import Params, require_positive_ints
@@ -53,7 +54,7 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
         if not torch.isfinite(logits).all() or (loss is not None and not math.isfinite(loss)):
             slot["status"], slot["summary"] = "fail", "The CPU forward pass produced NaN or infinite values."
         else:
-            slot["summary"] = (f"Forward pass {forward_ms:.1f} ms (median of {timing_steps}) on "
+            slot["summary"] = (f"CPU forward {format_ms(forward_ms)} (median of {timing_steps}) on "
                                f"{evidence.threads} CPU threads" + (f", loss {loss:.4f}" if loss is not None else "")
                                + ran_on(subject.model_slice))
             if subject.weights.warnings():  # a head dropped or left random: never a silent pass

@@ -9,13 +9,17 @@ reachable from here, as the notebooks call them through `display`.
 
 from __future__ import annotations
 
+import functools
 import html
 import os
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from neuronkit.evidence import BucketPlan
+from neuronkit import timing
+from neuronkit.evidence import BucketPlan, specs
 from neuronkit.stages import STAGES, RunDir, StageResult
+from neuronkit.units import format_duration, format_ms
 from neuronkit.workbook.nbval import summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget
 
@@ -51,20 +55,62 @@ def show(result: StageResult) -> StageView:
     return StageView(result)
 
 
-def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> Any:
-    """Rows of evidence as a pandas DataFrame (HTML and text in any notebook viewer)."""
+def table(rows: Iterable[Any], columns: list[str] | None = None) -> Any:
+    """Rows of evidence (dicts or records) as a pandas DataFrame whose cells wrap instead of being cut
+    (remedies, module paths), in HTML and in text; a record's durations are rounded, with their unit."""
     import pandas as pd
 
-    frame = pd.DataFrame(list(rows))
+    frame = _wrapping(pd)(pd.DataFrame([_row(r) for r in rows]))
     return frame[[c for c in columns if c in frame.columns]] if columns and not frame.empty else frame
+
+
+def _row(row: Any) -> Any:
+    """A record as a dict, each duration field (by its unit) as text such as `4.68 ms`; a dict as it is."""
+    if not is_dataclass(row):
+        return row
+    from neuronkit.reporting.evidence import format_value
+
+    data = asdict(row)
+    for spec in specs(type(row)):
+        if spec.unit in ("s", "ms", "µs") and isinstance(data.get(spec.name), (int, float)):
+            data[spec.name] = format_value(data[spec.name], spec.unit)
+    return data
+
+
+@functools.cache
+def _wrapping(pd: Any) -> type:
+    """A DataFrame that shows every cell in full: pandas cuts a cell at `display.max_colwidth` (50
+    characters) with "..."; this one lifts that limit for its own display only and lets HTML cells wrap."""
+
+    class WrappingFrame(pd.DataFrame):
+        @property
+        def _constructor(self) -> type:
+            return WrappingFrame
+
+        def _repr_html_(self) -> str:
+            with pd.option_context("display.max_colwidth", None):
+                body = self.to_html(classes=_WRAP_CLASS, notebook=True, max_rows=pd.get_option("display.max_rows"),
+                                    max_cols=pd.get_option("display.max_columns"), show_dimensions="truncate")
+            return _WRAP_STYLE + body
+
+        def __repr__(self) -> str:
+            with pd.option_context("display.max_colwidth", None, "display.width", None):
+                return super().__repr__()
+
+    return WrappingFrame
+
+
+_WRAP_CLASS = "neuronkit-wrap"  # scopes the style below to these tables, not every DataFrame on the page
+_WRAP_STYLE = (f"<style>table.{_WRAP_CLASS} td {{ white-space: normal; overflow-wrap: anywhere; text-align: left; "
+               "max-width: 40em; }</style>")
 
 
 def buckets(plan: BucketPlan | None) -> Any:
     """The bucket advice as a table: the recommended bucketing first, then the alternatives."""
     if plan is None:
         return table([])
-    print(f"{len(plan.lengths)} prompts, {plan.distinct_shapes} distinct lengths: "
-          f"{plan.distinct_shapes} compilations without buckets")
+    print(f"From {plan.source or 'the prompts measured'}: {len(plan.lengths)} prompts, {plan.distinct_shapes} "
+          f"distinct lengths: {plan.distinct_shapes} compilations without buckets")
     columns = ["strategy", "buckets", "compilations", "padding_overhead"]
     rows = [{**{name: getattr(option, name) for name in columns}, "recommended": option is plan}
             for option in (plan, *plan.alternatives)]
@@ -91,22 +137,25 @@ def report_link(path: str | Path) -> _Link:
 
 
 def comparison(run_dir: str | Path) -> Any:
-    """One column per stage, one row per number the stages share: status, duration, step time, the
+    """One column per stage, one row per number the stages share: status, duration, forward time, the
     largest parity error against the CPU reference (eager and compile) and the number of CPU-fallback
-    ops each stage saw."""
+    ops each stage saw. Times are rounded with their unit; the eager column's forward is the run's one
+    forward time (the compile stage measures it, interleaved with the compiled forward)."""
     import pandas as pd
 
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
     ev = {stage: record.recorded for stage, record in records.items()}
     baseline, eager, audit, compiled, profile = (ev.get(stage) for stage in
                                                  ("cpu_baseline", "eager", "audit", "compile", "profile"))
+    host = " (host)" if _host_timing(records) else ""
     rows = {
         "status": {stage: record.status for stage, record in records.items()},
-        "duration (s)": {stage: _round(record.duration_s) for stage, record in records.items()},
-        "step time (ms)": {"cpu_baseline": _round(baseline.forward_ms) if baseline else None,
-                           "eager": _round(compiled.eager_step_ms) if compiled else None,
-                           "compile": _round(compiled.compiled_step_ms) if compiled else None},
-        "max abs error vs CPU": {stage: record.parity.largest_abs_err()
+        f"stage duration{host}": {stage: format_duration(record.duration_s) for stage, record in records.items()},
+        f"forward, median{host}": {"cpu_baseline": format_ms(baseline.forward_ms) if baseline else None,
+                                   "eager": format_ms(compiled.eager_step_ms) if compiled else None,
+                                   "compile": format_ms(compiled.compiled_step_ms) if compiled else None},
+        "forward on trn2 (roofline estimate)": {"profile": _estimate(profile)},
+        "max abs error vs CPU": {stage: _error(record.parity.largest_abs_err())
                                  for stage, record in (("eager", eager), ("compile", compiled)) if record},
         "CPU-fallback ops": {"eager": len(eager.fallback_ops) if eager else None,
                              "audit": len(audit.summary.fallbacks) if audit else None,
@@ -117,8 +166,22 @@ def comparison(run_dir: str | Path) -> Any:
     return frame.where(frame.notna(), "—")
 
 
-def _round(value: Any) -> Any:
-    return round(value, 2) if isinstance(value, float) else value
+def _host_timing(records: dict[str, StageResult]) -> bool:
+    """Whether the run's times are host timings: the environment record's device, else this process's."""
+    environment = records.get("environment")
+    kind = getattr(getattr(environment.recorded, "device", None), "kind", "") if environment else ""
+    return kind != "real" if kind else timing.clock() == "host"
+
+
+def _estimate(profile: Any) -> str | None:
+    """The profile's roofline estimate of one forward on trn2 (its row says it is an estimate)."""
+    us = getattr(profile, "est_trn2_step_us", None)
+    return None if us is None else format_duration(us / 1e6)
+
+
+def _error(value: float | None) -> str | None:
+    """An error in scientific notation (`3.34e-06`), as the report writes it."""
+    return None if value is None else f"{value:.2e}"
 
 
 def _item_text(item: Any) -> list[str]:

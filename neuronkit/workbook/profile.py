@@ -58,16 +58,25 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
             parquet_path=info["parquet_path"],
             summary_path=info["summary_path"],
             hardware=info["hardware"],
+            est_trn2_step_us=info["est_trn2_step_us"],
             model_slice=subject.model_slice,
             profiled_by_caller=reused,
         )
         hottest = frame.iloc[0]["name"] if len(frame) else "none"
         slot["summary"] = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "
-                           f"{len(info['fallbacks'])} fell back to CPU; profiler overhead "
-                           f"{info['overhead']['ratio']:.2f}×{ran_on(subject.model_slice)}")
+                           f"{len(info['fallbacks'])} fell back to CPU; {overhead_text(info['overhead'])}"
+                           f"{ran_on(subject.model_slice)}")
         if info["fallbacks"]:
             slot["status"] = "warn"
     return slot["result"]
+
+
+def overhead_text(overhead: dict[str, Any]) -> str:
+    """The profiler's overhead with what it means for the profile's times."""
+    text = f"profiler overhead {overhead['ratio']:.2f}× (host timing)"
+    if overhead["reading"] == "high":
+        text += ": high, so each op's time is inflated; compare ops by their share of the step"
+    return text
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
