@@ -102,8 +102,9 @@ with lesson.attempt("The forward pass on the device"):
 # 01's inputs on `device`, compares every output with the CPU's, decodes greedily on both, and runs the
 # training loop above for `train_steps` steps on both devices from the same weights (SGD, because Adam
 # turns rounding-level gradient differences into full-size updates). Tolerances follow `dtype`: float32
-# must match within 1e-4; bfloat16 and float16 run under `torch.autocast("neuron")` against the float32
-# CPU reference, with looser bounds. It trains once; the plot below reads its losses from the record.
+# must match within 1e-4; bfloat16 and float16 run under `torch.autocast("neuron")` against the CPU under
+# `torch.autocast("cpu")` (like with like), with looser bounds. On a layer slice the embeddings and head
+# take no gradient. It trains once; the plot below reads its losses from the record.
 
 # %%
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)

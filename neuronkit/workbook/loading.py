@@ -31,8 +31,8 @@ class Subject:
 
 
 # This kernel's loaded models, by what they are loaded from: the notebook's own cells and its stage share
-# one model, tokenizer and inputs, so each checkpoint file is read once per kernel (at most twice for a
-# bfloat16/float16 run, whose CPU reference is float32).
+# one model, tokenizer and inputs, so each checkpoint file is read once per kernel (the CPU reference and
+# the device checks run the run's own model, in its dtype).
 _LOADED: dict[tuple[Any, ...], Subject] = {}
 
 
@@ -40,8 +40,8 @@ def load(params: Params, dtype: str | None = None) -> Subject:
     """The run's model (the full model or the layer slice that fits, `neuronkit.slicing`), tokenizer and
     example inputs (`batch_size` × `seq_len` tokens for text), loaded once per kernel and shared.
 
-    `dtype` overrides the run's (the CPU reference is float32). Cells that change the model (move it to
-    a device, train it) work on a copy, or move it back."""
+    `dtype` overrides the run's. Cells that change the model (move it to a device, train it) work on a
+    copy, or move it back."""
     from neuronkit import inputs, models
 
     dtype = dtype or params.dtype
@@ -65,13 +65,14 @@ def run_slice(params: Params) -> ModelSlice:
     from neuronkit import models, slicing
 
     file = params.run.artifact_dir("model") / "slice.json"
-    request = {"model": params.model, "layers": params.layers, "full_model": params.full_model}
+    request = {"model": params.model, "layers": params.layers, "full_model": params.full_model,
+               "dtype": params.dtype}
     if file.is_file():
         stored = json.loads(file.read_text(encoding="utf-8"))
         if stored.get("request") == request:
             return load_record(ModelSlice, stored["slice"])
     _, piece = slicing.plan(models.load_config(params.model), layers=params.layers or None,
-                            full_model=params.full_model)
+                            full_model=params.full_model, dtype=models.as_dtype(params.dtype))
     file.write_text(json.dumps({"request": request, "slice": dataclasses.asdict(piece)}), encoding="utf-8")
     return piece
 
@@ -81,11 +82,6 @@ def _tokenizer(model: str) -> Any:
     from neuronkit import models
 
     return models.load_tokenizer(model)
-
-
-def reference_model(params: Params) -> Subject:
-    """The float32 model the CPU reference and the device checks run (the run's own when it is float32)."""
-    return load(params, "float32")
 
 
 def neuron_device(device: str) -> torch.device:
@@ -111,16 +107,18 @@ def reference_path(params: Params) -> Path:
 
 
 def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: Any) -> Any:
-    """`neuronkit check`'s `stages` on the run's model (this kernel's float32 copy: the full model or its
-    layer slice), dtype and input shape, on `device` (made the current core, which is what the check's
-    "neuron" means), held to the CPU baseline's reference."""
+    """`neuronkit check`'s `stages` on the run's model (this kernel's, in the run's dtype: the full model
+    or its layer slice, whose embeddings and head take no gradient), dtype and input shape, on `device`
+    (made the current core, which is what the check's "neuron" means), held to the CPU baseline's
+    reference."""
     from neuronkit.checks import Reference, check
 
     torch.neuron.set_device(neuron_device(device).index or 0)
-    subject = reference_model(params)
+    subject = load(params)
     report = check(subject.model, tokenizer=subject.tokenizer, stages=stages, dtype=params.dtype,
                    batch_size=params.batch_size, seq_len=params.seq_len, model_name=params.model,
-                   reference=Reference.load(reference_path(params)), **settings)
+                   reference=Reference.load(reference_path(params)),
+                   freeze_embeddings=not subject.model_slice.full_model, **settings)
     report.weights, report.model_slice = subject.weights, subject.model_slice
     return report
 
