@@ -153,6 +153,12 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
     return sliced_config(config, best), ModelSlice(False, best, total_layers, best_params, total, reason)
 
 
+def repeats(piece: ModelSlice, name: str, requested: int) -> int:
+    """How often a stage repeats a timed step (`name`, a key of `data/slicing.toml` [slice_repeats]):
+    as `requested` for the full model, at most the table's cap on a layer slice."""
+    return requested if piece.full_model else min(requested, rules()["slice_repeats"][name])
+
+
 def dropped_keys(config: PretrainedConfig, sliced: PretrainedConfig, cls: type) -> set[str]:
     """State-dict keys of the full model a slice leaves out (the blocks past K): not "dropped" weights."""
     if sliced is config:

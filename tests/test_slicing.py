@@ -87,6 +87,15 @@ def test_a_llama_3_8b_shape_runs_a_one_block_slice_within_8_gb():
         slicing.plan(config, available=available, dtype=torch.float32)
 
 
+def test_a_slice_caps_the_timed_repetitions_not_the_full_model():
+    from neuronkit.evidence import ModelSlice
+
+    cap = slicing.rules()["slice_repeats"]["compile_timing_runs"]
+    assert slicing.repeats(ModelSlice(False, 1, 32), "compile_timing_runs", 50) == cap < 50
+    assert slicing.repeats(ModelSlice(False, 1, 32), "compile_timing_runs", 1) == 1
+    assert slicing.repeats(ModelSlice(), "compile_timing_runs", 50) == 50
+
+
 def test_what_cannot_be_sliced_or_fit_is_one_line(zoo):
     convnext = models.load_config(zoo["convnext"])  # stages of `depths`, no block count
     assert slicing.plan(convnext)[1].full_model

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from neuronkit import slicing
 from neuronkit.calling import call, greedy
 from neuronkit.evidence import CpuBaselineEvidence, FillMask, Generation, MaskGuess, WeightsInfo
 from neuronkit.evidence import load as load_record
@@ -33,6 +34,7 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
     with recording(params.run, "cpu_baseline") as slot:
         require_positive_ints(max_new_tokens=max_new_tokens, timing_steps=timing_steps)
         subject = load(params)
+        timing_steps = slicing.repeats(subject.model_slice, "cpu_timing_steps", timing_steps)
         with torch.inference_mode():
             out = call(subject.model, subject.inputs)
             forward_ms = interleaved_medians({"cpu": lambda: call(subject.model, subject.inputs)},
