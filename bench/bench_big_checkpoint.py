@@ -2,7 +2,8 @@
 
 One `neuronkit run CKPT --out DIR --dtype bfloat16` (extra flags after `--`), with the process tree's
 memory sampled every 0.5 s from /proc: the largest resident set of any one process (a notebook kernel,
-the runner, the fork server) and the largest sum over the tree. Prints and writes one JSON record
+the runner, the fork server) and the largest sum over the tree; and the tree's CPU seconds (user + system
+of every process it waited for: on a shared machine, the figure wall time is not). Prints and writes one JSON record
 (`--json`), with the 1-minute load average before and after: the machine is shared, read every figure
 with its load.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,6 +53,7 @@ def tree_rss(root: int) -> dict[int, int]:
 def measure(command: list[str]) -> dict[str, object]:
     """Run `command`, sampling its process tree's memory; wall time, peaks and the output's last lines."""
     load_before = os.getloadavg()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak_one = peak_sum = 0
@@ -69,7 +72,10 @@ def measure(command: list[str]) -> dict[str, object]:
     output = proc.communicate()[0]
     done.set()
     sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = {"user": after.ru_utime - before.ru_utime, "sys": after.ru_stime - before.ru_stime}
     return {"command": command, "exit_code": proc.returncode, "wall_s": round(time.perf_counter() - start, 1),
+            "cpu_s": round(cpu["user"] + cpu["sys"], 1), "cpu_user_s": round(cpu["user"], 1),
             "peak_rss_process_gb": round(peak_one / 1e9, 2), "peak_rss_tree_gb": round(peak_sum / 1e9, 2),
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
             "output": output.strip().splitlines()[-12:]}

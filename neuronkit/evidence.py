@@ -317,6 +317,10 @@ class EagerTraining:
     neuron_losses: list[float] = fact("Neuron losses", factory=list)
     grad_norm_cpu: list[float] = fact("CPU gradient norms", factory=list)
     grad_norm_neuron: list[float] = fact("Neuron gradient norms", factory=list)
+    cpu_autocast: str | None = fact("CPU autocast", doc="the dtype the CPU side ran under `torch.autocast('cpu')` "
+                                    "(None: float32, no autocast), the device's own under its autocast")
+    frozen: list[str] = fact("Held fixed", doc="parameters that took no gradient (a layer slice's embeddings and "
+                             "head)", factory=list)
     fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the training steps",
                                    factory=list)
 

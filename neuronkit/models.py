@@ -240,7 +240,7 @@ def load_slice(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, *, lay
     from the checkpoint for those keys only; and what it is (`ModelSlice`). The blocks a slice leaves
     out are not reported as dropped weights."""
     full = load_config(spec)
-    config, piece = slicing.plan(full, layers=layers, full_model=full_model)
+    config, piece = slicing.plan(full, layers=layers, full_model=full_model, dtype=as_dtype(dtype))
     model, weights = load_checkpoint(spec, dtype, random_weights=random_weights, config=config)
     if not piece.full_model:
         left_out = slicing.dropped_keys(full, config, model_class(full))

@@ -26,7 +26,7 @@ class RunConfig:
     """What a run runs on: dtype, example-input shape and how much of a large model the stages run."""
 
     dtype: str = option("float32", "--dtype", "weights and compute dtype; bfloat16/float16 run the device under "
-                        "torch.autocast('neuron') against the float32 CPU reference", choices=DTYPES)
+                        "torch.autocast('neuron') against the CPU under torch.autocast('cpu')", choices=DTYPES)
     seq_len: int = option(16, "--seq-len", "tokens per example input", metavar="N")
     batch_size: int = option(1, "--batch-size", "example inputs per batch", metavar="N")
     layers: int = option(0, "--layers", "run parity, compile and profiling on a slice of the first K blocks; 0: as "

@@ -22,9 +22,6 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.evidence import ModelSlice
 from neuronkit.resources import data_dir
 
-FP32_BYTES = 4  # the check's CPU reference runs in float32 whatever the run's dtype
-
-
 @lru_cache(maxsize=1)
 def rules() -> dict[str, Any]:
     """The slicing table, `neuronkit/data/slicing.toml`."""
@@ -61,6 +58,27 @@ def parameters(config: PretrainedConfig) -> int:
     return num_parameters(config)
 
 
+def embedding_parameters(config: PretrainedConfig) -> int:
+    """Parameters of the input embeddings and the head (once when tied): what a slice's backward holds
+    fixed (`neuronkit.checks.parity.frozen_parameters`). Built on the meta device."""
+    from neuronkit.checks.parity import frozen_parameters
+    from neuronkit.models import model_class
+
+    with torch.device("meta"):
+        model = model_class(config)._from_config(config)
+    return sum(p.numel() for p in frozen_parameters(model, True))
+
+
+def need_bytes(config: PretrainedConfig, dtype: torch.dtype, sliced: bool) -> int:
+    """Bytes the stages' copies of this model take at their peak (`data/slicing.toml` [budget]): the
+    weights `copies` times, and the weights that take gradients `trained_copies` times more (a slice's
+    embeddings and head take none)."""
+    budget = rules()["budget"]
+    total = parameters(config)
+    trained = total - (embedding_parameters(config) if sliced else 0)
+    return (budget["copies"] * total + budget["trained_copies"] * trained) * dtype.itemsize
+
+
 def memory_budget(available: int | None = None) -> int:
     """Bytes the stage's copies of the slice may take: a share of the memory available now."""
     from neuronkit.models import _available_memory
@@ -69,9 +87,10 @@ def memory_budget(available: int | None = None) -> int:
 
 
 def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: bool = False,
-         available: int | None = None) -> tuple[PretrainedConfig, ModelSlice]:
+         available: int | None = None, dtype: torch.dtype = torch.float32) -> tuple[PretrainedConfig, ModelSlice]:
     """The config a stage builds its model from, and what it is: the full model when it fits the budget
-    (or `full_model`), else the largest slice that fits (or exactly `layers` blocks).
+    (or `full_model`), else the largest slice that fits (or exactly `layers` blocks). Memory is counted
+    for the copies the stages hold in the run's `dtype` (`need_bytes`).
 
     Refused in one line when nothing fits: not even one block, or a model that cannot be sliced and is
     too large whole."""
@@ -84,7 +103,6 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
     total = parameters(config)
     budget = rules()["budget"]
     memory = memory_budget(available)
-    per_param = budget["copies"] * FP32_BYTES
 
     def whole(reason: str) -> tuple[PretrainedConfig, ModelSlice]:
         return config, ModelSlice(True, total_layers, total_layers, total, total, reason)
@@ -99,35 +117,46 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
             return whole(f"--layers {layers} covers all {total_layers} blocks")
         sliced = sliced_config(config, layers)
         return sliced, ModelSlice(False, layers, total_layers, parameters(sliced), total, f"forced with --layers {layers}")
-    if total * per_param <= memory and total <= budget["max_parameters"]:
+    whole_bytes = need_bytes(config, dtype, sliced=False)
+    if whole_bytes <= memory and total <= budget["max_parameters"]:
         return whole("fits the budget")
     if not counts:
-        if total * per_param <= memory:
+        if whole_bytes <= memory:
             return whole(f"{config.model_type} models cannot be sliced (no block count in config.json); "
                          "the full model fits memory")
         raise NeuronkitInputError(
             f"{config.model_type} models cannot be sliced (no block count in config.json) and the full model "
-            f"({total / 1e9:.2f}B parameters) needs {total * per_param / 1e9:.1f} GB, over the memory budget of "
+            f"({total / 1e9:.2f}B parameters) needs {whole_bytes / 1e9:.1f} GB, over the memory budget of "
             f"{memory / 1e9:.1f} GB")
     best, best_params = 0, 0
     low, high = 1, total_layers - 1
     while low <= high:  # the largest K whose slice fits; at least one block when memory allows
         mid = (low + high) // 2
-        count = parameters(sliced_config(config, mid))
-        fits = count * per_param <= memory and (mid == 1 or count <= budget["max_parameters"])
+        candidate = sliced_config(config, mid)
+        count = parameters(candidate)
+        fits = need_bytes(candidate, dtype, sliced=True) <= memory and (mid == 1 or count <= budget["max_parameters"])
         if fits:
             best, best_params, low = mid, count, mid + 1
         else:
             high = mid - 1
     if best == 0:
-        one = parameters(sliced_config(config, 1))
+        smallest = sliced_config(config, 1)
+        one, need = parameters(smallest), need_bytes(smallest, dtype, sliced=True)
         raise NeuronkitInputError(
             f"even a one-block slice of this {config.model_type} model ({one / 1e9:.2f}B parameters with its "
-            f"embeddings and head) needs {one * per_param / 1e9:.1f} GB, over the memory budget of "
+            f"embeddings and head) needs {need / 1e9:.1f} GB in {str(dtype).removeprefix('torch.')}, over the "
+            f"memory budget of "
             f"{memory / 1e9:.1f} GB; audit it weightless (neuronkit audit) and plan it (neuronkit plan)")
-    reason = (f"the budget: {memory / 1e9:.1f} GB of memory for {budget['copies']} float32 copies, at most "
+    reason = (f"the budget: {memory / 1e9:.1f} GB of memory for {budget['copies']} copies in "
+              f"{str(dtype).removeprefix('torch.')} and {budget['trained_copies']} of the blocks' weights, at most "
               f"{budget['max_parameters'] / 1e6:.0f}M parameters for time")
     return sliced_config(config, best), ModelSlice(False, best, total_layers, best_params, total, reason)
+
+
+def repeats(piece: ModelSlice, name: str, requested: int) -> int:
+    """How often a stage repeats a timed step (`name`, a key of `data/slicing.toml` [slice_repeats]):
+    as `requested` for the full model, at most the table's cap on a layer slice."""
+    return requested if piece.full_model else min(requested, rules()["slice_repeats"][name])
 
 
 def dropped_keys(config: PretrainedConfig, sliced: PretrainedConfig, cls: type) -> set[str]:

@@ -77,8 +77,8 @@ params
 #
 # A Hugging Face model can skip the CPU copy and load its weights straight onto the device with
 # `from_pretrained(path, device_map="neuron")`; any other module moves with `model.to("neuron")`. The
-# model is loaded in float32: with `dtype` bfloat16 or float16 the device computes under
-# `torch.autocast("neuron")`, against notebook 01's float32 reference.
+# model is loaded in the run's dtype: with bfloat16 or float16 the device computes under
+# `torch.autocast("neuron")`, against notebook 01's reference computed the same way on the CPU.
 
 # %% tags=["copy"]
 import torch
@@ -86,7 +86,7 @@ import transformers
 
 config = transformers.AutoConfig.from_pretrained(path)
 model_class = getattr(transformers, config.architectures[0])
-model = model_class.from_pretrained(path, dtype=torch.float32, device_map=device, **slice_kwargs)  # the only change
+model = model_class.from_pretrained(path, dtype=torch_dtype, device_map=device, **slice_kwargs)  # the only change
 batch = {name: tensor.to(device) for name, tensor in inputs.items()}
 autocast = {"device_type": "neuron", "dtype": torch_dtype, "enabled": torch_dtype != torch.float32}
 print(model_class.__name__, "on", next(model.parameters()).device)
@@ -119,8 +119,10 @@ print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops())
 # runs notebook 01's inputs on `device`, compares every output with the CPU reference saved by notebook
 # 01, decodes greedily on both, and runs the training loop above for `train_steps` steps on both devices
 # from the same weights (SGD, because Adam turns rounding-level gradient differences into full-size
-# updates). Tolerances follow `dtype`: float32 must match within 1e-4; bfloat16 and float16, under
-# autocast, get looser bounds. The plot below reads its losses from the record.
+# updates). Tolerances follow `dtype`: float32 must match within 1e-4; bfloat16 and float16 run under
+# `torch.autocast("neuron")` against the CPU under `torch.autocast("cpu")` (like with like), with looser
+# bounds. On a layer slice the embeddings and head take no gradient. The plot below reads its losses from
+# the record.
 
 # %%
 loading.adopt(params, model)

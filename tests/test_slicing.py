@@ -20,9 +20,8 @@ from neuronkit.errors import NeuronkitInputError
 
 def _budget_for(config, layers: int) -> int:
     """Memory available for which exactly `layers` blocks fit the slicing budget."""
-    rules = slicing.rules()["budget"]
-    need = slicing.parameters(slicing.sliced_config(config, layers)) * rules["copies"] * slicing.FP32_BYTES
-    return int(need / rules["memory_fraction"]) + 1
+    need = slicing.need_bytes(slicing.sliced_config(config, layers), torch.float32, sliced=True)
+    return int(need / slicing.rules()["budget"]["memory_fraction"]) + 1
 
 
 def test_a_slice_is_the_first_blocks_with_the_checkpoints_own_weights(zoo):
@@ -69,6 +68,32 @@ def test_the_budget_picks_the_most_blocks_that_fit(zoo):
     assert whole is config and piece.full_model and piece.reason == "fits the budget"
     whole, piece = slicing.plan(config, full_model=True, available=_budget_for(config, 1))
     assert whole is config and "--full-model" in piece.reason
+
+
+def test_a_llama_3_8b_shape_runs_a_one_block_slice_within_8_gb():
+    """Weightless (config only, built on the meta device): a bfloat16 run's copies of a one-block slice of
+    Llama-3-8B (1.27B parameters, 1.05B of them the embeddings and untied head) take under 8 GB; the
+    float32 run of the same slice does not fit that budget."""
+    from transformers import LlamaConfig
+
+    config = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                         num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, head_dim=128)
+    available = int(8e9 / slicing.rules()["budget"]["memory_fraction"])  # a budget of 8 GB
+    sliced, piece = slicing.plan(config, available=available, dtype=torch.bfloat16)
+    assert (piece.layers, piece.total_layers) == (1, 32) and 1.2e9 < piece.parameters < 1.3e9
+    assert slicing.need_bytes(sliced, torch.bfloat16, sliced=True) < 6.5e9
+    assert "bfloat16" in piece.reason
+    with pytest.raises(NeuronkitInputError, match=r"even a one-block slice .* in float32"):
+        slicing.plan(config, available=available, dtype=torch.float32)
+
+
+def test_a_slice_caps_the_timed_repetitions_not_the_full_model():
+    from neuronkit.evidence import ModelSlice
+
+    cap = slicing.rules()["slice_repeats"]["compile_timing_runs"]
+    assert slicing.repeats(ModelSlice(False, 1, 32), "compile_timing_runs", 50) == cap < 50
+    assert slicing.repeats(ModelSlice(False, 1, 32), "compile_timing_runs", 1) == 1
+    assert slicing.repeats(ModelSlice(), "compile_timing_runs", 50) == 50
 
 
 def test_what_cannot_be_sliced_or_fit_is_one_line(zoo):
@@ -163,14 +188,16 @@ def safetensors_reads(monkeypatch):
     return reads
 
 
-def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_reads):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_reads, dtype):
     """Notebooks 01, 02 and 05 as one kernel each runs them: the notebook's own cells load the model,
-    then its stage runs on the same one (float32, the bundled model). Notebook 04's stage reaches the
-    model through the same `run_check` as 02's (left out: compiling costs seconds)."""
+    then its stage runs on the same one (the bundled model; a bfloat16 run's CPU reference runs the
+    bfloat16 model under CPU autocast, no float32 second load). Notebook 04's stage reaches the model
+    through the same `run_check` as 02's (left out: compiling costs seconds)."""
     from neuronkit.workbook import cpu_baseline, eager, environment, loading, profile
     from neuronkit.workbook.params import parameters
 
-    params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"))
+    params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"), dtype=dtype)
     assert environment.run(params).ok
     for notebook in (lambda: cpu_baseline.run(params, max_new_tokens=2, timing_steps=1),
                      lambda: eager.run(params, train_steps=1, generate_tokens=2),
@@ -273,5 +300,5 @@ def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_
     full = transformers.LlamaForCausalLM.from_pretrained(setup.path)
     with pytest.raises(NeuronkitInputError, match=r"runs a layer slice: 1 of 2 blocks.*num_hidden_layers=1\)$"):
         loading.adopt(params, full)
-    with pytest.raises(NeuronkitInputError, match="is in float16; this run computes in float32"):
+    with pytest.raises(NeuronkitInputError, match=r"is in float16; this run loads it in float32 \(from_pretrained\(..., dtype=torch.float32\)\)"):
         loading.adopt(params, model.half())

@@ -123,7 +123,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
           seq_len: int = DEFAULTS.seq_len, model_name: str | None = None, random_weights: bool = False,
           reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
           max_buckets: int = 4, layers: int | None = DEFAULTS.layers,
-          full_model: bool = DEFAULTS.full_model, compiled: Compiled | None = None) -> CheckReport:
+          full_model: bool = DEFAULTS.full_model, compiled: Compiled | None = None,
+          freeze_embeddings: bool | None = None) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -131,7 +132,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     the checkpoint's own weights; `random_weights=True` builds it from its config instead (the report
     says so). `dtype` float32
     compares fp32 numerics tightly; bfloat16/float16 run the device under `torch.autocast('neuron')`
-    against the fp32 CPU reference with looser tolerances. `stages` may name a subset; the stages they
+    against the CPU under `torch.autocast('cpu')` of the same dtype (like with like: the tolerance bounds
+    what the device adds, not what the dtype costs), with looser tolerances; a MODEL spec loads its
+    weights in `dtype`. `stages` may name a subset; the stages they
     compare against are added. A CPU module serves as the reference itself (in eval mode); the device
     runs copies. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
     `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone.
@@ -140,6 +143,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
     a prompts.txt given as `inputs`, else the bundled sample prompts; the record names which). A MODEL spec too large for the budget runs as a layer slice (its first
     `layers` blocks; 0 or None: as many as fit, `neuronkit.slicing`) unless `full_model`; the report says which.
+    `freeze_embeddings` holds the input embeddings and the head fixed in every backward (the CPU
+    reference's, training, compile): on a layer slice they are most of its parameters, and their
+    gradients would double its memory; None freezes them exactly when a layer slice runs.
     `dtype`, `seq_len`, `batch_size`, `layers` and `full_model` default to the run configuration's
     (`neuronkit.run_config`). `compiled` (`Compiled`): the device model the caller already compiled and
     called, which the device stages use instead of a copy of their own, and whose graphs the compile stage
@@ -160,6 +166,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
                              bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers or None,
                              full_model=full_model, compiled=compiled)
+    if freeze_embeddings is not None:
+        session.freeze = freeze_embeddings
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
     for name in wanted:
@@ -219,6 +227,7 @@ class _Session:
         self.compiled: torch.nn.Module | None = None
         self.results: dict[str, StageResult] = {}  # each stage's record, read by the stages after it
         self.model_slice: ModelSlice | None = None  # what a MODEL spec loaded as (None: a module passed in)
+        self.freeze = False  # input embeddings and head held fixed in every backward (`check`'s freeze_embeddings)
 
     @classmethod
     def build(cls, model: Any, inputs: Any, tokenizer: Any, dtype: torch.dtype, model_name: str | None,
@@ -229,7 +238,7 @@ class _Session:
         if isinstance(model, (str, os.PathLike)):
             name = name or str(model)
             spec = model
-            model, weights, piece = models.load_slice(spec, layers=layers, full_model=full_model,
+            model, weights, piece = models.load_slice(spec, dtype, layers=layers, full_model=full_model,
                                                       random_weights=random_weights)  # config first
             tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(spec)
             processor = example.processor_config(spec)
@@ -251,6 +260,7 @@ class _Session:
         session = cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
                       weights, **settings)
         session.model_slice = piece
+        session.freeze = piece is not None and not piece.full_model
         return session
 
     def device_mode(self) -> contextlib.AbstractContextManager:
@@ -259,15 +269,24 @@ class _Session:
             return torch.autocast("neuron", dtype=self.dtype)
         return contextlib.nullcontext()
 
+    def cpu_mode(self) -> contextlib.AbstractContextManager:
+        """The CPU side's counterpart of `device_mode`: autocast to the checked dtype on the CPU."""
+        if self.dtype in (torch.bfloat16, torch.float16):
+            return torch.autocast("cpu", dtype=self.dtype)
+        return contextlib.nullcontext()
+
     def neuron(self) -> tuple[torch.nn.Module, list[list[str]]]:
-        """The model's copy on the device (made once, or the one the caller compiled) and the tied parameter
+        """The model's copy on the device (made once, or the one the caller compiled when nothing is frozen;
+        its embeddings and head without gradients when the session freezes them) and the tied parameter
         groups `.to()` had untied."""
         given: Compiled | None = self.settings["compiled"]
-        if self._neuron is None and given is not None:
+        if self._neuron is None and given is not None and not self.freeze:
             self._neuron = given.module._orig_mod, []
             self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
         if self._neuron is None:
-            self._neuron = compare.to_device(copy.deepcopy(self.cpu_model), "neuron")
+            model, untied = self._neuron = compare.device_copy(self.cpu_model, "neuron")
+            for param in frozen_parameters(model, self.freeze):
+                param.requires_grad_(False)
             self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
         return self._neuron
 
@@ -305,14 +324,55 @@ def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
     return {"use_cache": False} if getattr(getattr(model, "config", None), "use_cache", None) is not None else {}
 
 
-def cpu_reference(model: torch.nn.Module, inputs: Any, **extra: Any) -> Reference:
+def frozen_parameters(model: torch.nn.Module, freeze: bool) -> list[torch.nn.Parameter]:
+    """The input embeddings' and the head's weights when `freeze` (once each: a tied head is the
+    embedding), else none."""
+    if not freeze:
+        return []
+    found: dict[int, torch.nn.Parameter] = {}
+    for get in ("get_input_embeddings", "get_output_embeddings"):
+        module = getattr(model, get, lambda: None)()
+        weight = getattr(module, "weight", None)
+        if isinstance(weight, torch.nn.Parameter):
+            found[id(weight)] = weight
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def gradients_for(model: torch.nn.Module, freeze: bool, *, restore: bool = False) -> Iterator[list[str]]:
+    """Inside the block, `model`'s parameters take gradients except the embeddings and head when `freeze`;
+    after it, their gradient flags are as they were, their gradients cleared, and with `restore` their
+    values too (a training run on the model itself, undone). Yields the names held fixed."""
+    frozen = {id(p) for p in frozen_parameters(model, freeze)}
+    named = list(model.named_parameters())
+    flags = [(p, p.requires_grad) for _, p in named]
+    saved = [(p, p.detach().clone()) for _, p in named if restore and p.requires_grad and id(p) not in frozen]
+    for _, param in named:
+        param.requires_grad_(param.requires_grad and id(param) not in frozen)
+    try:
+        yield [name for name, p in named if id(p) in frozen]
+    finally:
+        with torch.no_grad():
+            for param, value in saved:
+                param.copy_(value)
+        for param, flag in flags:
+            param.requires_grad_(flag)
+            param.grad = None
+
+
+def cpu_reference(model: torch.nn.Module, inputs: Any, *, dtype: torch.dtype = torch.float32,
+                  freeze_embeddings: bool = False, **extra: Any) -> Reference:
     """The CPU model's named outputs on `inputs`, and the loss and gradient norm of one backward from
-    them (what a compiled training step is held to); the model's gradients are cleared afterwards."""
-    out = call(model, inputs, **extra)
-    loss = compare.loss_of(out)
-    loss.backward()
-    norm = compare.grad_norm(model)
-    model.zero_grad(set_to_none=True)
+    them (what a compiled training step is held to); the model's gradients are cleared afterwards.
+    A bfloat16/float16 `dtype` runs it under CPU autocast of that dtype, as the device runs under its
+    own; `freeze_embeddings` takes no gradient for the embeddings and head (`gradients_for`)."""
+    mode = torch.autocast("cpu", dtype=dtype) if dtype in (torch.bfloat16, torch.float16) else contextlib.nullcontext()
+    with gradients_for(model, freeze_embeddings):
+        with mode:
+            out = call(model, inputs, **extra)
+            loss = compare.loss_of(out)
+        loss.backward()
+        norm = compare.grad_norm(model)
     outputs = {name: t.detach() for name, t in compare.named_outputs(out)}
     named = inputs if isinstance(inputs, dict) else dict(compare.named_outputs(inputs))
     return Reference(named, outputs, loss.item(), norm)
@@ -322,7 +382,7 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, **extra: Any) -> Referenc
 def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
     record.reused = s.reference is not None
     if s.reference is None:
-        s.reference = cpu_reference(s.cpu_model, s.inputs, **s.extra)
+        s.reference = cpu_reference(s.cpu_model, s.inputs, dtype=s.dtype, freeze_embeddings=s.freeze, **s.extra)
     s.cpu_out = s.reference.outputs
     record.outputs = [ReferenceOutput(n, list(t.shape), str(t.dtype).removeprefix("torch."))
                       for n, t in s.cpu_out.items()]
@@ -330,7 +390,7 @@ def _stage_cpu(s: _Session, record: CpuCheck) -> tuple[str, str]:
     if record.reused:
         record.loss = s.reference.loss
         return "pass", f"{len(record.outputs)} output(s) read from the CPU baseline's reference"
-    with torch.no_grad():
+    with torch.no_grad(), s.cpu_mode():
         record.forward_ms = interleaved_medians({"cpu": lambda: call(s.cpu_model, s.inputs, **s.extra)},
                                                 runs=5, warmup=2)["cpu"]
     loss = s.cpu_out.get("loss")
@@ -392,7 +452,8 @@ def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     inputs = s.inputs if isinstance(s.inputs, dict) else {"input_ids": s.inputs}
     prompt = {k: v[:1] for k, v in generation_prompt(inputs).items()}
     tokens = s.settings["generate_tokens"]
-    cpu_tokens = greedy(s.cpu_model, prompt, tokens, s.tokenizer)[0].tolist()
+    with s.cpu_mode():
+        cpu_tokens = greedy(s.cpu_model, prompt, tokens, s.tokenizer)[0].tolist()
     model, _ = s.neuron()
     with s.device_mode(), _fallbacks_into(record):
         device_tokens = greedy(model, compare.move_inputs(prompt, "neuron"), tokens, s.tokenizer)[0].cpu().tolist()
@@ -414,27 +475,33 @@ def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
 @_step("train")
 def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     """SGD, not Adam: Adam divides each gradient by its own magnitude, so rounding-level differences in
-    near-zero gradients become full-size updates, which says nothing about the device."""
+    near-zero gradients become full-size updates, which says nothing about the device. The CPU model and
+    the device copy train themselves, each undone afterwards (no third and fourth copy of the weights);
+    the CPU runs under CPU autocast of the checked dtype, as the device under its own."""
     lr, steps = s.settings["lr"], s.settings["train_steps"]
-    cpu_model = copy.deepcopy(s.cpu_model).train()
-    device_model, _ = compare.to_device(copy.deepcopy(s.cpu_model), "neuron")
-    device_model.train()
-    runs = {"cpu": (cpu_model, s.inputs, contextlib.nullcontext),
-            "neuron": (device_model, compare.move_inputs(s.inputs, "neuron"), s.device_mode)}
+    device_model, _ = s.neuron()
+    runs = {"cpu": (s.cpu_model, s.inputs, s.cpu_mode),
+            "neuron": (device_model, s.neuron_inputs, s.device_mode)}
     history: dict[str, dict[str, list[float]]] = {}
     for device, (model, inputs, mode) in runs.items():
-        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
         losses, norms = [], []
-        with _fallbacks_into(record) if device == "neuron" else contextlib.nullcontext():
-            for step in range(steps):
-                torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
-                with mode():
-                    loss = compare.loss_of(call(model, inputs, **s.extra))
-                loss.backward()
-                losses.append(loss.item())
-                norms.append(compare.grad_norm(model))
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
+        was_training = model.training
+        with _fallbacks_into(record) if device == "neuron" else contextlib.nullcontext(), \
+                gradients_for(model, s.freeze, restore=True) as frozen:
+            model.train()
+            optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
+            try:
+                for step in range(steps):
+                    torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
+                    with mode():
+                        loss = compare.loss_of(call(model, inputs, **s.extra))
+                    loss.backward()
+                    losses.append(loss.item())
+                    norms.append(compare.grad_norm(model))
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+            finally:
+                model.train(was_training)
         history[device] = {"losses": losses, "grad_norms": norms}
     loss_err = max(map(compare.relative_error, history["neuron"]["losses"], history["cpu"]["losses"]))
     grad_err = max(map(compare.relative_error, history["neuron"]["grad_norms"], history["cpu"]["grad_norms"]))
@@ -443,7 +510,9 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     record.neuron_losses, record.grad_norm_neuron = history["neuron"]["losses"], history["neuron"]["grad_norms"]
     record.max_loss_rel_err, record.max_grad_norm_rel_err, record.rtol = loss_err, grad_err, s.tol.train_rtol
     record.optimizer, record.steps, record.ok = f"SGD(lr={lr})", steps, ok
-    summary = f"{steps} SGD steps: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
+    record.cpu_autocast, record.frozen = _autocast_name(s), frozen
+    held = f" ({', '.join(frozen)} held fixed)" if frozen else ""
+    summary = f"{steps} SGD steps{held}: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
     return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from neuronkit import slicing
 from neuronkit.calling import call, greedy
 from neuronkit.evidence import CpuBaselineEvidence, FillMask, Generation, MaskGuess, WeightsInfo
 from neuronkit.evidence import load as load_record
@@ -16,7 +17,7 @@ from neuronkit.timing import interleaved_medians
 from neuronkit.stages import StageResult, recording
 from neuronkit.units import format_ms
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import Subject, load, ran_on, reference_model, reference_path
+from neuronkit.workbook.loading import Subject, load, ran_on, reference_path
 from neuronkit.workbook.params import Params, require_positive_ints
 
 MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokenizer's own mask token
@@ -34,6 +35,7 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
     with recording(params.run, "cpu_baseline") as slot:
         require_positive_ints(max_new_tokens=max_new_tokens, timing_steps=timing_steps)
         subject = load(params)
+        timing_steps = slicing.repeats(subject.model_slice, "cpu_timing_steps", timing_steps)
         with torch.inference_mode():
             out = call(subject.model, subject.inputs)
             forward_ms = interleaved_medians({"cpu": lambda: call(subject.model, subject.inputs)},
@@ -64,12 +66,15 @@ def run(params: Params, prompt: str = "A migration starts with", max_new_tokens:
 
 
 def save_reference(params: Params, subject: Subject) -> Any:
-    """Compute and save the fp32 CPU reference the device stages compare with (the check's own: the
-    device runs fp32, or autocasts, against fp32 CPU numbers), on exactly these example inputs."""
+    """Compute and save the CPU reference the device stages compare with (the check's own: the run's
+    model, under CPU autocast of a bfloat16/float16 run's dtype as the device runs under its own; a layer
+    slice's embeddings and head take no gradient), on exactly these example inputs."""
     from neuronkit.checks.parity import cpu_reference, forward_extras
+    from neuronkit.models import as_dtype
 
-    model = reference_model(params).model  # the run's own model when it is float32
-    reference = cpu_reference(model, subject.inputs, **forward_extras(model))
+    model = subject.model
+    reference = cpu_reference(model, subject.inputs, dtype=as_dtype(params.dtype),
+                              freeze_embeddings=not subject.model_slice.full_model, **forward_extras(model))
     reference.save(reference_path(params))
     return reference
 

@@ -32,8 +32,8 @@ class Subject:
 
 
 # This kernel's loaded models, by what they are loaded from: the notebook's own cells and its stage share
-# one model, tokenizer and inputs, so each checkpoint file is read once per kernel (at most twice for a
-# bfloat16/float16 run, whose CPU reference is float32). A model the notebook's cells loaded themselves,
+# one model, tokenizer and inputs, so each checkpoint file is read once per kernel (the CPU reference and
+# the device checks run the run's own model, in its dtype). A model the notebook's cells loaded themselves,
 # with transformers' own calls, joins it through `adopt`.
 _LOADED: dict[tuple[Any, ...], Subject] = {}
 _EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}  # tokenizer and example inputs, per run
@@ -43,8 +43,8 @@ def load(params: Params, dtype: str | None = None) -> Subject:
     """The run's model (the full model or the layer slice that fits, `neuronkit.slicing`), tokenizer and
     example inputs (`batch_size` × `seq_len` tokens for text), loaded once per kernel and shared.
 
-    `dtype` overrides the run's (the CPU reference is float32). Cells that change the model (move it to
-    a device, train it) work on a copy, or move it back."""
+    `dtype` overrides the run's. Cells that change the model (move it to a device, train it) work on a
+    copy, or move it back."""
     from neuronkit import models
 
     dtype = dtype or params.dtype
@@ -106,7 +106,7 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
     """Make `model`, which the notebook's own cells loaded (`from_pretrained`, on the CPU or on a
     `neuron` device), the model this kernel's stage runs: no second read of the checkpoint.
 
-    It must be what the run loads: the checkpoint's own class, in the run's dtype or float32, with the
+    It must be what the run loads: the checkpoint's own class, in the run's dtype, with the
     blocks of the run's slice; otherwise one line says what differs. The stage gets it on the CPU (a
     device-resident model is copied back; the notebook's keeps running where it is). `loading_info`
     (`from_pretrained(..., output_loading_info=True)`) names weights the checkpoint and the class
@@ -128,9 +128,9 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
                                   f"{piece.describe()} ({want}): load it with {recipe(params).call(cls.__name__)}")
     dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     name = str(dtype).removeprefix("torch.")
-    if name not in (params.dtype, "float32"):
-        raise NeuronkitInputError(f"the model to adopt is in {name}; this run computes in {params.dtype} "
-                                  "against a float32 reference")
+    if name != params.dtype:
+        raise NeuronkitInputError(f"the model to adopt is in {name}; this run loads it in {params.dtype} "
+                                  f"(from_pretrained(..., dtype=torch.{params.dtype}))")
     if any(p.device.type != "cpu" for p in model.parameters()):
         model, _ = compare.to_device(copy.deepcopy(model), "cpu")  # the learner's copy stays on its device
     weights = _weights(params, model, loading_info, full, cls, piece)
@@ -182,13 +182,14 @@ def run_slice(params: Params) -> ModelSlice:
     from neuronkit import models, slicing
 
     file = params.run.artifact_dir("model") / "slice.json"
-    request = {"model": params.model, "layers": params.layers, "full_model": params.full_model}
+    request = {"model": params.model, "layers": params.layers, "full_model": params.full_model,
+               "dtype": params.dtype}
     if file.is_file():
         stored = json.loads(file.read_text(encoding="utf-8"))
         if stored.get("request") == request:
             return load_record(ModelSlice, stored["slice"])
     _, piece = slicing.plan(models.load_config(params.model), layers=params.layers or None,
-                            full_model=params.full_model)
+                            full_model=params.full_model, dtype=models.as_dtype(params.dtype))
     file.write_text(json.dumps({"request": request, "slice": dataclasses.asdict(piece)}), encoding="utf-8")
     return piece
 
@@ -198,11 +199,6 @@ def _tokenizer(model: str) -> Any:
     from neuronkit import models
 
     return models.load_tokenizer(model)
-
-
-def reference_model(params: Params) -> Subject:
-    """The float32 model the CPU reference and the device checks run (the run's own when it is float32)."""
-    return load(params, "float32")
 
 
 def neuron_device(device: str) -> torch.device:
@@ -228,16 +224,18 @@ def reference_path(params: Params) -> Path:
 
 
 def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: Any) -> Any:
-    """`neuronkit check`'s `stages` on the run's model (this kernel's float32 copy: the full model or its
-    layer slice), dtype and input shape, on `device` (made the current core, which is what the check's
-    "neuron" means), held to the CPU baseline's reference."""
+    """`neuronkit check`'s `stages` on the run's model (this kernel's, in the run's dtype: the full model
+    or its layer slice, whose embeddings and head take no gradient), dtype and input shape, on `device`
+    (made the current core, which is what the check's "neuron" means), held to the CPU baseline's
+    reference."""
     from neuronkit.checks import Reference, check
 
     torch.neuron.set_device(neuron_device(device).index or 0)
-    subject = reference_model(params)
+    subject = load(params)
     report = check(subject.model, tokenizer=subject.tokenizer, stages=stages, dtype=params.dtype,
                    batch_size=params.batch_size, seq_len=params.seq_len, model_name=params.model,
-                   reference=Reference.load(reference_path(params)), **settings)
+                   reference=Reference.load(reference_path(params)),
+                   freeze_embeddings=not subject.model_slice.full_model, **settings)
     report.weights, report.model_slice = subject.weights, subject.model_slice
     return report
 

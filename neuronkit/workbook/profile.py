@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from neuronkit import slicing
 from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, TopOp, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
@@ -37,6 +38,8 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
         require_positive_ints(steps=steps, warmup=warmup, top=top)
         target = neuron_device(device)
         subject = load(params)
+        steps = slicing.repeats(subject.model_slice, "profile_steps", steps)
+        warmup = slicing.repeats(subject.model_slice, "profile_warmup", warmup)
         inputs = move_inputs({k: v for k, v in subject.inputs.items() if k != "labels"}, target)  # inference
         export = getattr(profiled, "last", None)
         reused = export is not None and not export.events.empty

@@ -118,7 +118,7 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
                       batch_size=batch_size, layers=layers, full_model=full_model)
-    preflight(params.model, seq_len, batch_size, random_weights, layers, full_model)
+    preflight(params.model, seq_len, batch_size, random_weights, layers, full_model, params.dtype)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
@@ -190,14 +190,14 @@ def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], N
 
 
 def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False, layers: int = 0,
-              full_model: bool = False) -> None:
+              full_model: bool = False, dtype: str = "float32") -> None:
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
     readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
     that loads, an input recipe for its architecture, and a model or layer slice that fits the budget."""
     from neuronkit import inputs, models, slicing
 
     config = models.load_config(model)
-    slicing.plan(config, layers=layers or None, full_model=full_model)
+    slicing.plan(config, layers=layers or None, full_model=full_model, dtype=models.as_dtype(dtype))
     if random_weights:
         models.num_parameters(config)  # the class builds from this config
     elif not models.has_weights(model):

@@ -5,12 +5,13 @@ parity), and shape buckets that bound the compilations real prompt lengths would
 
 from __future__ import annotations
 
+from neuronkit import slicing
 from neuronkit.checks.parity import Compiled  # what the notebook compiled, for `run(compiled=...)`
 from neuronkit.evidence import CompileCheck, CompileEvidence, CompileTiming, fields_of
 from neuronkit.pipeline import STAGE
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check, run_slice
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = STAGE["compile"].steps  # the `neuronkit check` steps this stage runs
@@ -31,6 +32,7 @@ def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_fi
         return skipped
     with recording(params.run, "compile") as slot:
         require_positive_ints(timing_runs=timing_runs, max_buckets=max_buckets)
+        timing_runs = slicing.repeats(run_slice(params), "compile_timing_runs", timing_runs)
         report = run_check(params, device, CHECK_STAGES, timing_runs=timing_runs, bucket_prompts=prompts_file,
                            max_buckets=max_buckets, compiled=compiled if params.dtype == "float32" else None)
         slot["evidence"] = record = evidence({s.stage: s for s in report.stages})
