@@ -50,6 +50,20 @@ def test_out_of_memory_when_core_hbm_is_exhausted(run_python):
     assert "stats 1" in proc.stdout
 
 
+def test_request_past_core_hbm_is_the_device_oom_before_any_host_memory(run_python):
+    # 1 PiB: past any core's HBM and any host's memory; the device's budget must refuse it first.
+    proc = run_python("""
+        import torch
+        try:
+            torch.empty(2**50, dtype=torch.uint8, device="neuron")
+        except torch.OutOfMemoryError as e:
+            print("OOM", e)
+        print("allocated", torch.neuron.memory_allocated(), "ooms", torch.neuron.memory_stats()["num_ooms"])
+    """)
+    assert "OOM NRT allocation failed for size 1125899906842624 (OOM)" in proc.stdout
+    assert "allocated 0 ooms 1" in proc.stdout
+
+
 def test_host_cc_gives_streams_their_own_queues(run_python):
     code = "import torch; print(torch.neuron.Stream().stream_id, torch.neuron.Stream().stream_id)"
     assert run_python(code).stdout.split() == ["0", "0"]

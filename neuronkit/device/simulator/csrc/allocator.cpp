@@ -43,9 +43,9 @@ Counters& account(c10::DeviceIndex index) {
   return g_accounts[index];
 }
 
-c10::DataPtr device_ptr(c10::intrusive_ptr<c10::StorageImpl> host, c10::DeviceIndex index) {
+// A DataPtr over `host`, whose bytes are already reserved against the core's HBM.
+c10::DataPtr reserved_ptr(c10::intrusive_ptr<c10::StorageImpl> host, c10::DeviceIndex index) {
   uint64_t nbytes = host->nbytes();
-  reserve(index, nbytes);
   void* data = host->mutable_data();
   return {data, new Block{std::move(host), index, nbytes}, &delete_block, c10::Device(kNeuron, index)};
 }
@@ -144,14 +144,32 @@ void reset_accumulated(c10::DeviceIndex index) {
 
 c10::Allocator* device_allocator() { return &g_allocator; }
 
-c10::DataPtr allocate_on(c10::DeviceIndex index, size_t nbytes) { return device_ptr(host_storage(nbytes), index); }
+// The core's HBM is reserved before any host memory backs it: on the device a request past a core's HBM fails
+// in the runtime's allocation (NeuronCachingAllocator.cpp raises c10::OutOfMemoryError), so it must raise the
+// device's error here too, not the host allocator's, and never take the host memory first.
+c10::DataPtr allocate_on(c10::DeviceIndex index, size_t nbytes) {
+  reserve(index, nbytes);
+  c10::intrusive_ptr<c10::StorageImpl> host;
+  try {
+    host = host_storage(nbytes);
+  } catch (...) {
+    release(index, nbytes);
+    throw;
+  }
+  return reserved_ptr(std::move(host), index);
+}
 
-at::Tensor wrap(const at::Tensor& cpu, c10::DeviceIndex index) {
+at::Tensor wrap(const at::Tensor& cpu, c10::DeviceIndex index, uint64_t reserved) {
   TORCH_CHECK(cpu.device().is_cpu(), "wrap expects a CPU tensor, got one on ", cpu.device());
   auto host = c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(cpu.storage().unsafeGetStorageImpl());
   size_t nbytes = host->nbytes();
+  if (reserved == 0) {
+    reserve(index, nbytes);
+  } else {
+    TORCH_INTERNAL_ASSERT(reserved == nbytes, "reserved ", reserved, " bytes for a ", nbytes, "-byte buffer");
+  }
   auto storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes,
-                                                       device_ptr(std::move(host), index), &g_allocator,
+                                                       reserved_ptr(std::move(host), index), &g_allocator,
                                                        /*resizable=*/true);
   auto out = tensor_over(c10::Storage(std::move(storage)), c10::DispatchKey::PrivateUse1, cpu);
   if (cpu.requires_grad()) {

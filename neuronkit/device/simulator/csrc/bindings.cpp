@@ -75,8 +75,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Place this process as a process group does: device_count() becomes the local world size, and only "
         "neuron:<local_rank> may be selected or hold memory",
         py::arg("local_world_size"), py::arg("local_rank"));
-  m.def("wrap", &wrap, "A device tensor over a CPU tensor's memory, counted against the core's HBM",
-        py::arg("cpu"), py::arg("index"));
+  m.def("wrap", [](const at::Tensor& cpu, c10::DeviceIndex index) { return wrap(cpu, index); },
+        "A device tensor over a CPU tensor's memory, counted against the core's HBM", py::arg("cpu"), py::arg("index"));
   m.def("to_cpu", &to_cpu, "A CPU tensor over a device tensor's memory", py::arg("device"));
   m.def("counters", &counters_tuple,
         "(capacity, current, peak, allocations, frees, num_ooms, bytes_allocated, bytes_freed) of a core",

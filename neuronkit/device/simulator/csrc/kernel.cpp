@@ -607,7 +607,9 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
   }
 }
 
-// `empty.memory_format`, `empty_strided`: a fresh host buffer on the named (or current) core.
+// `empty.memory_format`, `empty_strided`: a fresh host buffer on the named (or current) core. The core's HBM is
+// reserved first (the buffer's size from the same call on the meta device), so a request past it raises the
+// device's out-of-memory error before any host memory is taken, as the real allocator fails in the runtime.
 void allocate(const c10::OperatorHandle& op, Stack* stack, const Record& record) {
   TORCH_CHECK(g_init_error.empty(), g_init_error);
   const size_t nargs = op.schema().arguments().size();
@@ -621,8 +623,17 @@ void allocate(const c10::OperatorHandle& op, Stack* stack, const Record& record)
       slot = c10::IValue();
     }
   }
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
-  stack->back() = c10::IValue(wrap(stack->back().toTensor(), index));
+  Stack meta(stack->end() - nargs, stack->end());
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  const uint64_t nbytes = meta.back().toTensor().storage().nbytes();
+  if (nbytes > 0) reserve(index, nbytes);
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  } catch (...) {
+    if (nbytes > 0) release(index, nbytes);
+    throw;
+  }
+  stack->back() = c10::IValue(wrap(stack->back().toTensor(), index, nbytes));
 }
 
 // `_copy_from(src, dst)` / `_copy_from_and_resize`: host<->device copies (DMA; no NEFF).

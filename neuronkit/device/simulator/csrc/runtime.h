@@ -49,7 +49,8 @@ void reset_accumulated(c10::DeviceIndex index);
 
 c10::Allocator* device_allocator();
 c10::DataPtr allocate_on(c10::DeviceIndex index, size_t nbytes);
-at::Tensor wrap(const at::Tensor& cpu, c10::DeviceIndex index);  // a device tensor over a CPU tensor's memory
+// A device tensor over a CPU tensor's memory; `reserved`: its bytes were already reserved on the core (0: reserve now).
+at::Tensor wrap(const at::Tensor& cpu, c10::DeviceIndex index, uint64_t reserved = 0);
 at::Tensor to_cpu(const at::Tensor& device);                    // a CPU tensor over a device tensor's memory
 void resize_bytes(const c10::Storage& storage, size_t nbytes);
 
