@@ -93,10 +93,39 @@ class ForkedKernels:
 
 @pytest.fixture(scope="session")
 def forked_kernels(tmp_path_factory) -> Iterator[ForkedKernels]:
-    """One fork server for the session's notebook executions (ForkedKernels)."""
+    """One fork server for the session's notebook executions (ForkedKernels); its tests share a worker
+    (SHARED_SESSION_FIXTURES), so that it is started once."""
     kernels = ForkedKernels(tmp_path_factory.mktemp("jupyter"))
     yield kernels
     kernels.close()
+
+
+# --- parallel runs (pytest-xdist: pyproject's addopts run `-n 2 --dist loadgroup`) -------------------------
+# Each worker is its own pytest session: a session- or module-scoped fixture is built by every worker that
+# runs a test needing it. So that an expensive one is built once, its tests are put in one xdist group (one
+# worker runs a group, in collection order):
+# - every test using a module- or class-scoped fixture is grouped with the rest of its module, automatically;
+# - a session fixture named here groups the tests using it (a test in two groups runs with both at once).
+# A new expensive session fixture: add its name here. Cheap ones (the zoo, ~1 s) are built per worker.
+# A test that needs anything else to run on one worker with others: `@pytest.mark.xdist_group("name")`.
+SHARED_SESSION_FIXTURES = ("forked_kernels",)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Put a test sharing an expensive fixture in its group (above): before xdist reads the groups."""
+    fixtures = getattr(item, "_fixtureinfo", None)
+    for name in item.fixturenames if fixtures is not None else ():
+        if {d.scope for d in fixtures.name2fixturedefs.get(name, ())} & {"module", "class"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        elif name in SHARED_SESSION_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with notebook executions or fresh processes first, so that no long test starts last
+    while the other worker idles (whole modules move: their fixtures are still built once)."""
+    heavy = {item.module for item in items if item.get_closest_marker("notebooks") or item.get_closest_marker("subprocess")}
+    items.sort(key=lambda item: item.module not in heavy)
 
 
 @pytest.fixture

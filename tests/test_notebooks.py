@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -138,6 +139,49 @@ def _assert_complete_run(out: Path, ok: bool, lines: list[str]) -> None:
     assert lines[-1] == f"report: {out / 'report.html'}"
 
 
+NBVAL = ROOT / "tests" / "nbval"
+NBVAL_TAG = "nbval-check-output"
+
+
+def _as_nbval_compares(outputs: list, patterns: list[tuple[str, str]]) -> list[object]:
+    """A checked cell's outputs as `pytest --nbval-lax` compares them (nbval's own stream handling): streams
+    coalesced and keyed by name, data by MIME type without images, every text through the sanitizers."""
+    from nbval.plugin import coalesce_streams, transform_streams_for_comparison
+
+    def clean(text: object) -> object:
+        for regex, replace in patterns:
+            text = re.sub(regex, replace, text) if isinstance(text, str) else text
+        return text
+
+    compared = []
+    for output in transform_streams_for_comparison(coalesce_streams([nbformat.from_dict(o) for o in outputs])):
+        data = output.get("data", {k: v for k, v in output.items() if k != "output_type"})
+        compared.append({key: clean(value) for key, value in data.items() if key not in ("image/png", "metadata")})
+    return compared
+
+
+def assert_checked_cells_match_their_recorded_outputs(executed: Path) -> None:
+    """nbval's check of the workbook, on notebooks already executed: each notebook's `nbval-check-output`
+    cell printed what tests/nbval/expected_outputs.json recorded for that cell's code, after the sanitizers
+    of tests/nbval/sanitize.cfg (dates, durations, paths, addresses)."""
+    from nbval.plugin import get_sanitize_patterns
+
+    expected = json.loads((NBVAL / "expected_outputs.json").read_text(encoding="utf-8"))
+    patterns = get_sanitize_patterns((NBVAL / "sanitize.cfg").read_text(encoding="utf-8"))
+    seen = []
+    for name in NOTEBOOKS:
+        for cell in nbformat.read(executed / name, as_version=4).cells:
+            if cell.cell_type != "code" or NBVAL_TAG not in cell.metadata.get("tags", []):
+                continue
+            key = f"{name}#{cell.id}"
+            seen.append(key)
+            assert key in expected and expected[key]["source"] == cell.source, \
+                f"{key}: no output recorded for this cell's code: python tests/nbval/prepare.py OUT --record, review"
+            assert _as_nbval_compares(cell.outputs, patterns) == _as_nbval_compares(expected[key]["outputs"], patterns), \
+                f"{key} printed {[o.get('text') for o in cell.outputs]}, recorded {expected[key]['outputs']}"
+    assert sorted(seen) == sorted(expected), "every recorded cell is checked, one per notebook"
+
+
 # Left out of the copy the wheel is built from: environments, outputs and caches, not sources.
 _NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", "__pycache__",
                                       "neff_cache", ".ipynb_checkpoints")
@@ -146,7 +190,8 @@ _NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", 
 @pytest.mark.notebooks
 @pytest.mark.subprocess
 def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkout(tmp_path: Path) -> None:
-    """`pip install` of the wheel into a fresh venv, then `neuronkit run tiny-qwen3` from elsewhere.
+    """`pip install` of the wheel into a fresh venv, then `neuronkit run tiny-qwen3` from elsewhere; its
+    executed notebooks are also the ones nbval's check reads (assert_checked_cells_match_their_recorded_outputs).
 
     The venv gets neuronkit only from the wheel. Its dependencies (torch alone is GBs) come from this
     test's own environment through a .pth line naming its site-packages, rather than being downloaded
@@ -201,6 +246,8 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
     assert all(plots[name][0] >= 1 for name in NOTEBOOKS if name < "07"), plots
     assert RunDir(out).read_params() == {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1,
                                          "layers": 0, "full_model": False}
+    # nbval's checked cells, on this run's notebooks: the parameters nbval's prepared copies get (the defaults)
+    assert_checked_cells_match_their_recorded_outputs(out / "artifacts" / "notebooks")
 
 
 @pytest.mark.notebooks
@@ -301,20 +348,6 @@ def test_a_stalled_kernel_and_a_dead_one_end_the_run_with_clear_errors_and_a_rep
     assert elapsed < 60, f"the run took {elapsed:.0f} s: the cell timeout did not end it"
 
 
-@pytest.mark.notebooks
-def test_nbval_checked_cells_match_their_recorded_outputs(tmp_path: Path, forked_kernels) -> None:
-    """`pytest --nbval-lax` over the prepared notebooks, its kernels forked (conftest's forked_kernels)."""
-    prepared = tmp_path / "nbval"
-    subprocess.run([sys.executable, str(ROOT / "tests" / "nbval" / "prepare.py"), str(prepared)], check=True,
-                   cwd=ROOT)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", KERNEL_NAME,
-                           "--nbval-cell-timeout", str(CELL_TIMEOUT),
-                           "--nbval-sanitize-with", str(ROOT / "tests" / "nbval" / "sanitize.cfg"),
-                           "-p", "no:cacheprovider", "-q", str(prepared)],
-                          capture_output=True, text=True, cwd=ROOT, env=forked_kernels.env)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-
-
 # --- architecture zoo through the whole workbook (issue 11) --------------------------------------------
 
 @pytest.mark.notebooks
@@ -337,19 +370,15 @@ def test_whole_workbook_on_a_vision_model_with_random_weights_over_a_previous_ru
     assert report["verdict"] != "ready" and any("random weights" in reason for reason in report["reasons"])
 
 
-@pytest.mark.notebooks
-def test_whole_workbook_on_t5_exits_with_its_verdict(zoo: dict[str, Path], tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from neuronkit.cli import main
+def test_t5_environment_and_cpu_baseline_stages_record_the_encoder_decoder(zoo: dict[str, Path], tmp_path: Path) -> None:
+    """The workbook's first two stage functions (what notebooks 00 and 01 record) on T5, in this process:
+    its own class, and a CPU baseline that passes. T5's other stages are the zoo's: the audit finds no
+    blocker (its position bias reaches SDPA as a mask, which the device lowers natively: fidelity-audit.md
+    item 1) and `check()` passes eager, generate, train and compile (tests/test_zoo.py)."""
+    from neuronkit.workbook import cpu_baseline, environment
 
-    out = tmp_path / "t5"
-    rc = main(["run", str(zoo["t5"]), "--out", str(out), "--cell-timeout", str(CELL_TIMEOUT)])
-    printed = capsys.readouterr().out
-    report = json.loads((out / "report.json").read_text())
-    assert len([line for line in printed.splitlines() if line.startswith("[")]) == len(NOTEBOOKS)
-    run = RunDir(out)
-    assert run.read("cpu_baseline").status == "pass" and run.read("audit").evidence.model.module_class == \
-        "T5ForConditionalGeneration"
-    # T5 passes its position bias to SDPA as a mask, which the device lowers natively (fidelity-audit.md
-    # item 1): no blocker, and the run exits 0.
-    assert report["verdict"].startswith("ready") and rc == 0, printed
+    params = parameters(model=str(zoo["t5"]), run_dir=str(tmp_path / "t5"))
+    assert environment.run(params).evidence.model.architecture == "T5ForConditionalGeneration"
+    baseline = cpu_baseline.run(params, max_new_tokens=4, timing_steps=1)
+    assert baseline.status == "pass", baseline.summary
+    assert baseline.evidence.logits_shape[0] == 1 and baseline.evidence.loss is not None

@@ -8,7 +8,7 @@ learner's view) gets the output recorded in `expected_outputs.json`. Every other
 stored output and is only required to run without error.
 
     python tests/nbval/prepare.py build/nbval            # prepare, then:
-    pytest --nbval-lax --nbval-kernel-name neuronkit --nbval-sanitize-with tests/nbval/sanitize.cfg build/nbval
+    pytest --nbval-lax --nbval-kernel-name neuronkit --nbval-sanitize-with tests/nbval/sanitize.cfg -n 0 build/nbval
     python tests/nbval/prepare.py build/nbval --record   # re-record the expected outputs (review the diff)
 
 An expected output recorded for other cell code is refused: change a checked cell, record again.
