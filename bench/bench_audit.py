@@ -44,8 +44,8 @@ from neuronkit.op_audit import audit
 imported = time.perf_counter()
 report = audit(sys.argv[1], backward=sys.argv[2] == "train", optimizer_step=sys.argv[2] == "train")
 done = time.perf_counter()
-print(json.dumps({"audit_s": done - imported, "process_s": done - start, "calls": report.summary["total_calls"],
-                  "distinct_ops": report.summary["distinct_ops"], "parameters": report.model["num_parameters"],
+print(json.dumps({"audit_s": done - imported, "process_s": done - start, "calls": report.summary.total_calls,
+                  "distinct_ops": report.summary.distinct_ops, "parameters": report.model.num_parameters,
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
 
@@ -97,7 +97,7 @@ def overhead(rounds: int, seq_lens: list[int]) -> list[dict]:
         ms = {name: statistics.median(values) for name, values in samples.items()}
         results.append({"parameters": sum(p.numel() for p in model.parameters()), "seq_len": seq_len,
                         "rounds": rounds, "plain_ms": ms["plain"], "modes_ms": ms["modes"], "audit_ms": ms["audit"],
-                        "ratio": ms["audit"] / ms["plain"], "calls": audit(model, inputs).summary["total_calls"],
+                        "ratio": ms["audit"] / ms["plain"], "calls": audit(model, inputs).summary.total_calls,
                         "torch": torch.__version__})
     return results
 

@@ -49,7 +49,7 @@ def measure() -> tuple[float, list[dict[str, object]]]:
             checked = time.perf_counter()
             stage_s = {s.stage: s.duration_s for s in check.stages}
             rows.append({"name": name, "audit_s": audited - built,
-                         "blockers": len(report.summary["blockers"]), "check_s": checked - audited,
+                         "blockers": len(report.summary.blockers), "check_s": checked - audited,
                          "compile_s": stage_s.get("compile", 0.0), "status": check.status,
                          "failed": ", ".join(s.stage for s in check.stages if s.status in ("fail", "error")) or "-"})
     return build_s, rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, TopOp, rows
+from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware, TopOp, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import load, neuron_device, ran_on
@@ -45,7 +45,7 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
             trace_path=info["trace_path"],
             parquet_path=info["parquet_path"],
             summary_path=info["summary_path"],
-            hardware=info["hardware"],
+            hardware=RooflineHardware(**info["hardware"]),
             model_slice=subject.model_slice,
         )
         hottest = frame.iloc[0]["name"] if len(frame) else "none"
