@@ -30,7 +30,7 @@ CASES = {
 _CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
-from neuronkit.distributed.plan import plan, sweep
+from neuronkit.planner.plan import plan, sweep
 cfg = sys.argv[1] + "/config.json"
 result = {expr}
 plans = result if isinstance(result, list) else [result]
