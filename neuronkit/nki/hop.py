@@ -33,7 +33,7 @@ from torch.fx.experimental.proxy_tensor import (
     track_tensor_tree,
 )
 
-from neuronkit.device.simulator import compiled_graphs, tracking
+from neuronkit.device.simulator import compiled_graphs, native, tracking
 from neuronkit.device.simulator import kernel as device
 from neuronkit.nki import LAUNCH_PREFIX, cost
 from neuronkit.nki.dtypes import as_dtype
@@ -194,7 +194,7 @@ def _to_torch(data: np.ndarray, dtype: torch.dtype, on_device: torch.device) -> 
     cpu = torch.from_numpy(np.array(data)).to(dtype)
     if on_device.type != "neuron":
         return cpu
-    return device.wrap(cpu, on_device.index if on_device.index is not None else torch.neuron.current_device())
+    return native.wrap(cpu, on_device.index if on_device.index is not None else torch.neuron.current_device())
 
 
 def _write_back(t: torch.Tensor, data: np.ndarray) -> None:
