@@ -8,9 +8,10 @@
    backward + optimizer step, each in a fresh Python whose peak RSS (`resource.getrusage`) includes
    importing torch and transformers. Targets: <= 60 s and <= 2 GB.
 
-    python bench/bench_audit.py [--rounds 11] [--seq-len 16 128] [--write]
+    python bench/bench_audit.py [--rounds 11] [--seq-len 16 128]
 
-`--write` puts the figures under "## Op audit" in bench/RESULTS.md, leaving other sections alone.
+It writes bench/results/audit-8b.json and audit-overhead.json (bench/harness.py); `python
+bench/make_results.py` puts them in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -27,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import Run
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-HEADING = "## Op audit"
 LLAMA_8B = {
     "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
@@ -44,8 +43,8 @@ from neuronkit.op_audit import audit
 imported = time.perf_counter()
 report = audit(sys.argv[1], backward=sys.argv[2] == "train", optimizer_step=sys.argv[2] == "train")
 done = time.perf_counter()
-print(json.dumps({"audit_s": done - imported, "process_s": done - start, "calls": report.summary["total_calls"],
-                  "distinct_ops": report.summary["distinct_ops"], "parameters": report.model["num_parameters"],
+print(json.dumps({"audit_s": done - imported, "process_s": done - start, "calls": report.summary.total_calls,
+                  "distinct_ops": report.summary.distinct_ops, "parameters": report.model.num_parameters,
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
 
@@ -97,7 +96,7 @@ def overhead(rounds: int, seq_lens: list[int]) -> list[dict]:
         ms = {name: statistics.median(values) for name, values in samples.items()}
         results.append({"parameters": sum(p.numel() for p in model.parameters()), "seq_len": seq_len,
                         "rounds": rounds, "plain_ms": ms["plain"], "modes_ms": ms["modes"], "audit_ms": ms["audit"],
-                        "ratio": ms["audit"] / ms["plain"], "calls": audit(model, inputs).summary["total_calls"],
+                        "ratio": ms["audit"] / ms["plain"], "calls": audit(model, inputs).summary.total_calls,
                         "torch": torch.__version__})
     return results
 
@@ -111,66 +110,36 @@ def weightless_8b(phase: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def markdown(overheads: list[dict], fwd: dict, train: dict) -> str:
-    gb = 1e9
-    machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, torch {overheads[0]['torch']}, "
-               f"Python {platform.python_version()}")
-    rows = [f"| audit overhead, qwen3-100m ({o['parameters'] / 1e6:.0f}M params, random weights), forward, "
-            f"batch 1 x {o['seq_len']} tokens, {o['calls']} op calls | {o['audit_ms']:.0f} ms vs "
-            f"{o['plain_ms']:.0f} ms plain = **{o['ratio']:.2f}x** (empty modes alone: {o['modes_ms']:.0f} ms; "
-            f"medians of {o['rounds']} interleaved rounds) | <= 1.5x |" for o in overheads]
-    rows += [f"| weightless Llama-3-8B config ({r['parameters'] / 1e9:.2f}B params), {label}, {r['calls']} op calls "
-             f"| **{r['audit_s']:.1f} s** audit ({r['process_s']:.1f} s with imports), peak RSS "
-             f"**{r['peak_rss_bytes'] / gb:.2f} GB** | <= 60 s, <= 2 GB |"
-             for label, r in (("forward", fwd), ("forward + backward + AdamW step", train))]
-    return "\n".join([
-        HEADING,
-        "",
-        f"`python bench/bench_audit.py` ({time.strftime('%Y-%m-%d')}; {machine}; a VM shared with other jobs).",
-        "",
-        "| measurement | figure | target |",
-        "|---|---|---|",
-        *rows,
-        "",
-        "The overhead is per op call (a Python dispatch mode, a function mode and module hooks), so it is",
-        "largest when ops do least work. \"Empty modes\" is the same forward under a TorchDispatchMode and a",
-        "TorchFunctionMode that only pass calls through: PyTorch's own cost, the floor for any recorder of",
-        "this kind. Peak RSS is the whole fresh process (`resource.getrusage`), imports of torch and",
-        "transformers included.",
-        "",
-    ])
-
-
-def write_section(section: str) -> None:
-    """Replace (or append) the "## Op audit" section of RESULTS.md; other sections stay as they are."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text.rstrip("\n") + "\n")
+NOTE = ("The overhead is per op call (a Python dispatch mode, a function mode and module hooks), so it is largest "
+        "when ops do least work. \"Empty modes\" is the same forward under a TorchDispatchMode and a TorchFunctionMode "
+        "that only pass calls through: PyTorch's own cost, the floor for any recorder of this kind. Target <= 1.5x.")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--seq-len", type=int, nargs="+", default=[16, 128])
-    parser.add_argument("--write", action="store_true", help="update the Op audit section of bench/RESULTS.md")
     args = parser.parse_args()
     # The 8B children first, while this process is small: Linux hands a child the parent's peak RSS
     # through fork/exec, so ru_maxrss would otherwise report this process's 100M model.
-    fwd = weightless_8b("forward")
-    print(f"weightless 8B forward: {json.dumps(fwd)}")
-    train = weightless_8b("train")
-    print(f"weightless 8B train: {json.dumps(train)}")
-    overheads = overhead(args.rounds, args.seq_len)
-    for over in overheads:
-        print(f"overhead: {json.dumps(over)}")
-    section = markdown(overheads, fwd, train)
-    print("\n" + section)
-    if args.write:
-        write_section(section)
+    with Run("audit-8b", "Op audit: weightless Llama-3-8B", "python bench/bench_audit.py") as run:
+        run.columns(phase="phase", parameters=("parameters", "{:,}"), calls=("op calls", "{:,}"),
+                    audit_s=("audit", "**{:.1f} s**"), process_s=("with imports", "{:.1f} s"),
+                    peak_rss_gb=("peak RSS", "**{:.2f} GB**"))
+        run.note = ("A Llama-3-8B-sized config.json audited without weights, each phase in a fresh Python whose peak "
+                    "RSS includes importing torch and transformers. Targets: <= 60 s and <= 2 GB.")
+        for label, phase in (("forward", "forward"), ("forward + backward + AdamW step", "train")):
+            r = weightless_8b(phase)
+            run.row(phase=label, parameters=r["parameters"], calls=r["calls"], audit_s=r["audit_s"],
+                    process_s=r["process_s"], peak_rss_gb=r["peak_rss_bytes"] / 1e9)
+    command = f"python bench/bench_audit.py --rounds {args.rounds} --seq-len {' '.join(map(str, args.seq_len))}"
+    with Run("audit-overhead", "Op audit: recorder overhead", command) as run:
+        run.columns(seq_len="tokens (batch 1)", calls=("op calls", "{:,}"), plain_ms=("plain forward", "{:.0f} ms"),
+                    modes_ms=("empty modes", "{:.0f} ms"), audit_ms=("audit", "{:.0f} ms"),
+                    ratio=("audit / plain", "**{:.2f}x**"))
+        run.note = (f"qwen3-100m with random weights, forward, medians of {args.rounds} interleaved rounds. " + NOTE)
+        for over in overhead(args.rounds, args.seq_len):
+            run.row(**{key: over[key] for key in ("seq_len", "calls", "plain_ms", "modes_ms", "audit_ms", "ratio")})
 
 
 if __name__ == "__main__":

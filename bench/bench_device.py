@@ -25,8 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
+from harness import Run, interleaved_medians  # noqa: E402
 from neuronkit.resources import data_dir  # noqa: E402
-from neuronkit.timing import interleaved_medians  # noqa: E402
 
 DATA = data_dir() / "models"
 CLOCK = time.perf_counter
@@ -50,11 +50,10 @@ def workloads(model: torch.nn.Module, device: torch.device, seq: int, batch: int
     return {"forward": forward, "train_step": train_step}
 
 
-def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int,
-            kinds: tuple[str, ...] = ("forward", "train_step")) -> list[str]:
+def compare(run: Run, name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, rounds: int,
+            kinds: tuple[str, ...] = ("forward", "train_step")) -> None:
     cpu, neuron = torch.device("cpu"), torch.device("neuron")
     loads = {d: workloads(model, d, seq, batch) for d in (cpu, neuron)}
-    rows = []
     for kind in kinds:
         for d in (cpu, neuron):  # warm-up: first calls fill caches (and the simulated NEFF cache)
             for _ in range(2):
@@ -64,12 +63,10 @@ def compare(name: str, model: torch.nn.Module, seq: int, batch: int, runs: int, 
                      for _ in range(rounds)]
         c = statistics.median(r["cpu"] for r in per_round)
         n = statistics.median(r["neuron"] for r in per_round)
-        rows.append(f"| {name} {kind} (batch {batch}, seq {seq}) | {c:.1f} ms | {n:.1f} ms | {n / c:.2f}x |")
-        print(rows[-1], flush=True)
-    return rows
+        run.row(workload=f"{name} {kind} (batch {batch}, seq {seq})", cpu=c, neuron=n, ratio=n / c, unit="ms")
 
 
-def per_op(rounds: int) -> str:
+def per_op(run: Run, rounds: int) -> None:
     """Microseconds per 8-element `a + b` on CPU and on `neuron` (float32), blocks of calls interleaved."""
     calls = 2000
     pairs = {name: (torch.ones(8, device=name), torch.ones(8, device=name)) for name in ("cpu", "neuron")}
@@ -84,9 +81,7 @@ def per_op(rounds: int) -> str:
                  for _ in range(rounds)]
     c = statistics.median(r["cpu"] for r in per_round) * 1000 / calls
     n = statistics.median(r["neuron"] for r in per_round) * 1000 / calls
-    row = f"| 8-element add, per op | {c:.1f} µs | {n:.1f} µs | {n / c:.2f}x |"
-    print(row, flush=True)
-    return row
+    run.row(workload="8-element add, per op", cpu=c, neuron=n, ratio=n / c, unit="µs")
 
 
 def main() -> None:
@@ -100,16 +95,22 @@ def main() -> None:
         CLOCK = time.process_time
         torch.set_num_threads(1)
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("| workload | CPU | simulated neuron | ratio |\n|---|---|---|---|")
-    tiny = AutoModelForCausalLM.from_pretrained(DATA / "tiny-qwen3")
-    per_op(args.rounds)
-    compare("tiny-qwen3", tiny, seq=64, batch=4, runs=15, rounds=args.rounds)
-    compare("tiny-qwen3", tiny, seq=32, batch=1, runs=15, rounds=args.rounds, kinds=("forward",))
-    if not args.skip_100m:
-        config = AutoConfig.from_pretrained(DATA / "qwen3-100m")
-        big = AutoModelForCausalLM.from_config(config)
-        compare("qwen3-100m", big, seq=128, batch=1, runs=3, rounds=args.rounds)
+    flags = " --skip-100m" * args.skip_100m + " --cpu-time" * args.cpu_time
+    with Run("device", "Simulated device overhead", f"python bench/bench_device.py --rounds {args.rounds}{flags}") as run:
+        run.columns(workload="workload", cpu=("CPU", "{:.1f}"), neuron=("simulated neuron", "{:.1f}"),
+                    unit="unit", ratio=("ratio", "{:.2f}x"))
+        run.note = (f"CPU and neuron calls interleaved one by one (`neuronkit.timing.interleaved_medians`) after 2 "
+                    f"warm-up calls per arm; each round the median of its runs (15 for tiny, 3 for 100M), the figure "
+                    f"the median over {args.rounds} rounds; {'process CPU time, 1 thread' if args.cpu_time else 'wall time'}"
+                    f", {torch.get_num_threads()} threads.")
+        tiny = AutoModelForCausalLM.from_pretrained(DATA / "tiny-qwen3")
+        per_op(run, args.rounds)
+        compare(run, "tiny-qwen3", tiny, seq=64, batch=4, runs=15, rounds=args.rounds)
+        compare(run, "tiny-qwen3", tiny, seq=32, batch=1, runs=15, rounds=args.rounds, kinds=("forward",))
+        if not args.skip_100m:
+            config = AutoConfig.from_pretrained(DATA / "qwen3-100m")
+            big = AutoModelForCausalLM.from_config(config)
+            compare(run, "qwen3-100m", big, seq=128, batch=1, runs=3, rounds=args.rounds)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
    `--rounds` rounds. The ratio is what the simulator adds (host aliases, staging, the profiler range).
 2. The wall time of each torchrun job the test suite launches (`launch.run`), start to finish.
 
-The markdown it prints goes under "## Distributed" in bench/RESULTS.md.
+It writes bench/results/distributed.json (bench/harness.py); `python bench/make_results.py` puts it in RESULTS.md.
 
     python bench/bench_distributed.py [--rounds 3 --runs 7]
 """
@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from harness import Run
 
 SIZES = {"4 KiB": 1 << 10, "1 MiB": 1 << 18, "16 MiB": 1 << 22}  # float32 elements
 JOBS = {  # the torchrun jobs of tests/test_distributed.py and notebook 07
@@ -77,6 +79,17 @@ def main() -> None:
         return
     from neuronkit.distributed.launch import free_port, run
 
+    with Run("distributed", "Distributed", f"python bench/bench_distributed.py --rounds {args.rounds} --runs "
+             f"{args.runs}") as run_log:
+        run_log.columns(collective="collective, payload per rank / job",
+                        neuron_ms=("`neuron` group, neuron tensors", "{:.3f} ms"),
+                        gloo_ms=("gloo group, CPU tensors", "{:.3f} ms"), ratio=("ratio", "{:.2f}x"),
+                        job_s=("wall time", "{:.1f} s"))
+        measure(args, run, free_port, run_log)
+
+
+def measure(args: argparse.Namespace, run: Any, free_port: Any, run_log: Run) -> None:
+    """The collectives (a 2-rank torchrun child) and the built-in jobs, as rows of `run_log`."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2",
                           "--rdzv-backend=c10d", f"--rdzv-endpoint=localhost:{free_port()}", __file__, "--child",
@@ -89,19 +102,12 @@ def main() -> None:
             start = time.perf_counter()
             run(out=Path(tmp), timeout=600, **job)
             jobs[label] = time.perf_counter() - start
-    load = os.getloadavg()[0]
-    machine = f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f}"
-    lines = ["## Distributed", "",
-             f"`python bench/bench_distributed.py --rounds {args.rounds} --runs {args.runs}` "
-             f"({time.strftime('%Y-%m-%d')}; {machine}). 2 ranks under torchrun; float32 tensors; median ms per "
-             "call, calls interleaved.", "",
-             "| collective, payload per rank | `neuron` group, neuron tensors | gloo group, CPU tensors | ratio |",
-             "|---|---|---|---|"]
+    run_log.note = ("2 ranks under torchrun; float32 tensors; median ms per call, calls interleaved. Then each "
+                    "built-in torchrun job timed from launch to results.")
     for name, r in rows.items():
-        lines.append(f"| {name} | {r['neuron']:.3f} ms | {r['gloo']:.3f} ms | {r['neuron'] / r['gloo']:.2f}x |")
-    lines += ["", "| torchrun job (launch to results) | wall time |", "|---|---|"]
-    lines += [f"| {label} | {seconds:.1f} s |" for label, seconds in jobs.items()]
-    print("\n".join(lines + [""]))
+        run_log.row(collective=name, neuron_ms=r["neuron"], gloo_ms=r["gloo"], ratio=r["neuron"] / r["gloo"])
+    for label, seconds in jobs.items():
+        run_log.row(collective=f"torchrun job: {label} (launch to results)", job_s=seconds)
 
 
 if __name__ == "__main__":

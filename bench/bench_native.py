@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import Run
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,15 +31,14 @@ def _import_seconds(autoload: bool) -> float:
     return time.perf_counter() - start
 
 
-def import_cost(runs: int) -> dict[str, float]:
+def import_cost(runs: int) -> tuple[float, float]:
     """Median seconds of `import torch` without and with the simulated device, interleaved."""
     samples: dict[bool, list[float]] = {False: [], True: []}
     _import_seconds(True)  # warm the page cache
     for _ in range(runs):
         for autoload in (False, True):
             samples[autoload].append(_import_seconds(autoload))
-    off, on = statistics.median(samples[False]), statistics.median(samples[True])
-    return {"without autoload s": off, "with autoload s": on, "added s": on - off}
+    return statistics.median(samples[False]), statistics.median(samples[True])
 
 
 def build_seconds() -> float:
@@ -58,10 +59,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--build", action="store_true", help="also time a clean build of the extension")
     args = parser.parse_args()
-    for name, value in import_cost(args.runs).items():
-        print(f"import torch, {name}: {value:.3f}")
-    if args.build:
-        print(f"clean build of the native runtime: {build_seconds():.1f} s on {os.cpu_count()} cores")
+    with Run("native", "Native runtime fixed costs",
+             f"python bench/bench_native.py --runs {args.runs}{' --build' * args.build}") as run:
+        run.columns(measure="measure", seconds=("seconds", "{:.3f} s"))
+        run.note = (f"`import torch` in fresh interpreters with autoload off and on, interleaved, medians of "
+                    f"{args.runs}; the clean build is `setup.py build_ext` of a copy of the sources.")
+        off, on = import_cost(args.runs)
+        run.row(measure="`import torch` without autoload", seconds=off)
+        run.row(measure="`import torch` with autoload", seconds=on)
+        run.row(measure="added by autoload", seconds=on - off)
+        if args.build:
+            run.row(measure=f"clean build of the extension ({os.cpu_count()} cores)", seconds=build_seconds())
 
 
 if __name__ == "__main__":

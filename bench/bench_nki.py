@@ -18,7 +18,7 @@ import torch
 import nki  # noqa: I001 - provided by `import torch` (the simulator's autoload)
 import nki.isa as nisa
 import nki.language as nl
-from neuronkit.timing import interleaved_medians
+from harness import Run, interleaved_medians
 
 
 @nki.jit
@@ -70,12 +70,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    print("| workload | torch ops on neuron | NKI kernel on neuron | ratio |\n|---|---|---|---|")
-    for name, arms in cases().items():
-        per_round = [interleaved_medians(arms, args.runs, warmup=2) for _ in range(args.rounds)]
-        t = statistics.median(r["torch"] for r in per_round)
-        k = statistics.median(r["nki"] for r in per_round)
-        print(f"| {name} | {t:.2f} ms | {k:.2f} ms | {k / t:.1f}x |")
+    command = f"python bench/bench_nki.py --rounds {args.rounds} --runs {args.runs}"
+    with Run("nki", "NKI interpreter", command) as run:
+        run.columns(workload="workload", torch_ms=("torch ops on neuron", "{:.2f} ms"),
+                    nki_ms=("NKI kernel on neuron", "{:.2f} ms"), ratio=("ratio", "{:.1f}x"))
+        run.note = (f"Calls interleaved (`neuronkit.timing.interleaved_medians`), {args.runs} runs per round after 2 "
+                    f"warm-up calls, the median over {args.rounds} rounds.")
+        for name, arms in cases().items():
+            per_round = [interleaved_medians(arms, args.runs, warmup=2) for _ in range(args.rounds)]
+            t = statistics.median(r["torch"] for r in per_round)
+            k = statistics.median(r["nki"] for r in per_round)
+            run.row(workload=name, torch_ms=t, nki_ms=k, ratio=k / t)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Each case runs in a fresh Python, so its peak RSS (`resource.getrusage`) is the planner's alone, imports
 of torch and transformers included. Targets (issue 13): <= 60 s and <= 2 GB for one 64-rank layout.
-The markdown it prints goes under "## Parallel plan" in bench/RESULTS.md.
+It writes bench/results/plan.json (bench/harness.py); `python bench/make_results.py` puts it in RESULTS.md.
 
     python bench/bench_plan.py
 """
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench_audit import LLAMA_8B
+from harness import Run
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 CASES = {
@@ -30,7 +29,7 @@ CASES = {
 _CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
-from neuronkit.distributed.plan import plan, sweep
+from neuronkit.planner.plan import plan, sweep
 cfg = sys.argv[1] + "/config.json"
 result = {expr}
 plans = result if isinstance(result, list) else [result]
@@ -41,23 +40,19 @@ print(json.dumps({{"seconds": time.perf_counter() - start,
 
 
 def main() -> None:
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with Run("plan", "Parallel plan", "python bench/bench_plan.py") as run, tempfile.TemporaryDirectory() as tmp:
+        run.columns(case="case", seconds=("wall time", "**{:.1f} s**"), rss_gb=("peak RSS", "**{:.2f} GB**"),
+                    verdicts="verdict")
+        run.note = ("`neuronkit.plan` on the Llama-3-8B-sized config of `bench_audit.py` (8.03B parameters, "
+                    "bfloat16, micro-batch 1), each case in a fresh Python; time and peak RSS include importing "
+                    "torch and transformers. Target for one 64-rank layout: <= 60 s and <= 2 GB.")
         (Path(tmp) / "config.json").write_text(json.dumps(LLAMA_8B))
         for label, expr in CASES.items():
             out = subprocess.run([sys.executable, "-c", _CHILD.format(expr=expr), tmp], capture_output=True,
                                  text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            rows.append(f"| {label} | **{r['seconds']:.1f} s** | **{r['rss'] / 1e9:.2f} GB** | "
-                        f"{'<br>'.join(r['verdicts'])} |")
-    machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    print("\n".join([
-        "## Parallel plan", "",
-        f"`python bench/bench_plan.py` ({time.strftime('%Y-%m-%d')}; {machine}): `neuronkit.plan` on the "
-        "Llama-3-8B-sized config of `bench_audit.py` (8.03B parameters, bfloat16, micro-batch 1), each case in "
-        "a fresh Python; time and peak RSS include importing torch and transformers.", "",
-        "| case | wall time | peak RSS | verdict |", "|---|---|---|---|", *rows, "",
-        "Target for one 64-rank layout: <= 60 s and <= 2 GB.", ""]))
+            run.row(case=label, seconds=round(r["seconds"], 2), rss_gb=round(r["rss"] / 1e9, 3),
+                    verdicts=r["verdicts"])
 
 
 if __name__ == "__main__":

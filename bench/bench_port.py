@@ -11,8 +11,7 @@ both alike; median wall time of `--rounds` runs each, and the ratio of the media
 Both pay Python's, torch's and transformers' start-up; `port` also pays the scan and its own start-up. Wall
 and CPU time (user + system of the command and its children) are both recorded: on a loaded machine the
 CPU time is the steadier figure.
-The load average before and after is printed with the table, which goes under "## Port your script" in
-bench/RESULTS.md.
+It writes bench/results/port.json (bench/harness.py); `python bench/make_results.py` puts it in RESULTS.md.
 
     python bench/bench_port.py [--rounds 5] [--steps 20]
 """
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import Run
 from neuronkit.resources import data_dir
 
 EXAMPLE = data_dir() / "examples" / "train_cuda.py"
@@ -68,26 +68,29 @@ def main() -> None:
     script = work / "train_cuda.py"
     script.write_text(EXAMPLE.read_text())
     cmds = commands(script, args.steps)
-    load_before = os.getloadavg()
+    with Run("port", "Port your script", f"python bench/bench_port.py --rounds {args.rounds} --steps "
+             f"{args.steps}") as run:
+        measure(run, cmds, work, args.rounds, args.steps)
+
+
+def measure(run: Run, cmds: dict[str, list[str]], work: Path, rounds: int, steps: int) -> None:
+    """Each command `rounds` times, interleaved, after one warm run each: medians of wall and CPU time."""
     for command in cmds.values():  # warm the page cache and the NEFF cache's directory once
         timed_run(command, work)
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for name, command in cmds.items():
             samples[name].append(timed_run(command, work))
-    load_after = os.getloadavg()
     wall = {name: statistics.median(w for w, _ in values) for name, values in samples.items()}
     cpu = {name: statistics.median(c for _, c in values) for name, values in samples.items()}
-    print(f"| command ({args.steps} optimizer steps of tiny-qwen3, {args.rounds} interleaved runs) | median wall s "
-          "| median CPU s | runs: wall / CPU (s) |")
-    print("|---|---|---|---|")
+    run.columns(command="command", wall_s=("median wall", "{:.2f} s"), cpu_s=("median CPU", "{:.2f} s"),
+                wall_ratio=("wall / cpu command", "**{:.2f}x**"), cpu_ratio=("CPU / cpu command", "**{:.2f}x**"),
+                runs="runs: wall / CPU (s)")
+    run.note = (f"{steps} optimizer steps of tiny-qwen3, {rounds} interleaved runs of each command. Target: "
+                "port / cpu <= 1.5x.")
     for name, values in samples.items():
-        runs = ", ".join(f"{w:.1f} / {c:.1f}" for w, c in values)
-        print(f"| {name} | {wall[name]:.2f} | {cpu[name]:.2f} | {runs} |")
-    print(f"\nratio port / cpu: wall **{wall['port'] / wall['cpu']:.2f}x**, CPU time "
-          f"**{cpu['port'] / cpu['cpu']:.2f}x** (target <= 1.5x); load average "
-          f"before {load_before[0]:.2f} / {load_before[1]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} "
-          f"(1 / 5 min), {os.cpu_count()} CPUs")
+        run.row(command=name, wall_s=wall[name], cpu_s=cpu[name], wall_ratio=wall[name] / wall["cpu"],
+                cpu_ratio=cpu[name] / cpu["cpu"], runs=[f"{w:.1f} / {c:.1f}" for w, c in values])
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 from neuronkit.profiling import NeuronConfig, NeuronProfiler, ProfileMode
 from neuronkit.resources import data_dir
-from neuronkit.timing import timed
+from harness import Run, timed
 
 MODELS = data_dir() / "models"
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
@@ -78,15 +78,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: least noisy)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, warm-up {WARMUP}")
-    print("| model | seq | rounds | plain ms | torch.profiler ms (x) | Neuron recipe ms (x) | stop+export ms |")
-    print("|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as out:
+    command = (f"python bench/bench_profiling.py --rounds {args.rounds} --rounds-100m {args.rounds_100m} "
+               f"--threads {args.threads}")
+    with Run("profiling", "Profiling", command) as run, tempfile.TemporaryDirectory() as out:
+        run.columns(model="model", seq_len="seq", rounds="rounds", plain_ms=("plain ms", "{:.1f}"),
+                    kineto_ms=("torch.profiler ms", "{:.1f}"), kineto_ratio=("(x)", "{:.2f}x"),
+                    neuron_ms=("Neuron recipe ms", "{:.1f}"), neuron_ratio=("(x)", "{:.2f}x"),
+                    stop_and_export_ms=("stop+export ms", "{:.0f}"))
+        run.note = (f"Arms interleaved round by round after {WARMUP} warm-up steps, medians; "
+                    f"{torch.get_num_threads()} intra-op thread(s).")
         for name, seq_len, rounds in (("tiny-qwen3", 32, args.rounds), ("qwen3-100m", 64, args.rounds_100m)):
-            r = bench(name, seq_len, rounds, Path(out))
-            print(f"| {name} | {seq_len} | {r['rounds']} | {r['plain_ms']:.1f} | {r['kineto_ms']:.1f} "
-                  f"({r['kineto_ratio']:.2f}x) | {r['neuron_ms']:.1f} ({r['neuron_ratio']:.2f}x) | "
-                  f"{r['stop_and_export_ms']:.0f} |", flush=True)
+            run.row(model=name, seq_len=seq_len, **bench(name, seq_len, rounds, Path(out)))
 
 
 if __name__ == "__main__":

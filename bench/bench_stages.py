@@ -20,7 +20,7 @@ from neuronkit.checks import Reference, check
 from neuronkit.checks.parity import cpu_reference, forward_extras
 from neuronkit.inputs import example_inputs
 from neuronkit.models import load_checkpoint, load_tokenizer
-from neuronkit.timing import interleaved_medians
+from harness import Run, interleaved_medians
 
 MODEL = "tiny-qwen3"
 
@@ -36,7 +36,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per arm (default 3)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with Run("stages", "Device stages reading the CPU reference", f"python bench/bench_stages.py --rounds "
+             f"{args.rounds}") as log, tempfile.TemporaryDirectory() as tmp:
         reference = saved_reference(Path(tmp))
 
         def run(stages: list[str], **kwargs: object):
@@ -52,11 +53,14 @@ def main() -> int:
                 "eager before (cpu+eager+generate+train)": run(["eager", "generate", "train"]),
                 "eager now (reference+eager+generate+train)": run(["eager", "generate", "train"], reference=reference)}
         medians = interleaved_medians(arms, runs=args.rounds, warmup=1)
-    for name, ms in medians.items():
-        print(f"{name:<46} {ms / 1000:6.2f} s")
-    names = list(medians)
-    print(f"compile now / before: {medians[names[1]] / medians[names[0]]:.2f}x; "
-          f"eager now / before: {medians[names[3]] / medians[names[2]]:.2f}x")
+        log.columns(arm="arm", seconds=("median", "{:.2f} s"), ratio=("now / before", "{:.2f}x"))
+        log.note = (f"`neuronkit check` on {MODEL}, arms interleaved run by run, medians of {args.rounds}; \"now\" "
+                    "reads notebook 01's saved reference.")
+        names = list(medians)
+        for i, name in enumerate(names):
+            now = i % 2 == 1  # each "now" arm follows its "before" arm
+            log.row(arm=name, seconds=medians[name] / 1000,
+                    ratio=medians[name] / medians[names[i - 1]] if now else None)
     return 0
 
 

@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from neuronkit.timing import interleaved_medians
+from harness import Run, interleaved_medians
 
 
 # Each arm's `neuronkit run` flags.
@@ -72,16 +72,22 @@ def main() -> int:
     if len(names) != 2 or not set(names) <= set(ARMS):
         parser.error(f"--arms takes two of {', '.join(ARMS)}, e.g. fork,warm")
     loads: dict[str, list[str]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    command = f"python bench/bench_workbook.py --rounds {args.rounds} " + (
+        f"--baseline {args.baseline}" if args.baseline else f"--arms {args.arms}")
+    with Run("workbook", "Whole workbook (`neuronkit run tiny-qwen3`)", command) as run, \
+            tempfile.TemporaryDirectory() as tmp:
         trees = {"this": here, "baseline": args.baseline.resolve()} if args.baseline else {}
         arms = ({arm: workbook(Path(tmp) / arm, tree=tree, loads=loads.setdefault(arm, []))
                  for arm, tree in trees.items()} if trees else
                 {arm: workbook(Path(tmp) / arm, *ARMS[arm], loads=loads.setdefault(arm, [])) for arm in names})
         medians = interleaved_medians(arms, runs=args.rounds, warmup=0)
-    for arm, ms in medians.items():
-        print(f"{arm:>8}: {ms / 1e3:6.1f} s   (each run: load average before it, CPU: {', '.join(loads[arm])})")
-    first, second = medians
-    print(f"{first} / {second}: {medians[first] / medians[second]:.2f}x")
+        run.columns(arm="arm", seconds=("median wall", "{:.1f} s"), ratio=("against the second arm", "{:.2f}x"),
+                    runs="each run: 1-min load before it (CPU seconds)")
+        run.note = (f"Each run a fresh `neuronkit run` process into a fresh run directory, arms interleaved; the "
+                    f"median over {args.rounds} runs.")
+        second = list(medians)[1]
+        for arm, ms in medians.items():
+            run.row(arm=arm, seconds=ms / 1e3, ratio=ms / medians[second], runs=loads[arm])
     return 0
 
 

@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "check": "neuronkit.checks",
     "suggest_buckets": "neuronkit.graph_compile.buckets",
     "profile": "neuronkit.profiling",
-    "plan": "neuronkit.distributed.plan",
+    "plan": "neuronkit.planner.plan",
     "run_workbook": "neuronkit.workbook",
     "report": "neuronkit.reporting",
     "load_policy": "neuronkit.policy",

@@ -161,12 +161,25 @@ class DeviceInfo:
 
 
 @dataclass
+class RunParams:
+    """The parameters a run was started with, as `params.json` holds them: the model and the run
+    configuration (`neuronkit.run_config`, whose fields these are: a test holds them together)."""
+
+    model: str = fact("Model", doc="the bundled model's name or the checkpoint directory", default="")
+    dtype: str = fact("Dtype", default="")
+    seq_len: int = fact("Tokens per example input", "count", default=0)
+    batch_size: int = fact("Example inputs per batch", "count", default=0)
+    layers: int = fact("Blocks of a layer slice", "count", "0: as many as fit the budget", default=0)
+    full_model: bool = fact("Full model forced", default=False)
+
+
+@dataclass
 class EnvironmentEvidence:
     """Stage 00: the device this process has, the model, the run's parameters."""
 
     device: DeviceInfo = fact("Device", factory=DeviceInfo)
     model: ModelInfo = fact("Model", factory=ModelInfo)
-    params: dict[str, Any] = fact("Notebook parameters", factory=dict)
+    params: RunParams = fact("Notebook parameters", factory=RunParams)
     python: str = fact("Python", doc="the kernel's interpreter", default="")
 
 
@@ -411,6 +424,11 @@ class AuditSummary:
     nki_ops: list[str] | None = fact("Custom NKI ops")
 
 
+# The audit's JSON document (docs/audit-schema.md). 2: typed records, so every key is always present (null or
+# empty when it does not apply: `summary.nki_ops`, an op's `nki_est_us`); the policy's severities and remedies.
+AUDIT_SCHEMA_VERSION = 2
+
+
 @dataclass
 class AuditEvidence:
     """Stage 03: the op audit's JSON document (schema in docs/audit-schema.md); each finding keeps the
@@ -425,7 +443,7 @@ class AuditEvidence:
                                     factory=dict)
     model: AuditedModel = fact("Audited model", factory=AuditedModel)
     versions: dict[str, str] = fact("Versions", factory=dict)
-    schema_version: int = fact("Audit schema version", default=1)
+    schema_version: int = fact("Audit schema version", default=AUDIT_SCHEMA_VERSION)
 
 
 @dataclass
@@ -484,6 +502,26 @@ class BucketPlan(Bucketing):
 
 
 @dataclass
+class CompiledGraph:
+    """One graph the `neuron` torch.compile backend compiled: a `torch.neuron.get_dynamo_metrics()` record
+    (S: neuron_dynamo_backend/metrics.py:154-177; `kind`, `neff_key`, `neff_cache_hit` are the simulator's)."""
+
+    graph_id: str = fact("Graph id", default="")
+    graph_name: str = fact("Graph", default="")
+    model_name: str = fact("Model name", default="")
+    has_collectives: bool = fact("Has collectives", default=False)
+    graph_node_count: int = fact("FX nodes", "count", default=0)
+    timestamp: str = fact("Compiled at", doc="seconds since the epoch", default="")
+    torch_neuronx_fx_passes_us: int = fact("FX passes", "µs", default=0)
+    torch_neuronx_lower_us: int = fact("Lowering", "µs", default=0)
+    torch_neuronx_compile_us: int = fact("NEFF compile", "µs", "0 on a NEFF cache hit", default=0)
+    kind: str = fact("Kind", doc="forward or backward", default="")
+    neff_key: str = fact("NEFF cache key", default="")
+    neff_cache_hit: bool = fact("NEFF cache hit", default=False)
+    fallback_ops: list[str] = fact("CPU fallback ops", doc="always empty: a graph is lowered whole", factory=list)
+
+
+@dataclass
 class CompileCheck:
     """`check` stage compile: `torch.compile(model, backend="neuron")`, held to the CPU reference."""
 
@@ -499,8 +537,8 @@ class CompileCheck:
     parity: Parity = fact("Parity against the CPU reference", factory=Parity)
     training: CompileTraining | None = fact("Compiled training step")
     buckets: BucketPlan | None = fact("Shape buckets")
-    graph_metrics: list[dict[str, Any]] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
-                                                                      "record per graph", factory=list)
+    graph_metrics: list[CompiledGraph] = fact("Compiled graphs", doc="one `torch.neuron.get_dynamo_metrics()` "
+                                                                     "record per graph", factory=list)
     compiled_by_caller: bool = fact("Compiled by the notebook's cell", doc="the stage reused the compiled model "
                                     "the notebook made: its first call's times and its graphs", default=False)
 
@@ -572,6 +610,18 @@ class ProfiledFallback:
 
 
 @dataclass
+class RooflineHardware:
+    """The peaks the profile's roofline estimates divide by (neuronkit/data/trainium_hardware.toml)."""
+
+    chip: str = fact("Chip", default="")
+    logical_nc_config: int = fact("Logical NeuronCore config", doc="physical cores per logical core", default=0)
+    bf16_flops_per_s: float = fact("bf16 peak", doc="FLOP/s of one logical core", default=0.0)
+    hbm_bytes_per_s: float = fact("HBM bandwidth", doc="bytes/s of one logical core", default=0.0)
+    source: str = fact("Source of the peaks", default="")
+    note: str = fact("Note", default="")
+
+
+@dataclass
 class ProfileEvidence:
     """Stage 05: where device time goes, per op (NeuronConfig + NeuronProfiler)."""
 
@@ -582,7 +632,7 @@ class ProfileEvidence:
     trace_path: str | None = fact("Chrome trace (open in Perfetto)")
     parquet_path: str | None = fact("Parquet export")
     summary_path: str | None = fact("Summary table")
-    hardware: dict[str, Any] = fact("Roofline hardware", factory=dict)
+    hardware: RooflineHardware = fact("Roofline hardware", factory=RooflineHardware)
     est_trn2_step_us: float | None = fact("Estimated forward on trn2 (roofline)", "µs",
                                           "ESTIMATE: every op's roofline time on one trn2 NeuronCore summed per "
                                           "step (`hardware` names the peaks' source); no launch, host or fallback "
@@ -617,6 +667,15 @@ class ScriptFallback:
 
 
 @dataclass
+class BlockerHit:
+    """A blocker finding of the scan on the line the script crashed at."""
+
+    line: int = fact("Line", default=0)
+    rule: str = fact("Rule", doc="the row of neuronkit/data/cuda_port_rules.toml", default="")
+    code: str = fact("Code", default="")
+
+
+@dataclass
 class ScriptRun:
     """The rewritten script run on the device for a few optimizer steps (`neuronkit port --run`)."""
 
@@ -628,7 +687,7 @@ class ScriptRun:
     returncode: int = fact("Exit status", default=0)
     error: str | None = fact("Error", doc="the script's exception, when it crashed")
     error_line: int | None = fact("Error line", doc="the script's line the error came from")
-    blockers_hit: list[dict[str, Any]] = fact("Blockers hit", factory=list)
+    blockers_hit: list[BlockerHit] = fact("Blockers hit", factory=list)
     fallbacks: list[ScriptFallback] = fact("CPU fallbacks", factory=list)
     peak_memory: dict[str, int] = fact("Peak memory per core", "bytes", factory=dict)
     neff_compiles: int = fact("NEFF compiles", "count", default=0)
@@ -702,7 +761,7 @@ def specs(cls: type) -> list[FieldSpec]:
 
 @functools.cache
 def _specs(cls: type) -> tuple[FieldSpec, ...]:
-    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    hints = typing.get_type_hints(cls)  # each field's hint in its own class's module (a record may extend another's)
     result = []
     for f in dataclasses.fields(cls):
         hint = hints[f.name]

@@ -36,7 +36,9 @@ CHECK_STAGES: tuple[str, ...] = tuple(step.name for step in CHECK_STEPS)
 # for a stage that raised, compile parity measured against the CPU reference.
 # 3: `check` stages record typed evidence too (each step's Step.evidence: timing is flat, buckets are one
 # BucketPlan with padded tokens and counts per bucket); the eager and compile records extend them.
-SCHEMA_VERSION = 3
+# 4: the last dict fields typed (environment params: RunParams, compile graph_metrics: CompiledGraph, profile
+# hardware: RooflineHardware, script blockers_hit: BlockerHit); the audit evidence is the audit's own record.
+SCHEMA_VERSION = 4
 # The report neuronkit.reporting writes into a run directory, from its records.
 REPORT_HTML, REPORT_JSON = "report.html", "report.json"
 

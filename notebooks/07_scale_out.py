@@ -59,11 +59,11 @@ yours = neuronkit.plan(model, tp=tp, instance=instance, seq_len=seq_len, micro_b
 yours
 
 # %% [markdown]
-# `--sweep` on the command line (`neuronkit.distributed.plan.sweep` here) tries every tensor-parallel and
+# `--sweep` on the command line (`neuronkit.planner.plan.sweep` here) tries every tensor-parallel and
 # pipeline degree on 1, 2, 4, … instances and keeps the layouts that fit on the fewest, fastest first.
 
 # %%
-from neuronkit.distributed.plan import sweep
+from neuronkit.planner.plan import sweep
 
 for candidate in sweep(model, instance=instance, seq_len=seq_len, micro_batch=micro_batch, dtype=dtype, top=3):
     print(f"{candidate.verdict()}; est. communication {candidate.comm_seconds * 1e3:.1f} ms/step")

@@ -153,7 +153,7 @@ print(f"peak SBUF per partition in the kernel: {trace.peak_sbuf} bytes of "
 
 # %%
 report = neuronkit.audit(patched.to("cpu"), (input_ids,))
-print("custom NKI ops:", report.summary.get("nki_ops"))
+print("custom NKI ops:", report.summary.nki_ops)
 print(report.op("lesson08::silu_mul"))
 
 # %% [markdown]

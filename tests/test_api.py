@@ -44,7 +44,7 @@ def test_a_model_loaded_onto_neuron_is_audited_and_checked_as_it_is():
     model = AutoModelForCausalLM.from_pretrained(TINY_QWEN3, device_map="neuron")
     assert next(model.parameters()).device.type == "neuron"
     report = neuronkit.audit(model)
-    assert report.summary["blockers"] == [] and report.model["class"] == "Qwen3ForCausalLM"
+    assert report.summary.blockers == [] and report.model.module_class == "Qwen3ForCausalLM"
     checked = neuronkit.check(model, stages=["eager"])
     assert checked.ok and checked.stage("eager").status in ("pass", "warn")
 

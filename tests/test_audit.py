@@ -19,6 +19,7 @@ from torch import nn
 
 import neuronkit.cli
 from neuronkit import inputs, models
+from neuronkit.evidence import AuditFinding, AuditSummary, OpUse
 from neuronkit.op_audit import AuditReport, audit
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
@@ -122,27 +123,26 @@ CASES = [
                          ids=[f"{c[0]}-{c[4].split('::')[1]}" for c in CASES])
 def test_each_category_is_found_at_its_module(category, block, inputs, backward, op):
     report = audit(Net(block()), (inputs(),), backward=backward)
-    found = [f for f in report.findings if f["category"] == category and f["op"] == op]
-    assert found, f"no {category} finding on {op}: {[(f['category'], f['op']) for f in report.findings]}"
+    found = [f for f in report.findings if f.category == category and f.op == op]
+    assert found, f"no {category} finding on {op}: {[(f.category, f.op) for f in report.findings]}"
     finding = found[0]
-    assert finding["module_paths"] == [PATH]
+    assert finding.module_paths == [PATH]
     policy = load_policy()
-    assert finding["severity"] == policy.severity[category]
-    assert finding["remedy"] == policy.remedies[category] and finding["message"]
+    assert finding.severity == policy.severity[category]
+    assert finding.remedy == policy.remedies[category] and finding.message
     row = report.op(op)
-    assert row is not None and PATH in row["module_paths"]
+    assert row is not None and PATH in row.module_paths
     if policy.severity[category] == "blocker":
-        assert row["classification"] == "blocked"
-        assert {"category": category, "op": op, "calls": finding["calls"], "module_paths": [PATH]} \
-            in report.summary["blockers"]
+        assert row.classification == "blocked"
+        assert OpUse(op, category, finding.calls, [PATH]) in report.summary.blockers
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["is_causal", "additive mask"])
 def test_4d_sdpa_is_the_devices_fused_kernel_without_a_finding(causal):
     """S lowers 4-D SDPA with or without a mask (csrc/aten/SdpBackendSelection.cpp:35-47)."""
     report = audit(Net(MaskedAttention(causal=causal)), (torch.randn(1, 2, 4, 8),))
-    assert [r["op"] for r in report.ops] == ["aten::_scaled_dot_product_fused_attention_overrideable"]
-    assert report.ops[0]["classification"] == "native" and report.ops[0]["module_paths"] == [PATH]
+    assert [r.op for r in report.ops] == ["aten::_scaled_dot_product_fused_attention_overrideable"]
+    assert report.ops[0].classification == "native" and report.ops[0].module_paths == [PATH]
     assert report.findings == []
 
 
@@ -150,9 +150,9 @@ def test_the_seed_mlp_has_nothing_to_plan_for():
     model = nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64))
     for backward in (False, True):
         report = audit(model, (torch.randn(8, 64),), backward=backward)
-        assert not [f for f in report.findings if f["severity"] in ("blocker", "warn")]
-        assert report.summary["support_pct_ops"] == report.summary["support_pct_calls"] == 100.0
-    paths = {r["op"]: r["module_paths"] for r in report.ops}
+        assert not [f for f in report.findings if f.severity in ("blocker", "warn")]
+        assert report.summary.support_pct_ops == report.summary.support_pct_calls == 100.0
+    paths = {r.op: r.module_paths for r in report.ops}
     assert paths["aten::addmm"] == ["0"] and paths["aten::gelu"] == ["1"]
     assert paths["aten::gelu_backward"] == ["1"] and paths["aten::native_layer_norm_backward"] == ["2"]
 
@@ -161,8 +161,8 @@ def test_training_audit_attributes_phases_and_leaves_the_model_as_it_was():
     model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
     before = [p.detach().clone() for p in model.parameters()]
     report = audit(model, (torch.randn(4, 8),), optimizer_step=True)
-    assert report.model["phases"] == ["forward", "backward", "optimizer_step"]
-    paths = {r["op"]: r["module_paths"] for r in report.ops}
+    assert report.model.phases == ["forward", "backward", "optimizer_step"]
+    paths = {r.op: r.module_paths for r in report.ops}
     assert paths["aten::_fused_adamw_"] == ["<optimizer>"]
     assert paths["aten::ones_like"] == ["<backward>"]  # the loss seed: no module made it
     assert paths["aten::native_dropout"] == ["1"]  # the device's fused dropout, not CPU's bernoulli_
@@ -173,30 +173,29 @@ def test_training_audit_attributes_phases_and_leaves_the_model_as_it_was():
 
 def test_tiny_qwen3_audit_is_stable_and_fully_native(capsys):
     first, second = audit("tiny-qwen3"), audit("tiny-qwen3")
-    assert json.dumps(first.summary, sort_keys=True) == json.dumps(second.summary, sort_keys=True)
+    assert first.summary == second.summary
     assert first.ops == second.ops and first.findings == second.findings
-    assert first.model["weightless"] and first.summary["by_category"] == {"native": first.summary["distinct_ops"]}
+    assert first.model.weightless and first.summary.by_category == {"native": first.summary.distinct_ops}
     sdpa = first.op("aten::_scaled_dot_product_fused_attention_overrideable")
-    assert sdpa["module_paths"] == ["model.layers.0.self_attn", "model.layers.1.self_attn"]
+    assert sdpa.module_paths == ["model.layers.0.self_attn", "model.layers.1.self_attn"]
     with capsys.disabled():
-        print(f"\ntiny-qwen3 audit: {first.summary['by_category']}, findings {first.summary['findings']}")
+        print(f"\ntiny-qwen3 audit: {first.summary.by_category}, findings {first.summary.findings}")
 
 
 def test_weightless_and_real_audits_of_tiny_qwen3_agree():
     weightless = audit("tiny-qwen3")
     real = audit(models.load_model("tiny-qwen3"), {"input_ids": inputs.example_inputs(
         models.load_config("tiny-qwen3"), models.load_tokenizer("tiny-qwen3"))["input_ids"]})
-    assert {(r["op"], r["calls"], r["category"]) for r in weightless.ops} == \
-        {(r["op"], r["calls"], r["category"]) for r in real.ops}
+    assert {(r.op, r.calls, r.category) for r in weightless.ops} == {(r.op, r.calls, r.category) for r in real.ops}
 
 
 def test_generate_and_training_phases_on_the_bundled_model():
     report = audit("tiny-qwen3", generate=True, max_new_tokens=2)
-    assert report.model["weights"] == "random" and report.model["phases"] == ["forward", "generate"]
-    assert any("<generate>" in r["module_paths"] for r in report.ops)
+    assert report.model.weights == "random" and report.model.phases == ["forward", "generate"]
+    assert any("<generate>" in r.module_paths for r in report.ops)
     training = audit("tiny-bert", optimizer_step=True)
-    assert training.model["phases"] == ["forward", "backward", "optimizer_step"]
-    assert training.op("aten::embedding_dense_backward")["module_paths"][0].startswith("bert.embeddings.")
+    assert training.model.phases == ["forward", "backward", "optimizer_step"]
+    assert training.op("aten::embedding_dense_backward").module_paths[0].startswith("bert.embeddings.")
 
 
 def test_weightless_8b_audit_is_cheap(tmp_path):
@@ -207,27 +206,35 @@ def test_weightless_8b_audit_is_cheap(tmp_path):
     elapsed = time.perf_counter() - start
     peak_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     assert elapsed < 60 and peak_after - peak_before < 2 * 10**9
-    assert report.model["weightless"] and report.model["num_parameters"] == 8_030_261_248
-    assert report.summary["total_calls"] > 1000
+    assert report.model.weightless and report.model.num_parameters == 8_030_261_248
+    assert report.summary.total_calls > 1000
     sdpa = report.op("aten::_scaled_dot_product_fused_attention_overrideable")
-    assert sdpa["calls"] == 32 and sdpa["shapes"][0][0] == [1, 32, 16, 128]
+    assert sdpa.calls == 32 and sdpa.shapes[0][0] == [1, 32, 16, 128]
 
 
 def test_json_document_follows_the_schema(tmp_path):
     report = audit(Net(Fn(lambda x: torch.cumprod(x, 0))), (torch.randn(4),))
     data = json.loads(report.to_json(tmp_path / "audit.json"))
     assert json.loads((tmp_path / "audit.json").read_text()) == data
-    assert set(data) == {"schema_version", "model", "versions", "summary", "ops", "findings"}
+    assert data["schema_version"] == 2
+    assert set(data) == {"schema_version", "model", "versions", "summary", "ops", "findings", "severities", "remedies"}
+    assert set(data["model"]) == {"name", "class", "architecture", "model_type", "num_parameters", "dtype",
+                                  "weightless", "weights", "inputs", "phases"}
     assert set(data["versions"]) >= {"torch", "transformers", "neuronkit"}
-    assert set(data["summary"]) >= {"distinct_ops", "total_calls", "support_pct_ops", "support_pct_calls",
-                                    "by_category", "fallbacks", "blockers"}
+    assert set(data["summary"]) == {"distinct_ops", "total_calls", "support_pct_ops", "support_pct_calls",
+                                    "by_category", "by_classification", "findings", "fallbacks", "blockers", "nki_ops"}
     for row in data["ops"]:
-        assert set(row) == {"op", "calls", "classification", "category", "dtypes", "shapes", "module_paths"}
+        assert set(row) == {"op", "calls", "classification", "category", "dtypes", "shapes", "module_paths",
+                            "nki_est_us", "nki_engine_us"}
     for finding in data["findings"]:
         assert set(finding) == {"category", "severity", "op", "calls", "module_paths", "message", "remedy"}
         assert finding["category"] in load_policy().categories
-    assert data["summary"]["fallbacks"] == [{"op": "aten::cumprod.out", "calls": 1, "module_paths": [PATH]}]
-    assert AuditReport.from_dict(data) == report
+        assert data["severities"][finding["category"]] == finding["severity"]
+    assert data["summary"]["fallbacks"] == [{"op": "aten::cumprod.out", "category": None, "calls": 1,
+                                             "module_paths": [PATH]}]
+    assert data["model"]["class"] == "Net"
+    assert AuditReport.from_dict(data) == report  # the one load at the JSON boundary gives the same records
+    assert isinstance(report.findings[0], AuditFinding) and isinstance(report.summary, AuditSummary)
 
 
 def test_bad_audit_input():

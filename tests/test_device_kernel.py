@@ -188,3 +188,26 @@ def test_each_overload_record_is_a_named_record_the_native_kernel_reads_by_field
     assert kernel.describe("aten::view").view and not kernel.describe("aten::view").compiles
     x = torch.ones(3, device=N)
     assert torch.equal(x.add_(x).cpu(), torch.full((3,), 2.0))  # the in-place result is the device tensor's
+
+
+def test_the_python_path_keys_narrows_and_maps_results_with_the_native_mechanics():
+    """Issue 21 item 7: the per-call mechanics exist once, in csrc/kernel.cpp; kernel.py's Python path calls
+    them (`native.PythonCall`, `native.device_results`) and keeps no copy of its own."""
+    a, b = torch.ones(3), torch.ones(3)
+    key = native.PythonCall("aten::add.Tensor", [a, b, 1]).key()
+    assert isinstance(key, bytes) and key == native.PythonCall("aten::add.Tensor", [a, b, 2]).key()  # 0-d input
+    assert key != native.PythonCall("aten::add.Tensor", [a, b, 1.5]).key()  # its type is part of the key
+    assert key != native.PythonCall("aten::add.Tensor", [a, torch.ones(4), 1]).key()
+    assert native.PythonCall("aten::add.Tensor", [torch.ones(0), torch.ones(0), 1]).key() is None  # nothing compiles
+    wide = torch.tensor([2**31 + 5, 7], dtype=torch.int64)
+    call = native.PythonCall("aten::add_.Tensor", [wide, wide, 1])
+    narrowed = call.narrowed([wide, wide, 1])
+    assert narrowed[0].tolist() == [-(2**31) + 5, 7] and narrowed[2] == 1
+    assert call.restored(narrowed[0].add_(narrowed[1])) is wide and wide.tolist() == [10, 14]  # int32 wrap-around
+    x = torch.arange(6.0, device=N).reshape(2, 3)
+    host = kernel.to_cpu(x)
+    view = native.device_results("aten::t", host.t(), [x], 0)
+    assert view.device == x.device and view.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    fresh = native.device_results("aten::neg", host.neg(), [x], 0)
+    assert fresh.device == x.device and fresh.cpu().tolist() == (-x).cpu().tolist()
+    assert not {"signature", "_narrow", "_one", "rebind"} & set(vars(kernel))

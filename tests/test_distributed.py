@@ -18,7 +18,8 @@ import torch
 import torch.distributed as dist
 
 from neuronkit import client_paths
-from neuronkit.distributed import launch, rules
+from neuronkit.device.process_group import rules
+from neuronkit.distributed import launch
 from neuronkit.distributed import record as record_module
 from neuronkit.distributed.record import PARITY_TOL
 

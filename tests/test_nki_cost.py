@@ -102,14 +102,14 @@ def test_estimate_follows_the_isa_cost_formulas_per_engine():
     n, min_ii = 512, figures().min_ii
 
     row = report.op("nkcost::double_exp")
-    engines = row["nki_engine_us"]
+    engines = row.nki_engine_us
     assert engines["vector"] == pytest.approx(_us(max(min_ii, 2 * n), "vector"), rel=1e-3)
     assert engines["scalar"] == pytest.approx(_us(max(min_ii, n), "scalar"), rel=1e-3)
     assert engines["tensor"] == engines["gpsimd"] == 0
     assert engines["dma"] == pytest.approx(_dma_us(2 * x.numel() * 4), rel=1e-3)
-    assert row["nki_est_us"] == pytest.approx(max(engines["vector"], engines["scalar"]) + engines["dma"], rel=1e-3)
+    assert row.nki_est_us == pytest.approx(max(engines["vector"], engines["scalar"]) + engines["dma"], rel=1e-3)
 
-    engines = report.op("nkcost::matmul")["nki_engine_us"]
+    engines = report.op("nkcost::matmul").nki_engine_us
     assert engines["tensor"] == pytest.approx(_us(max(min(64, 128), 512), "tensor"), rel=1e-3)
     assert engines["vector"] == pytest.approx(_us(max(min_ii, 512), "vector"), rel=1e-3)
     assert engines["dma"] == pytest.approx(_dma_us(a_t.numel() * 2 + b.numel() * 2 + 128 * 512 * 4), rel=1e-3)
@@ -122,16 +122,16 @@ def test_float32_matmul_streams_at_a_quarter_of_the_rate():
 
     bf16 = neuronkit.audit(Mm(), (torch.rand(128, 64, dtype=torch.bfloat16), torch.rand(128, 256, dtype=torch.bfloat16)))
     fp32 = neuronkit.audit(Mm(), (torch.rand(128, 64), torch.rand(128, 256)))
-    tensor_bf16 = bf16.op("nkcost::matmul")["nki_engine_us"]["tensor"]
+    tensor_bf16 = bf16.op("nkcost::matmul").nki_engine_us["tensor"]
     assert tensor_bf16 == pytest.approx(_us(256, "tensor"), rel=1e-3)
-    assert fp32.op("nkcost::matmul")["nki_engine_us"]["tensor"] == pytest.approx(4 * tensor_bf16, rel=1e-3)
+    assert fp32.op("nkcost::matmul").nki_engine_us["tensor"] == pytest.approx(4 * tensor_bf16, rel=1e-3)
 
 
 def test_backward_nki_op_is_audited_with_its_estimate():
     report = neuronkit.audit(DoubleExp(), torch.rand(128, 512), backward=True)
     forward, backward = report.op("nkcost::double_exp"), report.op("nkcost::double_exp_grad")
-    assert report.summary["nki_ops"] == ["nkcost::double_exp", "nkcost::double_exp_grad"]
-    assert backward["nki_est_us"] == pytest.approx(forward["nki_est_us"]) and backward["nki_est_us"] > 0
+    assert report.summary.nki_ops == ["nkcost::double_exp", "nkcost::double_exp_grad"]
+    assert backward.nki_est_us == pytest.approx(forward.nki_est_us) and backward.nki_est_us > 0
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
@@ -146,13 +146,13 @@ def test_profiler_shows_the_estimate_beside_the_host_time(compiled, fresh_dynamo
     kernel = summary[summary["name"] == "nki::double_exp_kernel"].iloc[0]
     per_launch = neuronkit.audit(DoubleExp(), torch.rand(128, 512)).op("nkcost::double_exp")
     assert kernel["calls"] == 2
-    assert kernel["nki_est_us"] == pytest.approx(2 * per_launch["nki_est_us"], rel=1e-3)
+    assert kernel["nki_est_us"] == pytest.approx(2 * per_launch.nki_est_us, rel=1e-3)
     assert kernel["device_time_us"] > 0  # the interpreter's host time, reported apart from the estimate
     assert summary[summary["name"] != "nki::double_exp_kernel"]["nki_est_us"].isna().all()
     trace = json.loads(open(summary.attrs["trace_path"]).read())
     launches = [e for e in trace["traceEvents"] if e.get("name") == "nc_exec[nki::double_exp_kernel]"]
     estimate = launches[0]["args"]["nki_engine_time (estimate)"]
-    assert estimate["estimate_us"] == pytest.approx(per_launch["nki_est_us"], rel=1e-3)
+    assert estimate["estimate_us"] == pytest.approx(per_launch.nki_est_us, rel=1e-3)
     assert estimate["rule"].startswith("max over the compute engines + DMA")
     assert "not documented" in estimate["not_modelled"]
 

@@ -198,9 +198,9 @@ def test_kernel_launch_counts_as_executed_device_op():
 
 def test_audit_lists_custom_nki_ops_as_native():
     report = neuronkit.audit(AddModel(), (torch.rand(128, 512), torch.rand(128, 512)))
-    assert report.summary["nki_ops"] == ["nktest::add"]
+    assert report.summary.nki_ops == ["nktest::add"]
     row = report.op("nktest::add")
-    assert row["classification"] == "native" and row["calls"] == 1
+    assert row.classification == "native" and row.calls == 1
     assert not report.findings_in("cpu_fallback")
 
 
@@ -250,5 +250,5 @@ def test_audit_records_a_wrap_nki_kernel_launch_as_a_native_device_op():
             return wrap_nki(add_kernel)[1, 1](a, b) * 2
 
     report = neuronkit.audit(Direct(), (torch.rand(128, 512), torch.rand(128, 512)))
-    assert report.summary["nki_ops"] == ["nki::add_kernel"]
-    assert report.op("nki::add_kernel")["classification"] == "native"
+    assert report.summary.nki_ops == ["nki::add_kernel"]
+    assert report.op("nki::add_kernel").classification == "native"

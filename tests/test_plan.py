@@ -12,7 +12,7 @@ import torch
 import neuronkit
 from neuronkit import NeuronkitInputError
 from neuronkit.cli import main
-from neuronkit.distributed.instances import instance
+from neuronkit.planner.instances import instance
 
 LAYERS = 4
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def test_a_layout_that_does_not_fit_says_by_how_much(llama, capsys):
 
 
 def test_sweep_proposes_the_fewest_instances_fastest_first(llama):
-    plans = neuronkit.distributed.plan.sweep(llama, seq_len=512, top=3)
+    plans = neuronkit.planner.plan.sweep(llama, seq_len=512, top=3)
     assert plans and all(p.fits and p.nodes == 1 for p in plans)
     times = [p.comm_seconds for p in plans]
     assert times == sorted(times)

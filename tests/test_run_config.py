@@ -4,6 +4,7 @@ defaults, the notebooks' parameters cells and params.json all follow it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ast
 import inspect
 from dataclasses import asdict
@@ -41,6 +42,12 @@ def test_the_run_and_check_commands_take_their_flags_and_defaults_from_it() -> N
         args = parser.parse_args([*positional, "--seq-len", "32", "--dtype", "bfloat16", "--full-model"])
         assert run_config.from_args(args) == {**asdict(DEFAULTS), "seq_len": 32, "dtype": "bfloat16",
                                               "full_model": True}
+
+
+def test_the_recorded_run_parameters_are_the_model_and_the_run_configuration() -> None:
+    from neuronkit.evidence import RunParams
+
+    assert tuple(f.name for f in dataclasses.fields(RunParams)) == ("model", *run_config.names())
 
 
 def test_check_run_workbook_and_params_default_to_it(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import functools
 import json
+import typing
 from pathlib import Path
 
 import pytest
@@ -209,6 +210,37 @@ def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
     partial = evidence.load(evidence.EagerEvidence, {"parity": {"outputs": [{"name": "loss"}]}, "unknown": 1})
     assert partial.parity.outputs[0].name == "loss" and partial.parity.outputs[0].max_abs_err is None
     assert partial.training is None and partial.neff_cache == evidence.NeffCache()
+
+
+def _records_reachable() -> list[type]:
+    """Every record type a stage's evidence, a check step's or script.json holds, nested ones too."""
+    found = [stage.evidence for stage in WORKBOOK] + [step.evidence for step in CHECK_STEPS] + [evidence.ScriptEvidence]
+    for cls in found:
+        found += [t for spec in evidence.specs(cls) for t in (spec.block, spec.row) if t and t not in found]
+    return found
+
+
+def test_no_evidence_field_is_an_untyped_row_or_block() -> None:
+    """Issue 21 item 3: rows and blocks are records; a dict field is only a plain mapping of names to
+    numbers or text (counts per category, peak bytes per core), never a record kept as a dict."""
+    untyped = [f"{cls.__name__}.{spec.name}: {spec.type_text}" for cls in _records_reachable()
+               for spec in evidence.specs(cls)
+               if "Any" in str(typing.get_type_hints(cls)[spec.name]) and spec.name != "shapes"]  # shapes: nested lists
+    assert untyped == []
+
+
+def test_the_last_dict_fields_read_back_typed(tmp_path: Path) -> None:
+    params = {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1, "layers": 0, "full_model": False}
+    with recording(tmp_path, "environment") as slot:
+        slot["evidence"] = evidence.EnvironmentEvidence(params=evidence.load(evidence.RunParams, params))
+    assert RunDir(tmp_path).read("environment").evidence.params.seq_len == 16
+    graph = {"graph_id": "7", "graph_name": "m_forward_0", "torch_neuronx_lower_us": 12, "fallback_ops": []}
+    compiled = evidence.load(evidence.CompileEvidence, {"graph_metrics": [graph]})
+    assert compiled.graph_metrics[0].torch_neuronx_lower_us == 12
+    profile = evidence.load(evidence.ProfileEvidence, {"hardware": {"chip": "trn2", "logical_nc_config": 2}})
+    assert profile.hardware.logical_nc_config == 2
+    script = evidence.load(evidence.ScriptRun, {"blockers_hit": [{"line": 3, "rule": "nccl", "code": "x"}]})
+    assert script.blockers_hit == [evidence.BlockerHit(3, "nccl", "x")]
 
 
 def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp_path: Path) -> None:

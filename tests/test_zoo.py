@@ -84,7 +84,7 @@ def test_moe_is_blocked_with_the_remedy_and_passes_once_it_is_applied(zoo, name,
     assert "TOKEN_GROUP_ALIGN_SIZE_M" in out and 'experts_implementation="eager"' in out, out
     # 64 tokens x top-2 = 128 rows: the count is aligned, the offsets need values a weightless audit lacks
     unchecked = neuronkit.audit(zoo[name], seq_len=64)
-    assert unchecked.summary["blockers"] == [] and unchecked.findings_in("grouped_mm_offsets_unchecked")
+    assert unchecked.summary.blockers == [] and unchecked.findings_in("grouped_mm_offsets_unchecked")
     fixed = _with_eager_experts(zoo[name], tmp_path)
     # the eager experts loop over the experts a batch routes to: data-dependent, so audited on weights
     assert main(["audit", str(fixed)]) == 1

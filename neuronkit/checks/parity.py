@@ -28,7 +28,7 @@ from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks import refusals
 from neuronkit.checks.reference import Reference
-from neuronkit.evidence import CompileCheck, CompileTiming, CompileTraining, \
+from neuronkit.evidence import CompileCheck, CompiledGraph, CompileTiming, CompileTraining, \
     CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, ModelSlice, NeffCache, \
     Parity, ParityRow, ReferenceOutput, rows
 from neuronkit.graph_compile import compare
@@ -557,9 +557,9 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
         grad_norm_rel_err=compare.relative_error(norm, ref.grad_norm))
     training.ok = max(training.loss_rel_err, training.grad_norm_rel_err) <= s.tol.train_rtol
     record.recompiles, record.recompile_shapes = _recompiles(s, compiled, count_graphs)
-    metrics = torch.neuron.get_dynamo_metrics()[first_metric:]
+    metrics = [CompiledGraph(**dataclasses.asdict(m)) for m in torch.neuron.get_dynamo_metrics()[first_metric:]]
     record.neffs, record.graph_metrics = len(metrics), metrics
-    record.fallback_ops = fallbacks = sorted({op for r in metrics for op in r["fallback_ops"]})
+    record.fallback_ops = fallbacks = sorted({op for graph in metrics for op in graph.fallback_ops})
     s.compiled = compiled
     rows, top1 = record.parity.outputs, record.parity.top1_agreement
     bad = [r.name for r in rows if not r.ok] + ([] if training.ok else ["training step"])
@@ -643,7 +643,7 @@ def _graphs_reusable(s: _Session) -> bool:
 def _forward_graph_count() -> int:
     """The forward graphs the `neuron` backend compiled since `torch.neuron.reset_dynamo_metrics()`: one per
     Dynamo graph (and per input shape of a graph Dynamo made dynamic)."""
-    return sum(m["kind"] == "forward" for m in torch.neuron.get_dynamo_metrics())
+    return sum(getattr(m, "kind", None) == "forward" for m in torch.neuron.get_dynamo_metrics())
 
 
 # Token-level targets and decoder inputs: cut with the sequence when they are as long as `input_ids`

@@ -1,3 +1,4 @@
-"""Distributed training on Trainium: plan a parallel layout's memory and traffic before renting (`plan`),
-and run PyTorch's parallel APIs on simulated cores through the `neuron` process group (`backend`,
-`launch`, `scenarios`)."""
+"""The notebooks' distributed harness: launch the built-in scenarios (DDP, FSDP2, tensor, sequence and
+pipeline parallel) with torchrun on simulated cores (`launch`, `scenarios`) and keep notebook 07's
+scale-out record (`record`). The process group they run on is `neuronkit.device.process_group`; the
+layout planner is `neuronkit.planner`."""

@@ -326,7 +326,7 @@ def checkpoint() -> dict[str, Any]:
 
 def collectives() -> dict[str, Any]:
     """Every collective once, with the bytes the profiler records for each."""
-    from neuronkit.distributed.trace import collective_events
+    from neuronkit.device.process_group.trace import collective_events
     rank, world = dist.get_rank(), dist.get_world_size()
     device = _device()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:

@@ -1,9 +1,9 @@
 """NKI on the simulated device: `nki_op` / `wrap_nki` and a CPU interpreter of the NKI language.
 
 - `neuronkit.nki.modules` installs importable `nki` and `neuronxcc.nki` when the real ones are absent;
-- `runtime` (`@nki.jit`, SPMD launches), `language` and `isa` (the interpreted subset), `tensors`
-  (HBM/SBUF/PSUM tensors and the access rules), `context` (on-chip memory in use), `hardware`
-  (neuronkit/data/nki_hardware.toml);
+- `jit` (`@nki.jit`, calls and SPMD launches), `runtime` (the interpreter's side of a kernel), `language`
+  and `isa` (the interpreted subset), `tensors` (HBM/SBUF/PSUM tensors and the access rules), `context`
+  (on-chip memory in use), `hardware` (neuronkit/data/nki_hardware.toml);
 - `hop`: `nki_op`, `wrap_nki` and the `nki_kernel_wrapper` higher-order op, as torch_neuronx has them.
 
 `nki_op` and `wrap_nki` load on first use: they import torch._dynamo, which `import torch` must not pay for.

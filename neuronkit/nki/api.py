@@ -7,7 +7,7 @@ from typing import Any
 
 from neuronkit.nki import isa, language  # noqa: F401 - `nki.language` / `nki.isa` as attributes
 from neuronkit.nki.dtypes import DType as dtype  # noqa: F401 - `nki.dtype` in annotations
-from neuronkit.nki.runtime import Kernel
+from neuronkit.nki.jit import Kernel
 
 
 def jit(func: Callable | None = None, **options: Any) -> Any:

@@ -33,16 +33,17 @@ from torch.fx.experimental.proxy_tensor import (
     track_tensor_tree,
 )
 
-from neuronkit.device.simulator import compiled_graphs, tracking
+from neuronkit.device.simulator import compiled_graphs, native, tracking
 from neuronkit.device.simulator import kernel as device
 from neuronkit.nki import LAUNCH_PREFIX, cost
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.runtime import (
-    Kernel,
-    Launcher,
+    KernelFunction,
     Trace,
     _describe,
     execute,
+    grid_of,
+    run_arrays,
     signature,
     spec_of,
 )
@@ -70,10 +71,10 @@ class _Registry:
     """Kernels by index, so a graph node names its kernel by an integer."""
 
     def __init__(self) -> None:
-        self.kernels: list[Kernel] = []
+        self.kernels: list[KernelFunction] = []
         self.index: dict[int, int] = {}
 
-    def add(self, kernel: Kernel) -> int:
+    def add(self, kernel: KernelFunction) -> int:
         if id(kernel) not in self.index:
             self.index[id(kernel)] = len(self.kernels)
             self.kernels.append(kernel)
@@ -87,7 +88,7 @@ kernel_registry = _Registry()
 # Running a kernel on torch tensors
 
 
-def launch(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Any:
+def launch(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Any:
     """A kernel called with torch tensors: through the higher-order op while tracing, else run now."""
     if _tracing(values):
         return _through_hop(kernel, grid, names, values)
@@ -101,7 +102,7 @@ def _tracing(values: list[Any]) -> bool:
                for v in values)
 
 
-def _through_hop(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Any:
+def _through_hop(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Any:
     index = kernel_registry.add(kernel)
     returned, single, slots = _plan(index, grid, tuple(names), spec_of(values))
     outs = nki_kernel_wrapper(kernel_idx=index, grid=grid, args=tuple(values), arg_names=tuple(names))
@@ -133,7 +134,7 @@ def _mutation_slots(trace: Trace) -> dict[int, int]:
     return slots
 
 
-def run(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any], functional: bool) -> Any:
+def run(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values: list[Any], functional: bool) -> Any:
     """Interpret the kernel on real tensors. In place: inputs the kernel stored into are updated and its
     results returned. Functional: the op's outputs (results, then new values of written inputs)."""
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
@@ -193,7 +194,7 @@ def _to_torch(data: np.ndarray, dtype: torch.dtype, on_device: torch.device) -> 
     cpu = torch.from_numpy(np.array(data)).to(dtype)
     if on_device.type != "neuron":
         return cpu
-    return device.wrap(cpu, on_device.index if on_device.index is not None else torch.neuron.current_device())
+    return native.wrap(cpu, on_device.index if on_device.index is not None else torch.neuron.current_device())
 
 
 def _write_back(t: torch.Tensor, data: np.ndarray) -> None:
@@ -201,7 +202,7 @@ def _write_back(t: torch.Tensor, data: np.ndarray) -> None:
     cpu.copy_(torch.from_numpy(np.array(data)).to(t.dtype))
 
 
-def _report(kernel: Kernel, on_device: torch.device, start: int, duration: int, key: str | None, hit: bool,
+def _report(kernel: KernelFunction, on_device: torch.device, start: int, duration: int, key: str | None, hit: bool,
             tensors: list[torch.Tensor], outputs: list[torch.Tensor], estimate: cost.EngineEstimate) -> None:
     """Record the launch as a device op: op tracking and, while profiling, the profiler's observers (with
     the launch's estimated engine time beside its measured interpreter time)."""
@@ -304,23 +305,25 @@ for _key in (DispatchKey.PythonDispatcher, DispatchKey.PythonTLSSnapshot, Dispat
 class _Wrapped:
     """`wrap_nki(kernel)`: a kernel whose calls always go through the higher-order op when enabled."""
 
-    def __init__(self, kernel: Kernel, grid: tuple[int, ...] = ()) -> None:
+    def __init__(self, kernel: KernelFunction, grid: tuple[int, ...] = ()) -> None:
         self.kernel = kernel
         self.grid = grid
 
     def __getitem__(self, grid: Any) -> _Wrapped:
-        return _Wrapped(self.kernel, self.kernel[grid].grid)
+        return _Wrapped(self.kernel, grid_of(grid))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         names, values = self.kernel.bind(args, kwargs)
-        if is_wrap_nki_enabled() and any(isinstance(v, torch.Tensor) for v in values):
+        if not any(isinstance(v, torch.Tensor) for v in values):
+            return run_arrays(self.kernel, self.grid, names, values)
+        if is_wrap_nki_enabled():
             return _through_hop(self.kernel, self.grid, names, values)
-        return Launcher(self.kernel, self.grid)(*args, **kwargs)
+        return launch(self.kernel, self.grid, names, values)
 
 
-def wrap_nki(nki_kernel: Kernel) -> _Wrapped:
+def wrap_nki(nki_kernel: KernelFunction) -> _Wrapped:
     """Make an `@nki.jit` kernel traceable into a torch.compile graph (torch_neuronx.wrap_nki)."""
-    if not isinstance(nki_kernel, Kernel):
+    if not isinstance(nki_kernel, KernelFunction):
         raise TypeError(f"wrap_nki takes an @nki.jit kernel, got {type(nki_kernel).__name__}")
     kernel_registry.add(nki_kernel)
     return _Wrapped(nki_kernel)

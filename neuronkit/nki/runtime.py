@@ -1,10 +1,12 @@
-"""`@nki.jit` kernels: binding arguments, SPMD launches, and moving data in and out of the interpreter.
+"""The NKI interpreter's side of a kernel: binding arguments, tracing per signature, running the body
+once per program of an SPMD grid, and moving NumPy data in and out.
 
-A kernel called with NumPy arrays returns NumPy arrays (the SDK's simulator convention); called with
-torch tensors it returns torch tensors on their device. Kernel inputs are copied into HBM tensors; the
+A kernel called with NumPy arrays returns NumPy arrays (the SDK's simulator convention); the torch side
+(`neuronkit.nki.hop`) returns torch tensors on their device. Kernel inputs are copied into HBM tensors; the
 elements a kernel stores into an input are copied back, so `out` parameters work as on the device. On the
 `neuron` device each distinct (grid, shapes, dtypes, constant arguments) is one compilation, counted in
-the device's NEFF cache like any eager op, and each launch is reported to the profiler as a device op."""
+the device's NEFF cache like any eager op, and each launch is reported to the profiler as a device op.
+This module imports neither `hop` nor `jit`: both build on it."""
 
 from __future__ import annotations
 
@@ -49,8 +51,9 @@ class Trace:
     estimate: EngineEstimate
 
 
-class Kernel:
-    """What `@nki.jit` returns: call it, or launch it over an SPMD grid with `kernel[gx, gy](...)`."""
+class KernelFunction:
+    """A kernel as the interpreter sees it: its function, signature and one trace per argument spec.
+    `neuronkit.nki.jit.Kernel` (what `@nki.jit` returns) adds calling and SPMD launches."""
 
     def __init__(self, func: Any, **options: Any) -> None:
         functools.update_wrapper(self, func)
@@ -58,12 +61,6 @@ class Kernel:
         self.sign = inspect.signature(func)
         self.options = options
         self.traces: dict[tuple, Trace] = {}
-
-    def __getitem__(self, grid: Any) -> Launcher:
-        return Launcher(self, _grid(grid))
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return Launcher(self, ())(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<nki.jit kernel {self.__name__}>"
@@ -91,30 +88,19 @@ def spec_of(values: list[Any]) -> tuple:
     return tuple(("tensor", tuple(v.shape), v.dtype) if _is_tensor(v) else ("const", _static(v)) for v in values)
 
 
-class Launcher:
-    """A kernel bound to a launch grid."""
-
-    def __init__(self, kernel: Kernel, grid: tuple[int, ...]) -> None:
-        self.kernel = kernel
-        self.grid = grid
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        names, values = self.kernel.bind(args, kwargs)
-        if any(isinstance(v, torch.Tensor) for v in values):
-            # torch integration, loaded on the first call with tensors
-            from neuronkit.nki import hop
-
-            return hop.launch(self.kernel, self.grid, names, values)
-        spec_of(values)  # constant arguments must be hashable
-        dtypes = [as_dtype(v.dtype) if isinstance(v, np.ndarray) else None for v in values]
-        result, args, _ = execute(self.kernel, self.grid, names, values, dtypes, abstract=False)
-        for value, arg in zip(values, args):
-            if isinstance(value, np.ndarray) and arg.stored.any():
-                value[...] = arg.data.astype(value.dtype)
-        return _map_result(result, lambda t: t.data.copy())
+def run_arrays(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values: list[Any]) -> Any:
+    """A kernel called with NumPy arrays (no torch tensor): run now; the elements it stores into an input
+    array are copied back, and NumPy arrays are returned."""
+    spec_of(values)  # constant arguments must be hashable
+    dtypes = [as_dtype(v.dtype) if isinstance(v, np.ndarray) else None for v in values]
+    result, args, _ = execute(kernel, grid, names, values, dtypes, abstract=False)
+    for value, arg in zip(values, args):
+        if isinstance(value, np.ndarray) and arg.stored.any():
+            value[...] = arg.data.astype(value.dtype)
+    return _map_result(result, lambda t: t.data.copy())
 
 
-def _grid(grid: Any) -> tuple[int, ...]:
+def grid_of(grid: Any) -> tuple[int, ...]:
     """`kernel[2, 2]`, `kernel[(2, 2)]`, `kernel[[2, 2]]` or `kernel[4]` (torch_neuronx maps it through int)."""
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     if not all(isinstance(d, (int, np.integer)) and d > 0 for d in dims):
@@ -126,7 +112,7 @@ def _is_tensor(v: Any) -> bool:
     return isinstance(v, (np.ndarray, torch.Tensor))
 
 
-def signature(kernel: Kernel, grid: tuple[int, ...], values: list[Any]) -> tuple:
+def signature(kernel: KernelFunction, grid: tuple[int, ...], values: list[Any]) -> tuple:
     """What makes two launches the same compiled kernel: grid, tensor shapes/dtypes, constant arguments."""
     spec = tuple((s[0], s[1], str(s[2])) if s[0] == "tensor" else (s[0], repr(s[1])) for s in spec_of(values))
     return (f"{kernel.__module__}.{kernel.__qualname__}", grid, spec)
@@ -145,7 +131,7 @@ def _static(v: Any) -> Any:
     return v
 
 
-def execute(kernel: Kernel, grid: tuple[int, ...], names: list[str], values: list[Any],
+def execute(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values: list[Any],
             dtypes: list[DType | None], abstract: bool) -> tuple[Any, list[Any], context.Launch]:
     """Run the kernel body once per program of the grid on HBM copies of the array inputs."""
     launch = context.Launch(kernel.__name__, grid, core(), abstract)
@@ -205,7 +191,7 @@ def _describe(result: Any, args: list[Any], launch: context.Launch) -> Trace:
                  launch.ledger.estimate())
 
 
-def _warn_unwritten_outputs(kernel: Kernel, result: Any) -> None:
+def _warn_unwritten_outputs(kernel: KernelFunction, result: Any) -> None:
     for r in _flat(result):
         if r.stored is None and not r.written.all():
             warnings.warn(f"kernel {kernel.__name__} returned {r.describe()} with {int((~r.written).sum())} "

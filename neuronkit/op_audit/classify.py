@@ -1,4 +1,5 @@
-"""Classify recorded ops against the op-support policy: op rows, findings with remedies, a summary.
+"""Classify recorded ops against the op-support policy: op rows, findings with remedies, a summary, each a
+record of neuronkit/evidence.py.
 
 Nothing here decides support on its own: every category, severity and remedy comes from
 `neuronkit/data/op_support.toml` through `neuronkit.policy`, the classifier the simulated device also uses.
@@ -6,10 +7,10 @@ Nothing here decides support on its own: every category, severity and remedy com
 
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
+from neuronkit.evidence import AuditFinding, AuditOp, AuditSummary, OpUse
 from neuronkit.op_audit.recorder import OpStats
 from neuronkit.nki import is_nki_op
 from neuronkit.nki.cost import last_estimate
@@ -31,49 +32,46 @@ _RUNTIME_PHRASES = {"raise": "raises", "cpu_fallback": "falls back to CPU", "dec
                     "run": "runs"}
 
 
-def classify(ops: dict[str, OpStats], policy: Policy | None = None) -> tuple[list[dict], list[dict], dict]:
-    """(op rows, findings, summary) for a recording, each JSON-ready and deterministically ordered."""
+def classify(ops: dict[str, OpStats],
+             policy: Policy | None = None) -> tuple[list[AuditOp], list[AuditFinding], AuditSummary]:
+    """(op rows, findings, summary) for a recording, deterministically ordered."""
     policy = policy or load_policy()
-    rows: list[dict[str, Any]] = []
-    findings: list[dict[str, Any]] = []
+    rows: list[AuditOp] = []
+    findings: list[AuditFinding] = []
     for name, stats in ops.items():
         nki = is_nki_op(name)  # a custom NKI kernel runs on the device by construction
         categories = {NATIVE: stats.module_paths} if nki else _categories(name, stats, policy)
-        category = next(iter(categories))
         blocked = any(policy.severity[c] == "blocker" for c in categories)
-        rows.append({
-            "op": name,
-            "calls": stats.calls,
-            "classification": "blocked" if blocked else NATIVE if nki or policy.runs_natively(name) else CPU_FALLBACK,
-            "category": category,
-            "dtypes": sorted(_dtype(d) for d in stats.dtypes),
-            "shapes": stats.shapes,
-            "module_paths": list(stats.module_paths),
-        })
+        row = AuditOp(
+            op=name,
+            calls=stats.calls,
+            classification="blocked" if blocked else NATIVE if nki or policy.runs_natively(name) else CPU_FALLBACK,
+            category=next(iter(categories)),
+            dtypes=sorted(_dtype(d) for d in stats.dtypes),
+            shapes=stats.shapes,
+            module_paths=list(stats.module_paths),
+        )
         if nki:
-            rows[-1].update(_nki_estimate(name))
+            _add_nki_estimate(row)
+        rows.append(row)
         for cat, paths in categories.items():
             if cat != NATIVE:
                 findings.append(_finding(name, cat, paths, policy))
-    rows.sort(key=lambda r: (-r["calls"], r["op"]))
+    rows.sort(key=lambda r: (-r.calls, r.op))
     order = {c: i for i, c in enumerate(policy.categories)}
-    findings.sort(key=lambda f: (FINDING_SEVERITIES.index(f["severity"]), order[f["category"]], -f["calls"], f["op"]))
-    summary = _summary(rows, findings, policy)
-    nki_ops = sorted(r["op"] for r in rows if is_nki_op(r["op"]))
-    if nki_ops:
-        summary["nki_ops"] = nki_ops
-    return rows, findings, summary
+    findings.sort(key=lambda f: (FINDING_SEVERITIES.index(f.severity), order[f.category], -f.calls, f.op))
+    return rows, findings, _summary(rows, findings, policy)
 
 
-def _nki_estimate(name: str) -> dict[str, Any]:
+def _add_nki_estimate(row: AuditOp) -> None:
     """An NKI op's estimated engine time per call (its latest launch, neuronkit/nki/cost.py): the total and
-    per engine, in µs, or nothing when no launch of it was seen."""
-    estimate = last_estimate(name)
+    per engine, in µs; left empty when no launch of it was seen."""
+    estimate = last_estimate(row.op)
     if estimate is None:
-        return {}
-    return {"nki_est_us": round(estimate.total_ns / 1000, 4),
-            "nki_engine_us": {k.removesuffix("_us"): v for k, v in estimate.as_dict().items()
-                              if k.endswith("_us") and k != "estimate_us"}}
+        return
+    row.nki_est_us = round(estimate.total_ns / 1000, 4)
+    row.nki_engine_us = {k.removesuffix("_us"): v for k, v in estimate.as_dict().items()
+                         if k.endswith("_us") and k != "estimate_us"}
 
 
 def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str, int]]:
@@ -95,17 +93,11 @@ def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str
     return found
 
 
-def _finding(op: str, category: str, paths: dict[str, int], policy: Policy) -> dict[str, Any]:
+def _finding(op: str, category: str, paths: dict[str, int], policy: Policy) -> AuditFinding:
     calls = sum(paths.values())
-    return {
-        "category": category,
-        "severity": policy.severity[category],
-        "op": op,
-        "calls": calls,
-        "module_paths": list(paths),
-        "message": _message(op, category, calls, policy),
-        "remedy": policy.remedies[category],
-    }
+    return AuditFinding(category=category, severity=policy.severity[category], op=op, calls=calls,
+                        module_paths=list(paths), message=_message(op, category, calls, policy),
+                        remedy=policy.remedies[category])
 
 
 def _message(op: str, category: str, calls: int, policy: Policy) -> str:
@@ -127,25 +119,24 @@ def _message(op: str, category: str, calls: int, policy: Policy) -> str:
     return f"{op} uses {policy.features[category]} in {times}."
 
 
-def _summary(rows: list[dict], findings: list[dict], policy: Policy) -> dict[str, Any]:
+def _summary(rows: list[AuditOp], findings: list[AuditFinding], policy: Policy) -> AuditSummary:
     """Support percentages by distinct op and by call, ops per category, fallbacks and blockers with the
-    module paths they come from (in the spirit of `torch_neuronx.analyze`)."""
-    calls = sum(r["calls"] for r in rows)
-    native = [r for r in rows if r["classification"] == NATIVE]
-    by_category = {c: n for c in policy.categories if (n := sum(r["category"] == c for r in rows))}
-    return {
-        "distinct_ops": len(rows),
-        "total_calls": calls,
-        "support_pct_ops": _pct(len(native), len(rows)),
-        "support_pct_calls": _pct(sum(r["calls"] for r in native), calls),
-        "by_category": by_category,
-        "by_classification": {c: sum(r["classification"] == c for r in rows) for c in CLASSIFICATIONS},
-        "findings": {s: sum(f["severity"] == s for f in findings) for s in FINDING_SEVERITIES},
-        "fallbacks": [{"op": r["op"], "calls": r["calls"], "module_paths": r["module_paths"]}
-                      for r in rows if r["classification"] == CPU_FALLBACK],
-        "blockers": [{k: f[k] for k in ("category", "op", "calls", "module_paths")}
-                     for f in findings if f["severity"] == "blocker"],
-    }
+    module paths they come from (in the spirit of `torch_neuronx.analyze`), the custom NKI ops if any."""
+    calls = sum(r.calls for r in rows)
+    native = [r for r in rows if r.classification == NATIVE]
+    nki_ops = sorted(r.op for r in rows if is_nki_op(r.op))
+    return AuditSummary(
+        distinct_ops=len(rows),
+        total_calls=calls,
+        support_pct_ops=_pct(len(native), len(rows)),
+        support_pct_calls=_pct(sum(r.calls for r in native), calls),
+        by_category={c: n for c in policy.categories if (n := sum(r.category == c for r in rows))},
+        by_classification={c: sum(r.classification == c for r in rows) for c in CLASSIFICATIONS},
+        findings={s: sum(f.severity == s for f in findings) for s in FINDING_SEVERITIES},
+        fallbacks=[OpUse(r.op, None, r.calls, r.module_paths) for r in rows if r.classification == CPU_FALLBACK],
+        blockers=[OpUse(f.op, f.category, f.calls, f.module_paths) for f in findings if f.severity == "blocker"],
+        nki_ops=nki_ops or None,
+    )
 
 
 def _dtype(dtype: torch.dtype) -> str:

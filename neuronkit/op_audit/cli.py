@@ -54,11 +54,11 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             report.to_json(args.json)
             print(f"\naudit JSON written to {args.json}")
-    failing = sorted({f["category"] for f in report.findings_in(*fail_on)}) if fail_on else []
+    failing = sorted({f.category for f in report.findings_in(*fail_on)}) if fail_on else []
     if failing:
         print(f"neuronkit audit: findings in --fail-on categories: {', '.join(failing)}", file=sys.stderr)
         return 1
-    blockers = sorted({f["category"] for f in report.summary["blockers"]})
+    blockers = sorted({b.category for b in report.summary.blockers})
     if blockers:
         print(f"neuronkit audit: blocked: blocker findings in {', '.join(blockers)}", file=sys.stderr)
         return 1

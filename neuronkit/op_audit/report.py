@@ -1,32 +1,33 @@
-"""The audit's result: a JSON document (schema in docs/audit-schema.md) and its readable summary."""
+"""The audit's result: a typed record (neuronkit.evidence.AuditEvidence), its JSON document (schema in
+docs/audit-schema.md, read and written only here) and its readable summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from neuronkit.evidence import AUDIT_SCHEMA_VERSION, AuditEvidence, AuditFinding, AuditOp, load
+
+SCHEMA_VERSION = AUDIT_SCHEMA_VERSION
 _PATHS_SHOWN = 3
 _OPS_SHOWN = 6  # per finding category in the readable summary
+_CLASS_KEY = "class"  # the JSON key of AuditedModel.module_class (`class` is a keyword)
 
 
-@dataclass
-class AuditReport:
-    """What a model will do on Trainium, op by op: see docs/audit-schema.md for every key."""
-
-    model: dict[str, Any]
-    versions: dict[str, str]
-    summary: dict[str, Any]
-    ops: list[dict[str, Any]]
-    findings: list[dict[str, Any]]
-    schema_version: int = SCHEMA_VERSION
+@dataclasses.dataclass
+class AuditReport(AuditEvidence):
+    """What a model will do on Trainium, op by op: the audit stage's evidence record with its JSON form and
+    its readable summary (see docs/audit-schema.md for every key)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON document as a dict."""
+        data = dataclasses.asdict(self)
+        data["model"] = {(_CLASS_KEY if k == "module_class" else k): v for k, v in data["model"].items()}
+        return data
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The JSON document; also written to `path` when given."""
@@ -37,43 +38,48 @@ class AuditReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AuditReport:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        """The report from its JSON document (the one `load` at the audit's JSON boundary)."""
+        model = {("module_class" if k == _CLASS_KEY else k): v for k, v in (data.get("model") or {}).items()}
+        return load(cls, {**data, "model": model})
 
-    def findings_in(self, *categories: str) -> list[dict[str, Any]]:
+    def evidence(self) -> AuditEvidence:
+        """The record the workbook's audit stage stores."""
+        return AuditEvidence(**{f.name: getattr(self, f.name) for f in dataclasses.fields(AuditEvidence)})
+
+    def findings_in(self, *categories: str) -> list[AuditFinding]:
         """Findings of the given categories (all findings when none are given)."""
-        return [f for f in self.findings if not categories or f["category"] in categories]
+        return [f for f in self.findings if not categories or f.category in categories]
 
-    def op(self, name: str) -> dict[str, Any] | None:
+    def op(self, name: str) -> AuditOp | None:
         """The row of one op, by its `aten::name`."""
-        return next((row for row in self.ops if row["op"] == name), None)
+        return next((row for row in self.ops if row.op == name), None)
 
     def table(self) -> str:
         """A readable summary: ops per category, then every finding with where it comes from and its remedy."""
         s, m = self.summary, self.model
-        phases = "+".join(m.get("phases", []))
-        mode = {"none": "weightless", "random": "random weights"}.get(m.get("weights"), "its own weights")
+        mode = {"none": "weightless", "random": "random weights"}.get(m.weights, "its own weights")
         lines = [
-            f"{m.get('name')} ({m.get('architecture')}, {m.get('dtype')}, {mode}; {phases})",
-            f"{s['total_calls']} calls of {s['distinct_ops']} distinct ops; native on Neuron: "
-            f"{_pct(s['support_pct_ops'])} of ops, {_pct(s['support_pct_calls'])} of calls",
+            f"{m.name} ({m.architecture}, {m.dtype}, {mode}; {'+'.join(m.phases)})",
+            f"{s.total_calls} calls of {s.distinct_ops} distinct ops; native on Neuron: "
+            f"{_pct(s.support_pct_ops)} of ops, {_pct(s.support_pct_calls)} of calls",
             "",
             f"  {'category':<28}{'ops':>5}{'calls':>9}",
         ]
-        for category, count in s["by_category"].items():
-            calls = sum(r["calls"] for r in self.ops if r["category"] == category)
+        for category, count in s.by_category.items():
+            calls = sum(r.calls for r in self.ops if r.category == category)
             lines.append(f"  {category:<28}{count:>5}{calls:>9}")
-        counts = ", ".join(f"{n} {sev}" for sev, n in s["findings"].items())
+        counts = ", ".join(f"{n} {sev}" for sev, n in s.findings.items())
         lines += ["", f"findings: {counts}" if self.findings else "findings: none"]
-        groups: dict[str, list[dict[str, Any]]] = {}
+        groups: dict[str, list[AuditFinding]] = {}
         for f in self.findings:
-            groups.setdefault(f["category"], []).append(f)
+            groups.setdefault(f.category, []).append(f)
         for category, group in groups.items():
-            lines.append(f"  {group[0]['severity'].upper():<8} {category}")
+            lines.append(f"  {group[0].severity.upper():<8} {category}")
             for f in group[:_OPS_SHOWN]:
-                lines.append(f"    {f['op']:<48} x{f['calls']:<6} in {_paths(f['module_paths'])}")
+                lines.append(f"    {f.op:<48} x{f.calls:<6} in {_paths(f.module_paths)}")
             if len(group) > _OPS_SHOWN:
                 lines.append(f"    (+{len(group) - _OPS_SHOWN} more ops)")
-            lines.append(f"    remedy: {group[0]['remedy']}")
+            lines.append(f"    remedy: {group[0].remedy}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

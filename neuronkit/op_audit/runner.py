@@ -25,6 +25,7 @@ from transformers import PretrainedConfig
 
 import neuronkit
 from neuronkit import inputs as example, models
+from neuronkit.evidence import AuditedModel
 from neuronkit.op_audit.classify import classify
 from neuronkit.op_audit.recorder import BACKWARD, OpRecorder
 from neuronkit.op_audit.report import AuditReport
@@ -68,10 +69,12 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
         _forward(recorder, module, inputs, backward, optimizer_step)
         if generate:
             _generate(recorder, module, inputs, max_new_tokens)
-    ops, findings, summary = classify(recorder.ops)
+    policy = load_policy()
+    ops, findings, summary = classify(recorder.ops, policy)
     phases = ["forward"] + ["backward"] * backward + ["optimizer_step"] * optimizer_step + ["generate"] * generate
-    return AuditReport(model=target.describe(module, inputs, phases, dtype), versions=_versions(),
-                       summary=summary, ops=ops, findings=findings)
+    return AuditReport(summary=summary, ops=ops, findings=findings, severities=dict(policy.severity),
+                       remedies=dict(policy.remedies), model=target.describe(module, inputs, phases, dtype),
+                       versions=_versions())
 
 
 @dataclass
@@ -135,22 +138,22 @@ class _Target:
                     self.module = cls._from_config(self.config, dtype=self.dtype).eval()
         return self.module
 
-    def describe(self, module: nn.Module, inputs: Any, phases: list[str], dtype: torch.dtype) -> dict[str, Any]:
+    def describe(self, module: nn.Module, inputs: Any, phases: list[str], dtype: torch.dtype) -> AuditedModel:
         config = self.config
         params = list(module.parameters())
         architectures = getattr(config, "architectures", None) or [type(module).__name__]
-        return {
-            "name": self.name,
-            "class": type(module).__name__,
-            "architecture": architectures[0],
-            "model_type": getattr(config, "model_type", None),
-            "num_parameters": sum(p.numel() for p in params),
-            "dtype": str(params[0].dtype if params else dtype).removeprefix("torch."),
-            "weightless": self.weights == "none",
-            "weights": self.weights,
-            "inputs": {k: list(v.shape) for k, v in _named(inputs).items()},
-            "phases": phases,
-        }
+        return AuditedModel(
+            name=self.name,
+            module_class=type(module).__name__,
+            architecture=architectures[0],
+            model_type=getattr(config, "model_type", None),
+            num_parameters=sum(p.numel() for p in params),
+            dtype=str(params[0].dtype if params else dtype).removeprefix("torch."),
+            weightless=self.weights == "none",
+            weights=self.weights,
+            inputs={k: list(v.shape) for k, v in _named(inputs).items()},
+            phases=phases,
+        )
 
 
 def _fake_parameters(module: nn.Module) -> nn.Module:

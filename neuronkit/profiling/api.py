@@ -9,6 +9,7 @@ profiler's overhead is reported next to its results.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import statistics
 import tempfile
@@ -24,6 +25,7 @@ from neuronkit.device.simulator.registration import installed
 from neuronkit.policy import CPU_FALLBACK
 from neuronkit.profiling.capture import track_modules
 from neuronkit.profiling.config import NeuronConfig, ProfileMode
+from neuronkit.profiling import real
 from neuronkit.profiling.exporter import NeuronProfiler, ProfileExport
 from neuronkit.profiling.markers import without_trace_markers
 from neuronkit.profiling.roofline import core_peaks
@@ -38,6 +40,10 @@ HIGH_OVERHEAD = 1.5
 def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = RECOMMENDED_WARMUP, *,
             output_dir: str | os.PathLike | None = None, record_shapes: bool = True) -> pd.DataFrame:
     """Profile `steps` forward passes of `model` on the neuron device, after `warmup` unprofiled ones.
+
+    On the simulated device the summary is built from the simulator's device capture; with the real
+    torch-neuronx (the simulator steps aside) `neuronkit.profiling.real` runs the documented recipe with
+    public APIs only: the same columns where PyTorch's aggregation fills them, estimates and paths null.
 
     Args:
         model: a module whose parameters are on the neuron device; run under `torch.no_grad()`.
@@ -59,15 +65,18 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
         >>> top = neuronkit.profiling.profile(model, {"input_ids": ids}, steps=3)  # doctest: +SKIP
         >>> top[["name", "calls", "device_time_us", "est_trn2_us", "bound"]].head()  # doctest: +SKIP
     """
-    if not installed():
-        raise RuntimeError("neuronkit.profiling.profile measures the simulated neuron device; on Trainium "
-                           "profile with torch_neuronx.profiling and Neuron Explorer")
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if warmup < RECOMMENDED_WARMUP:
         warnings.warn(f"warmup={warmup}: profile after at least {RECOMMENDED_WARMUP} warm-up iterations, or "
                       "first-call compilation shows up in the measurements", UserWarning, stacklevel=2)
     run = _runner(model, inputs)
+    if not installed():  # the real backend owns `neuron`, or there is no device at all
+        if importlib.util.find_spec("torch_neuronx") is None:
+            raise RuntimeError("neuronkit.profile needs a neuron device: the simulator is off in this process "
+                               "(NEURONKIT_SIMULATOR=0?) and torch_neuronx is not installed")
+        return real.profile(run, steps, warmup, output_dir or tempfile.mkdtemp(prefix="neuronkit-profile-"),
+                            record_shapes, _timed_ms)
     config = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], correlate_device_time=True,
                           profile_output_dir=output_dir or tempfile.mkdtemp(prefix="neuronkit-profile-"))
     exporter = NeuronProfiler(config)

@@ -3,8 +3,6 @@ fallback, first-release blocker), with the module that issued it and a remedy pe
 
 from __future__ import annotations
 
-from neuronkit.evidence import AuditEvidence, AuditSummary, rows
-from neuronkit.policy import load_policy
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.params import Params
@@ -26,17 +24,13 @@ def run(params: Params, training: bool = True, generate: bool = False) -> StageR
                                  seq_len=params.seq_len, backward=training, optimizer_step=training,
                                  generate=generate)
         report.to_json(params.run.artifact_dir("audit") / "audit.json")
-        (slot["evidence"],) = rows(AuditEvidence, [report.to_dict()])
-        (slot["evidence"].summary,) = rows(AuditSummary, [report.summary])
-        slot["evidence"].model.module_class = report.model.get("class", "")  # a keyword, so no field of that name
-        policy = load_policy()  # recorded, so the report shows the severities this audit was judged by
-        slot["evidence"].severities, slot["evidence"].remedies = dict(policy.severity), dict(policy.remedies)
+        slot["evidence"] = report.evidence()  # with the policy's severities: what the report shows
         summary = report.summary
-        counts = summary["findings"]
-        slot["summary"] = (f"{summary['distinct_ops']} distinct ops in {summary['total_calls']} calls, "
-                           f"{summary['support_pct_ops']}% native by op; findings: "
+        counts = summary.findings
+        slot["summary"] = (f"{summary.distinct_ops} distinct ops in {summary.total_calls} calls, "
+                           f"{summary.support_pct_ops}% native by op; findings: "
                            + ", ".join(f"{n} {severity}" for severity, n in counts.items()))
-        if summary["blockers"]:
+        if summary.blockers:
             slot["status"] = "fail"
         elif counts.get("warn"):
             slot["status"] = "warn"

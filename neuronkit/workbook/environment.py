@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from neuronkit.evidence import DeviceInfo, EnvironmentEvidence, ModelInfo, load
+from neuronkit.evidence import DeviceInfo, EnvironmentEvidence, ModelInfo, RunParams, load
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import start_run
 from neuronkit.workbook.params import Params
@@ -21,8 +21,8 @@ def run(params: Params) -> StageResult:
     with recording(params.run, "environment") as slot:
         device = neuronkit.detect()
         model = model_info(params)
-        slot["evidence"] = EnvironmentEvidence(load(DeviceInfo, device.to_dict()), model, params.to_dict(),
-                                               sys.executable)
+        slot["evidence"] = EnvironmentEvidence(load(DeviceInfo, device.to_dict()), model,
+                                               load(RunParams, params.to_dict()), sys.executable)
         fits = device.hbm_bytes_per_core is None or model.estimated_bytes <= device.hbm_bytes_per_core
         where = f"{device.kind} neuron device ({device.device_count} logical cores, {device.instance_family})"
         about = f"{model.architecture}, {model.num_parameters:,} parameters in {params.dtype}"

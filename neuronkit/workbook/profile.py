@@ -7,7 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from neuronkit import slicing
-from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, TopOp, rows
+from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware, TopOp, rows
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
 from neuronkit.workbook.loading import load, neuron_device, ran_on
@@ -60,7 +60,7 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
             trace_path=info["trace_path"],
             parquet_path=info["parquet_path"],
             summary_path=info["summary_path"],
-            hardware=info["hardware"],
+            hardware=RooflineHardware(**info["hardware"]),
             est_trn2_step_us=info["est_trn2_step_us"],
             model_slice=subject.model_slice,
             profiled_by_caller=reused,

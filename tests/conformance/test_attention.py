@@ -90,10 +90,10 @@ def test_the_audit_sees_the_mha_fast_path_as_the_device_takes_it():
     fast path on the device (`_native_multi_head_attention`), which raises for a mask; the audit records
     the same call (a blocker naming the layer), and the call without a mask as native."""
     masked = audit(_Block(torch.zeros(5, 5, dtype=torch.bool)).eval(), torch.randn(1, 5, 8))
-    assert [f["module_paths"] for f in masked.findings_in("mha_mask")] == [["mha"]]
+    assert [f.module_paths for f in masked.findings_in("mha_mask")] == [["mha"]]
     clean = audit(_Block(None).eval(), torch.randn(1, 5, 8))
-    assert clean.summary["blockers"] == []
-    assert clean.op("aten::_native_multi_head_attention")["classification"] == "native"
+    assert clean.summary.blockers == []
+    assert clean.op("aten::_native_multi_head_attention").classification == "native"
 
 
 def _tiny(name: str):
@@ -140,8 +140,8 @@ def test_audit_finds_no_blocker_in_masked_attention(name):
     """S: SdpBackendSelection.cpp:35-47: a masked 4-D SDPA is the native fused kernel, not a blocker."""
     report = audit(_tiny(name), {"input_ids": torch.tensor([[0, 5, 6, 7]]),
                                  "attention_mask": torch.tensor([[0, 1, 1, 1]])})
-    assert report.summary["blockers"] == []
-    assert report.op("aten::_scaled_dot_product_fused_attention_overrideable")["classification"] == "native"
+    assert report.summary.blockers == []
+    assert report.op("aten::_scaled_dot_product_fused_attention_overrideable").classification == "native"
 
 
 def _s_compute_attention(q, k, v, scale, mask):

@@ -62,7 +62,7 @@ def test_sparse_embedding_is_found_by_a_forward_only_audit():
     """op_support.toml `sparse_embedding` (call rule `sparse_flag`): the sparse gradient only exists in
     backward, so the forward call with sparse=True is flagged; inferred from S's lack of sparse kernels."""
     report = audit(nn.Embedding(10, 4, sparse=True), (torch.tensor([[1, 2]]),))
-    assert [b["category"] for b in report.summary["blockers"]] == ["sparse_embedding"]
+    assert [b.category for b in report.summary.blockers] == ["sparse_embedding"]
 
 
 def test_sparse_embedding_gradient_raises_on_the_device():

@@ -82,7 +82,7 @@ def test_complex_inputs_of_ops_without_a_lowering_take_the_cpu_fallback():
             return torch.angle(torch.view_as_complex(x))
 
     report = audit(Angle(), torch.randn(3, 2))
-    assert report.summary["blockers"] == [] and report.op("aten::angle")["classification"] == "cpu_fallback"
+    assert report.summary.blockers == [] and report.op("aten::angle").classification == "cpu_fallback"
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32])
@@ -122,5 +122,5 @@ def test_the_audit_flags_64_bit_narrowing_only_for_native_ops():
         def forward(self, x):
             return torch.cumprod(x + 1, 0)
 
-    flagged = {f["op"] for f in audit(Net(), torch.arange(4)).findings if f["category"] == "int64_emulated"}
+    flagged = {f.op for f in audit(Net(), torch.arange(4)).findings if f.category == "int64_emulated"}
     assert "aten::add" in flagged and "aten::cumprod.out" not in flagged

@@ -160,4 +160,4 @@ def test_fallback_names_are_the_overloads_s_fallback_sees(name, run):
 
     x = torch.randn(3, 5)
     assert _fallbacks(lambda: run(x.to(N))) == [name]
-    assert [f["op"] for f in audit(Call(), x).findings if f["category"] == "cpu_fallback"] == [name]
+    assert [f.op for f in audit(Call(), x).findings if f.category == "cpu_fallback"] == [name]

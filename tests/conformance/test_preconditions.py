@@ -111,10 +111,10 @@ def test_the_audit_reports_unaligned_grouped_mm_as_a_blocker_naming_the_layer():
     model = nn.Sequential(nn.Linear(8, 8), _Experts([13, 12, 12, 11]))
     report = audit(model, torch.randn(48, 8))
     found = report.findings_in("grouped_mm_alignment")
-    assert found and found[0]["module_paths"] == ["1"] and "TOKEN_GROUP_ALIGN_SIZE_M" in found[0]["remedy"]
-    assert report.summary["blockers"][0]["category"] == "grouped_mm_alignment"
+    assert found and found[0].module_paths == ["1"] and "TOKEN_GROUP_ALIGN_SIZE_M" in found[0].remedy
+    assert report.summary.blockers[0].category == "grouped_mm_alignment"
     aligned = audit(nn.Sequential(nn.Linear(8, 8), _Experts([128, 0, 128, 0])), torch.randn(256, 8))
-    assert aligned.summary["blockers"] == [] and not aligned.findings_in("grouped_mm_alignment")
+    assert aligned.summary.blockers == [] and not aligned.findings_in("grouped_mm_alignment")
 
 
 def test_compiled_grouped_mm_computes_as_s_compile_path_does(fresh_dynamo):

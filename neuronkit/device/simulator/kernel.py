@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 
 import torch
-from torch._C import DispatchKey, DispatchKeySet
 
 from neuronkit import call_rules, preconditions
 from neuronkit.device.simulator import compiled_graphs, device_ops, native, rng, tracking
@@ -25,10 +24,7 @@ from neuronkit.device.simulator.memory import HbmAccount
 from neuronkit.device.simulator.neff_cache import NeffCache
 from neuronkit.policy import INPUT_FALLBACK, Policy, Rule
 
-CPU_KEYS = DispatchKeySet(DispatchKey.CPU)
 _CPU = torch.device("cpu")
-_set_storage = torch.ops.aten.set_.source_Storage_storage_offset
-_as_strided = torch.ops.aten.as_strided.default
 _profiler_enabled = torch._C._autograd._profiler_enabled
 _enable_record_function = torch._C._autograd._enable_record_function
 _perf_ns = time.perf_counter_ns
@@ -81,25 +77,11 @@ STATE: Device | None = None  # set by registration.install()
 # Tensors: device tensors over CPU memory, and CPU aliases of device tensors.
 
 
-# wrap(cpu, index): a neuron:index tensor over the memory of a fresh CPU tensor (no copy), its bytes counted
-# against that core's HBM (native runtime, csrc/allocator.cpp).
-wrap = native.wrap
-
-
 def to_cpu(t: _Tensor) -> _Tensor:
     """A CPU tensor aliasing a neuron tensor's memory, with its lazy negation bit (neg views are metadata
     on the device: NeuronBindings.cpp VIEW_OPS_WHITELIST)."""
     alias = native.to_cpu(t)
     return torch._neg_view(alias) if t.is_neg() else alias
-
-
-def rebind(t: _Tensor, cpu: _Tensor) -> None:
-    """Point neuron tensor `t` at `cpu`'s memory and metadata (after an op resized it on the host)."""
-    if cpu.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
-        fresh = wrap(cpu, t.get_device())
-        _set_storage.redispatch(CPU_KEYS, t, fresh.untyped_storage(), cpu.storage_offset(), cpu.size(), cpu.stride())
-    elif cpu.size() != t.size() or cpu.stride() != t.stride() or cpu.storage_offset() != t.storage_offset():
-        _set_storage.redispatch(CPU_KEYS, t, t.untyped_storage(), cpu.storage_offset(), cpu.size(), cpu.stride())
 
 
 def _is_neuron(x: object) -> bool:
@@ -136,7 +118,7 @@ class OpKernel:
 
     __slots__ = ("op", "rule", "name", "overload", "returns", "resizes", "native", "compiles", "cross_device",
                  "blocked", "checks", "arg_names", "positional", "qualified", "scalars", "random", "kind",
-                 "written", "preconditions", "compiled_as")
+                 "preconditions", "compiled_as")
 
     def __init__(self, op: torch._ops.OpOverload, policy: Policy) -> None:
         schema = op._schema
@@ -182,9 +164,6 @@ class OpKernel:
         # For each return: None (fresh), or (arg position, written) of the argument it aliases.
         self.returns = tuple(positions.get(next(iter(r.alias_info.before_set)))
                              if r.alias_info and r.alias_info.before_set else None for r in schema.returns)
-        # Arguments the op writes (in-place), `out` excepted: 64-bit narrowing writes their results back.
-        self.written = tuple(i for i, a in enumerate(schema.arguments)
-                             if a.alias_info is not None and a.alias_info.is_write and a.name != "out")
         self.resizes = any(a.is_out for a in schema.arguments) or self.rule.name in (
             "resize_", "resize_as_", "_copy_from_and_resize", "set_")
         host_in_python = self.op is not op and self.name not in device_ops.NATIVE_IMPLS
@@ -258,8 +237,10 @@ class OpKernel:
                 native.record_op(self.qualified, True)
         key = None
         hit = False
+        mechanics = None
         if self.compiles and not fallback and not compiled_graphs.in_compiled_graph:
-            sig = signature(self, cvalues)
+            mechanics = native.PythonCall(self.qualified, cvalues)
+            sig = mechanics.key()  # csrc/kernel.cpp `signature`, as the native path keys the call
             if sig is not None:
                 key, hit = state.cache.lookup(sig)
         observers = tracking.observers
@@ -268,16 +249,18 @@ class OpKernel:
         observed = bool(observers)
         if observed:
             start = _perf_ns()
+        narrow = call.wide and self.compiles and (self.random or not fallback)
+        if narrow and mechanics is None:
+            mechanics = native.PythonCall(self.qualified, cvalues)
+        compute = (lambda: self._run_narrow(mechanics, cvalues)) if narrow else (lambda: self._invoke(cvalues))
         if self.random:
             index = target if target is not None else call.index
-            result = rng.draw(lambda: self._compute(cvalues, call.wide), call.generator, index)
-        elif fallback:  # the host runs the op at its own width
-            result = self._invoke(cvalues)
+            result = rng.draw(compute, call.generator, index)
         else:
-            result = self._compute(cvalues, call.wide)
+            result = compute()
         if observed:
             duration = _perf_ns() - start
-        result = self._results(result, values, target)
+        result = native.device_results(self.qualified, result, values, target)
         if observed:
             _notify(observers, self, start, duration, key, hit, cvalues, result, fallback)
         return result
@@ -287,65 +270,11 @@ class OpKernel:
         op = self.compiled_as if self.compiled_as is not None and compiled_graphs.in_compiled_graph else self.op
         return op(*cvalues[:n], **dict(zip(self.arg_names[n:], cvalues[n:])))
 
-    def _compute(self, cvalues: list, wide: bool):
-        if wide and self.compiles:
-            return self._run_narrow(cvalues)
-        return self._invoke(cvalues)
-
-    def _run_narrow(self, cvalues: list):
-        """Run an op with 64-bit inputs as the device does (`python_ops/dtype_autocast.py`,
-        `_process_value`): every non-0-d float64/int64 tensor argument (and every one inside a list,
-        0-d included; `out` excepted) is narrowed to 32 bit before the op, and the outputs are restored
-        to the 64-bit type. float64 is computed in float32. int64 values are wrapped to the int32 range
-        before and after the op but kept as int64 tensors, because CPU's kernels insist on int64 for
-        indices and targets (the device's kernels take int32); modular arithmetic makes that equal to
-        computing in int32. An in-place op writes its result back into its 64-bit argument (each tensor of
-        a written list too). csrc/kernel.cpp `Narrowing` is the same rule for the calls it runs."""
-        had: set = set()
-        narrowed = [v if name == "out" else _narrow(v, had) for v, name in zip(cvalues, self.arg_names)]
-        result = self._invoke(narrowed)
-        for pos in self.written:
-            original, narrow = cvalues[pos], narrowed[pos]
-            if narrow is not original:
-                pairs = zip(original, narrow) if isinstance(original, (list, tuple)) else ((original, narrow),)
-                for dst, src in pairs:
-                    if isinstance(dst, _Tensor) and src is not dst:
-                        dst.copy_(_wrap_int32(src))
-                result = _replace(result, narrow, original)
-        if torch.float64 in had:
-            result = _map_tensors(result, _widen_float)
-        if torch.int64 in had:
-            result = _map_tensors(result, _wrap_int32)
-        if "dtype" in had:  # computed at the narrowed dtype, returned at the one asked for (restore_dtypes)
-            result = _map_tensors(result, _widen_int)
-        return result
-
-    def _results(self, result, values: list, target: int | None):
-        returns = self.returns
-        if len(returns) == 1:
-            return self._one(result, returns[0], values, target)
-        if not returns:
-            return result
-        return tuple(self._one(r, spec, values, target) for r, spec in zip(result, returns))
-
-    def _one(self, r, spec, values: list, target: int | None):
-        if spec is None:  # a fresh result, on device `target` (None: it stays on the host)
-            if isinstance(r, _Tensor):
-                return wrap(r, target) if target is not None else r
-            if isinstance(r, list) and target is not None:
-                return [wrap(x, target) if isinstance(x, _Tensor) else x for x in r]
-            return r
-        pos, written = spec
-        base = values[pos]
-        if not _is_neuron(base):
-            return r
-        if written:  # in-place or out=: the device tensor itself, re-pointed if the host resized it
-            if self.resizes and isinstance(r, _Tensor):
-                rebind(base, r)
-            return base
-        if isinstance(r, _Tensor):  # a view of an argument: the same view of the device tensor
-            return _as_strided.redispatch(CPU_KEYS, base, r.size(), r.stride(), r.storage_offset())
-        return [_as_strided.redispatch(CPU_KEYS, base, x.size(), x.stride(), x.storage_offset()) for x in r]
+    def _run_narrow(self, mechanics, cvalues: list):
+        """Run an op with 64-bit inputs as the device does (S `python_ops/dtype_autocast.py`): csrc/kernel.cpp
+        `Narrowing`, the native path's rule, narrows the arguments, writes an in-place op's results back into
+        its 64-bit arguments and restores the results' types."""
+        return mechanics.restored(self._invoke(mechanics.narrowed(cvalues)))
 
 
 class _HostCall:
@@ -419,94 +348,6 @@ def raise_complex(name: str, dtype: torch.dtype) -> None:
     without a lowering take the boxed CPU fallback, which has no dtype check (NeuronBindings.cpp:483-485)."""
     raise RuntimeError(f"{name}: Complex data types are not supported on Neuron ({dtype}) [complex_dtype]. "
                        f"{STATE.policy.complex_remedy}")
-
-
-def signature(kernel: OpKernel, cvalues: list) -> tuple | None:
-    """What distinguishes one compiled NEFF from another: op, tensor shapes/dtypes, static args; None
-    when a positional tensor is empty (nothing to compile). Python numbers passed as Scalars (or wrapped
-    numbers in Tensor arguments) become 0-d inputs in the real lowering, so their values are not part of
-    the key; other ints (dims, sizes) are static. csrc/kernel.cpp `signature` keys the same parts."""
-    parts = [kernel.name, kernel.overload]
-    scalars = kernel.scalars
-    for i, a in enumerate(cvalues):
-        if i < kernel.positional and isinstance(a, _Tensor) and not a.numel():
-            return None
-        if i in scalars and isinstance(a, (int, float)):
-            parts.append(type(a))
-        elif i in scalars and isinstance(a, (list, tuple)):
-            parts.append(tuple(type(x) if isinstance(x, (int, float)) else _static(x) for x in a))
-        else:
-            parts.append(_static(a))
-    return tuple(parts)
-
-
-def _static(a):
-    if isinstance(a, _Tensor):
-        return tuple(a.shape), a.dtype
-    if isinstance(a, (list, tuple)):
-        return tuple(_static(x) for x in a)
-    return a
-
-
-def _map_tensors(result, fn):
-    if isinstance(result, _Tensor):
-        return fn(result)
-    if isinstance(result, (list, tuple)):
-        return type(result)(_map_tensors(r, fn) for r in result)
-    return result
-
-
-def _narrow_tensor(t: _Tensor) -> _Tensor:
-    """float64 → float32; int64 → its value wrapped to the int32 range, still int64 (see _run_narrow)."""
-    if t.dtype is torch.float64:
-        return t.float()
-    return t.to(torch.int32).to(torch.int64)
-
-
-def _narrow(value, had: set):
-    """One argument as the device computes it: 64-bit tensors narrowed (0-d ones only in lists), and a 64-bit
-    `dtype` argument (S: python_ops/torch_mlir/op_impl.py:89-95 runs every torch-mlir op under
-    autocast_neuron(cast_dtype_params=True), dtype_autocast.py:71-78: float64 -> float32, int64 -> int32)."""
-    if value is torch.float64 or value is torch.int64:
-        had.add(value)
-        if value is torch.int64:
-            had.add("dtype")
-        return torch.float32 if value is torch.float64 else torch.int32
-    if isinstance(value, _Tensor):
-        dt = value.dtype
-        if value.dim() and (dt is torch.float64 or dt is torch.int64):
-            had.add(dt)
-            return _narrow_tensor(value)
-        return value
-    if isinstance(value, (list, tuple)) and any(isinstance(v, _Tensor) for v in value):
-        out = []
-        for v in value:
-            if isinstance(v, _Tensor) and (v.dtype is torch.float64 or v.dtype is torch.int64):
-                had.add(v.dtype)
-                v = _narrow_tensor(v)
-            out.append(v)
-        return type(value)(out)
-    return value
-
-
-def _replace(result, old: _Tensor, new: _Tensor):
-    if result is old:
-        return new
-    if isinstance(result, (list, tuple)):
-        return type(result)(_replace(r, old, new) for r in result)
-    return result
-
-
-def _widen_float(t: _Tensor) -> _Tensor:
-    return t.double() if t.dtype is torch.float32 else t
-
-
-def _widen_int(t: _Tensor) -> _Tensor:
-    return t.to(torch.int64) if t.dtype is torch.int32 else t
-
-
-def _wrap_int32(t: _Tensor) -> _Tensor:
-    return t.to(torch.int32).to(torch.int64) if t.dtype is torch.int64 and t.numel() else t
 
 
 def _nbytes(values) -> int:

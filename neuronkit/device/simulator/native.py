@@ -22,6 +22,8 @@ try:
         fused_attention_backward,
         init,
         install_kernel,
+        PythonCall,
+        device_results,
         lend_generator,
         neff_forget,
         neff_hits,

@@ -45,7 +45,7 @@ def install(config: SimConfig | None = None) -> None:
 
 def _register_process_group(c10d) -> None:
     """Backend "neuron" for torch.distributed, as the real package registers it when it loads."""
-    from neuronkit.distributed import backend
+    from neuronkit.device.process_group import backend
     backend.register()
 
 

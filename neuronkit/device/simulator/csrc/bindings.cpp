@@ -126,4 +126,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("name"), py::arg("qualified"), py::arg("call"));
   m.def("call_rule_names", &call_rule_names, "The input-aware rules the runtime defines");
   m.def("route_to_python", &route_to_python, py::arg("reason"), py::arg("on"));
+  py::class_<PythonCall>(m, "PythonCall", "One call of kernel.py's Python path, with the native path's mechanics")
+      .def(py::init<const std::string&, const py::list&>(), py::arg("qualified"), py::arg("values"))
+      .def("key", &PythonCall::key, "The call's NEFF key (bytes), None when nothing compiles")
+      .def("narrowed", &PythonCall::narrowed, "The arguments 64-bit narrowed as the device computes them",
+           py::arg("values"))
+      .def("restored", &PythonCall::restored, "The op's result restored; written arguments get theirs back",
+           py::arg("result"));
+  m.def("device_results", &device_results, "A Python-path call's result mapped back to the device",
+        py::arg("qualified"), py::arg("result"), py::arg("values"), py::arg("target"));
 }

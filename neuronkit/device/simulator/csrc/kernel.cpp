@@ -13,7 +13,8 @@
 // Python go to `kernel.py` `slow`: errors (a blocked op, a call a rule flags, complex tensors, mixed
 // devices), a device generator passed in, pin_memory, the device's Python host kernels, profiler records,
 // every op while observers, a compiled graph or a bounded NEFF cache need Python (`route_to_python`), and
-// the first call of each NEFF signature (which compiles it).
+// the first call of each NEFF signature (which compiles it). Those calls use the same mechanics: `PythonCall`
+// (64-bit narrowing, the NEFF key) and `device_results` (results mapped back) run them for kernel.py.
 #include "kernel.h"
 #include "runtime.h"
 
@@ -37,6 +38,13 @@ namespace torch::jit {
 // pybind_utils.h declares these; that header costs more to compile than this whole file.
 c10::IValue toIValue(py::handle obj, const c10::TypePtr& type, std::optional<int32_t> N);
 py::object toPyObject(c10::IValue ivalue);
+class ToIValueAllowNumbersAsTensors {  // toIValue takes a Python number for a Tensor (a wrapped number)
+  bool old_;
+
+ public:
+  ToIValueAllowNumbersAsTensors(bool enable);
+  ~ToIValueAllowNumbersAsTensors();
+};
 }  // namespace torch::jit
 
 namespace neuronkit {
@@ -265,24 +273,32 @@ void put_tensor(std::string& key, const at::Tensor& t) {
   put(key, t.sizes().data(), t.dim() * sizeof(int64_t));
 }
 
-// One argument's part of the NEFF signature, as kernel.py `signature` builds it: tensor shapes and dtypes,
-// static values, and only the type of a Python number in a Scalar or Scalar[] (or wrapped-number Tensor)
-// position.
-// False for a value the fast path does not key (the Python path keys it).
-bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
+// One argument's part of the NEFF signature: tensor shapes and dtypes, static values, and only the type of a
+// Python number in a Scalar or Scalar[] (or wrapped-number Tensor) position. False for a value the fast path
+// does not key (it sends the call to Python); `complete` (the Python path) keys those too: a complex number by
+// value, a generator by its presence.
+bool put_value(std::string& key, const c10::IValue& value, bool scalar, bool complete) {
   if (value.isNone()) {
     key.push_back('N');
   } else if (value.isTensor()) {
     const auto& t = value.toTensor();
     if (scalar && t.unsafeGetTensorImpl()->is_wrapped_number()) {
-      if (at::isComplexType(t.scalar_type())) return false;  // Python keys a complex number by value
-      key.push_back('w');
-      put(key, static_cast<int8_t>(t.scalar_type()));
+      if (at::isComplexType(t.scalar_type())) {
+        if (!complete) return false;
+        key.push_back('z');
+        put(key, t.item<c10::complex<double>>());
+      } else {
+        key.push_back('w');
+        put(key, static_cast<int8_t>(t.scalar_type()));
+      }
     } else {
       put_tensor(key, t);
     }
+  } else if (value.isComplexDouble()) {
+    if (!complete) return false;
+    key.push_back('z');
+    put(key, value.toComplexDouble());
   } else if (scalar && value.isScalar()) {
-    if (value.isComplexDouble()) return false;
     key.push_back(value.isBool() ? 'b' : value.isInt() ? 'i' : 'f');
   } else if (value.isInt()) {
     key.push_back('I');
@@ -307,8 +323,10 @@ bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
     key.push_back('[');
     put(key, list.size());
     for (const auto& element : list) {
-      if (!put_value(key, element, scalar)) return false;  // a Scalar[]'s numbers: their types only
+      if (!put_value(key, element, scalar, complete)) return false;  // a Scalar[]'s numbers: their types only
     }
+  } else if (complete && value.isGenerator()) {
+    key.push_back('G');
   } else {
     return false;
   }
@@ -316,19 +334,26 @@ bool put_value(std::string& key, const c10::IValue& value, bool scalar) {
 }
 
 // The call's NEFF signature; empty when it has none (an empty positional tensor: nothing to compile) or
-// when the fast path cannot key it.
+// when the fast path cannot key it. The fast path names the op by its schema's address (this process's
+// records); `stable` (the Python path, whose keys name persistent NEFFs) by its qualified name, and keys
+// every value (`put_value`'s `complete`).
 std::pair<std::string, bool> signature(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
-                                       const Record& record) {
+                                       const Record& record, bool stable = false) {
   std::string key;
   key.reserve(128);
-  put(key, &schema);
+  if (stable) {
+    key.append(record.qualified);
+    key.push_back('\0');
+  } else {
+    put(key, &schema);
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& value = args[i];
     if (!schema.arguments()[i].kwarg_only() && value.isTensor() && value.toTensor().defined() &&
         !value.toTensor().unsafeGetTensorImpl()->is_wrapped_number() && value.toTensor().numel() == 0) {
       return {std::string(), true};
     }
-    if (!put_value(key, value, record.scalar[i])) return {std::string(), false};
+    if (!put_value(key, value, record.scalar[i], stable)) return {std::string(), false};
   }
   return {std::move(key), true};
 }
@@ -424,11 +449,27 @@ c10::IValue aliased_result(const c10::IValue& value, const c10::IValue& base, bo
 // type. float64 is computed in float32. int64 values are wrapped to the int32 range before and after the op
 // but kept as int64 tensors, because CPU's kernels insist on int64 for indices and targets (the device's
 // take int32); modular arithmetic makes that equal to computing in int32. A written argument gets the
-// result back at its width. kernel.py `_run_narrow` is the same rule for the calls Python runs.
+// result back at its width. A 64-bit `dtype` argument is narrowed too (S: python_ops/torch_mlir/op_impl.py:89-95
+// runs every torch-mlir op under autocast_neuron(cast_dtype_params=True), dtype_autocast.py:71-78): the op
+// computes at 32 bit and an int result is returned at the int64 asked for. The fast path sends such a call
+// to Python, which narrows it here too (`PythonCall`).
 
 struct Narrowing {
   bool had_double = false;
   bool had_long = false;
+  bool had_long_dtype = false;
+
+  c10::ScalarType dtype(c10::ScalarType type) {
+    if (type == at::kDouble) {
+      had_double = true;
+      return at::kFloat;
+    }
+    if (type == at::kLong) {
+      had_long = had_long_dtype = true;
+      return at::kInt;
+    }
+    return type;
+  }
 
   bool narrows(const at::Tensor& t) const {
     return t.defined() && (t.scalar_type() == at::kDouble || t.scalar_type() == at::kLong);
@@ -471,6 +512,7 @@ struct Narrowing {
     if (!t.defined()) return t;
     if (had_double && t.scalar_type() == at::kFloat) return t.to(at::kDouble);
     if (had_long && t.scalar_type() == at::kLong && t.numel() > 0) return t.to(at::kInt).to(at::kLong);
+    if (had_long_dtype && t.scalar_type() == at::kInt) return t.to(at::kLong);
     return t;
   }
 
@@ -531,7 +573,7 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
       scan.python = scan.python || value.toGenerator().device().type() == kNeuron;
     } else if (static_cast<int>(i) == record.pin_memory) {
       scan.python = scan.python || (value.isBool() && value.toBool());
-    } else if (static_cast<int>(i) == record.dtype && value.isInt()) {  // Python narrows it (kernel.py `_narrow`)
+    } else if (static_cast<int>(i) == record.dtype && value.isInt()) {  // narrowed on the Python path (`PythonCall`)
       const auto type = static_cast<c10::ScalarType>(value.toInt());
       scan.python = scan.python || type == at::kDouble || type == at::kLong;
     } else {
@@ -691,6 +733,137 @@ void install_kernel(py::object describe, py::object slow, const std::vector<std:
     auto* aten = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     for (const auto& name : overloads) aten->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&kernel>());
   });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// kernel.py's Python path uses the same per-call mechanics: `PythonCall` (bound as `_native.PythonCall`)
+// keys, narrows and restores one call it runs, and `device_results` maps its results back to the device.
+
+namespace {
+
+c10::OperatorHandle handle_of(const std::string& qualified) {
+  const auto dot = qualified.find('.');
+  const auto overload = dot == std::string::npos ? std::string() : qualified.substr(dot + 1);
+  return c10::Dispatcher::singleton().findSchemaOrThrow(qualified.substr(0, dot).c_str(), overload.c_str());
+}
+
+// The Python value of argument or return `type` as the dispatcher passes it (a number in a Tensor position is
+// a wrapped number, as the fast path sees it).
+c10::IValue ivalue_of(const py::handle& value, const c10::TypePtr& type) {
+  torch::jit::ToIValueAllowNumbersAsTensors numbers(true);
+  return torch::jit::toIValue(value, type, std::nullopt);
+}
+
+py::object python_results(std::vector<c10::IValue>& results) {
+  if (results.empty()) return py::none();
+  if (results.size() == 1) return torch::jit::toPyObject(std::move(results[0]));
+  py::tuple out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) out[i] = torch::jit::toPyObject(std::move(results[i]));
+  return std::move(out);
+}
+
+std::vector<c10::IValue> ivalue_results(const c10::FunctionSchema& schema, const py::object& result) {
+  const auto& returns = schema.returns();
+  std::vector<c10::IValue> values;
+  if (returns.size() == 1) {
+    values.push_back(ivalue_of(result, returns[0].real_type()));
+  } else if (!returns.empty()) {
+    auto items = result.cast<py::sequence>();
+    for (size_t i = 0; i < returns.size(); ++i) values.push_back(ivalue_of(items[i], returns[i].real_type()));
+  }
+  return values;
+}
+
+bool narrowable(const c10::IValue& value) {
+  bool found = false;
+  const auto wide = [](const at::Tensor& t) {
+    return t.defined() && (t.scalar_type() == at::kDouble || t.scalar_type() == at::kLong);
+  };
+  if (value.isTensor()) return wide(value.toTensor()) && value.toTensor().dim() > 0;
+  each_tensor(value, [&](const at::Tensor& t) { found = found || wide(t); });
+  return found;
+}
+
+}  // namespace
+
+struct PythonCall::State {
+  c10::OperatorHandle op;
+  const Record* record;
+  std::vector<c10::IValue> args;
+  Narrowing narrowing;
+  std::vector<std::pair<size_t, c10::IValue>> written;  // written arguments narrowed: (position, narrowed)
+};
+
+PythonCall::PythonCall(const std::string& qualified, const py::list& values) : state_(new State{handle_of(qualified)}) {
+  auto& s = *state_;
+  s.record = &record_for(s.op);
+  const auto& arguments = s.op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) s.args.push_back(ivalue_of(values[i], arguments[i].real_type()));
+}
+
+PythonCall::~PythonCall() = default;
+
+py::object PythonCall::key() const {
+  const auto& s = *state_;
+  const std::string key = signature(s.op.schema(), s.args, *s.record, true).first;
+  if (key.empty()) return py::none();
+  return py::bytes(key);
+}
+
+py::list PythonCall::narrowed(const py::list& values) {
+  auto& s = *state_;
+  const auto& arguments = s.op.schema().arguments();
+  py::list out(values.size());
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    out[i] = values[i];
+    const auto& value = s.args[i];
+    if (static_cast<int>(i) == s.record->out) continue;
+    if (static_cast<int>(i) == s.record->dtype && value.isInt()) {
+      out[i] = to_python(arguments[i], c10::IValue(static_cast<int64_t>(
+                                            s.narrowing.dtype(static_cast<c10::ScalarType>(value.toInt())))));
+      continue;
+    }
+    if (!narrowable(value)) continue;
+    auto narrow = s.narrowing.value(value);
+    if (std::find(s.record->written_args.begin(), s.record->written_args.end(), static_cast<int>(i)) !=
+        s.record->written_args.end()) {
+      s.written.emplace_back(i, narrow);
+    }
+    out[i] = py::isinstance<py::tuple>(values[i]) ? py::tuple(to_python(arguments[i], narrow))
+                                                  : to_python(arguments[i], narrow);
+  }
+  return out;
+}
+
+py::object PythonCall::restored(const py::object& result) {
+  auto& s = *state_;
+  const auto& schema = s.op.schema();
+  auto results = ivalue_results(schema, result);
+  for (const auto& [pos, narrow] : s.written) s.narrowing.write_back(s.args[pos], narrow);
+  for (size_t j = 0; j < results.size(); ++j) {
+    const int pos = s.record->alias[j];
+    if (pos >= 0 && s.record->written[j]) {
+      results[j] = s.args[pos];  // the argument itself, its result written back above
+    } else {
+      results[j] = s.narrowing.restore(results[j]);
+    }
+  }
+  return python_results(results);
+}
+
+py::object device_results(const std::string& qualified, const py::object& result, const py::list& values,
+                          std::optional<int> target) {
+  auto op = handle_of(qualified);
+  const Record& record = record_for(op);
+  const auto& schema = op.schema();
+  auto results = ivalue_results(schema, result);
+  for (size_t j = 0; j < results.size(); ++j) {
+    const int pos = record.alias[j];
+    results[j] = pos < 0 ? fresh_result(results[j], target.value_or(-1))
+                         : aliased_result(results[j], ivalue_of(values[pos], schema.arguments()[pos].real_type()),
+                                          record.written[j], record.resizes);
+  }
+  return python_results(results);
 }
 
 std::vector<std::string> composite_explicit_overloads() {

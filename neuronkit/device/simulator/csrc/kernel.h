@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -54,6 +55,27 @@ void boxed_fused_attention_backward(Stack* stack);
 // bindings.cpp: does rule `name` fire on a call of `qualified` (`aten::clone`, `aten::add.Tensor`) whose
 // arguments are `call` (by schema name; a missing one takes the schema's default)? For Python.
 bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call);
+
+// kernel.py's Python path, one call, with the native path's mechanics (kernel.cpp): built from the call's
+// host values in schema order, it gives the call's NEFF key (bytes, None when nothing compiles), the arguments
+// 64-bit narrowed as the device computes them, and the result restored (written arguments get theirs back).
+class PythonCall {
+ public:
+  PythonCall(const std::string& qualified, const py::list& values);
+  ~PythonCall();
+  py::object key() const;
+  py::list narrowed(const py::list& values);
+  py::object restored(const py::object& result);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// A Python-path call's result on the device: fresh tensors wrapped on core `target` (None: the host), an
+// aliasing result as the same view of (or, written, the very) device argument in `values`.
+py::object device_results(const std::string& qualified, const py::object& result, const py::list& values,
+                          std::optional<int> target);
 
 // Calls that took the Python path so far, per overload (`aten::add.Tensor`): what still costs Python.
 std::unordered_map<std::string, uint64_t> slow_calls();

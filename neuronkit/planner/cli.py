@@ -31,7 +31,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from neuronkit.distributed.plan import plan, sweep  # after argument parsing: loads transformers
+    from neuronkit.planner.plan import plan, sweep  # after argument parsing: loads transformers
 
     if args.sweep:
         plans = sweep(args.model, instance=args.instance, dtype=args.dtype, micro_batch=args.batch,

@@ -31,8 +31,8 @@ from torch._C._distributed_c10d import (
 )
 
 from neuronkit.device.simulator import native
-from neuronkit.distributed import rules, runtime_setup
-from neuronkit.distributed.trace import collective_range
+from neuronkit.device.process_group import rules, runtime_setup
+from neuronkit.device.process_group.trace import collective_range
 
 BACKEND = "neuron"
 

@@ -4,7 +4,7 @@
 AdamW state, saved activations and communication buffers against one logical NeuronCore's HBM, and the
 collectives of one training step by kind, with an ESTIMATE of their time from the instance's published
 link bandwidths (ring algorithms, nothing overlapped, latency ignored). Layer figures are measured by
-`neuronkit.distributed.probe` with PyTorch's fake process group; this module scales them to the
+`neuronkit.planner.probe` with PyTorch's fake process group; this module scales them to the
 model's depth, its pipeline stages and micro-batches. `sweep(MODEL)` proposes the smallest layouts
 that fit.
 
@@ -25,8 +25,8 @@ import torch
 from transformers import PretrainedConfig
 
 from neuronkit import models
-from neuronkit.distributed.instances import Instance, instance as find_instance
-from neuronkit.distributed.probe import LayerProbe
+from neuronkit.planner.instances import Instance, instance as find_instance
+from neuronkit.planner.probe import LayerProbe
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.units import format_bytes
 
