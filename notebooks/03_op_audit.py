@@ -205,8 +205,8 @@ except RuntimeError as err:  # NotImplementedError is a RuntimeError
 import neuronkit
 
 lstm_audit = neuronkit.audit(lstm.to("cpu"), (sequence,))
-for finding in (f for f in lstm_audit.findings if f["severity"] == "blocker"):
-    print(f"{finding['severity']}: {finding['op']} in {', '.join(finding['module_paths'])}\n  remedy: {finding['remedy']}")
+for finding in (f for f in lstm_audit.findings if f.severity == "blocker"):
+    print(f"{finding.severity}: {finding.op} in {', '.join(finding.module_paths)}\n  remedy: {finding.remedy}")
 
 # %% [markdown]
 # ## Try it

@@ -94,7 +94,8 @@ def _wrapping(pd: Any) -> type:
             return _WRAP_STYLE + body
 
         def __repr__(self) -> str:
-            with pd.option_context("display.max_colwidth", None, "display.width", None):
+            # every column and cell in full, whatever terminal size pandas would detect (none under papermill)
+            with pd.option_context("display.max_colwidth", None, "display.width", None, "display.max_columns", None):
                 return super().__repr__()
 
     return WrappingFrame
