@@ -72,7 +72,8 @@ def _check_index(device: Any) -> int:
     else:
         index = int(device)
     if not 0 <= index < device_count():
-        raise ValueError(f"Invalid device id: {index} (visible neuron devices: {device_count()})")
+        # S's wording: torch_neuronx/__init__.py:204 (set_device)
+        raise ValueError(f"Invalid device id: {index}. Valid range is 0 to {device_count() - 1}")
     return index
 
 
