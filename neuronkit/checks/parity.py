@@ -15,7 +15,6 @@ import copy
 import dataclasses
 import functools
 import html
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.pipeline import STEP
 from neuronkit.run_config import DEFAULTS
 from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, worst
+from neuronkit.json_text import json_text
 
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
 
@@ -95,10 +95,7 @@ class CheckReport:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The report as JSON text, also written to `path` when given."""
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
+        return json_text(self.to_dict(), path, sort_keys=True, default=str)
 
     def table(self) -> str:
         """A fixed-width table: stage, status, seconds, summary."""

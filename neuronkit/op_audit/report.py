@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from neuronkit.evidence import AUDIT_SCHEMA_VERSION, AuditEvidence, AuditFinding, AuditOp, load
+from neuronkit.json_text import json_text
 
 SCHEMA_VERSION = AUDIT_SCHEMA_VERSION
 _PATHS_SHOWN = 3
@@ -31,10 +31,7 @@ class AuditReport(AuditEvidence):
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The JSON document; also written to `path` when given."""
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
+        return json_text(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AuditReport:

@@ -15,7 +15,6 @@ chip or an instance whenever it can.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from neuronkit.planner.instances import Instance, instance as find_instance
 from neuronkit.planner.probe import LayerProbe
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.units import format_bytes
+from neuronkit.json_text import json_text
 
 _RING = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
          "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
@@ -125,10 +125,7 @@ class Plan:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The plan as JSON; also written to `path` when given."""
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
+        return json_text(self.to_dict(), path)
 
     def verdict(self) -> str:
         word = "fits" if self.fits else "does NOT fit"
