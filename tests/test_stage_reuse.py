@@ -87,6 +87,16 @@ def test_another_dtype_is_compiled_again_under_autocast(no_graph_breaks_yet):
     assert not record.compiled_by_caller and record.graphs == 1
 
 
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_a_frozen_slice_is_compiled_again_on_the_stages_own_copy(no_graph_breaks_yet):
+    """On a layer slice the stage's device copy holds the embeddings and head fixed: the caller's compiled
+    model (all parameters trainable) cannot stand for it."""
+    model, x = TwoLayerMLP().eval(), torch.randn(4, 8)
+    record = check(model, x, stages=["compile"], freeze_embeddings=True,
+                   compiled=compiled_by_hand(model, x)).stage("compile").evidence
+    assert not record.compiled_by_caller and record.graphs == 1 and record.training.ok
+
+
 def test_the_profile_the_caller_exported_is_kept_not_taken_again(tmp_path):
     model, x = TwoLayerMLP().eval().to("neuron"), torch.randn(4, 8, device="neuron")
     nc = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=str(tmp_path),

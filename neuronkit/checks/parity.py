@@ -632,9 +632,10 @@ def _recompiles(s: _Session, compiled: torch.nn.Module,
 
 def _graphs_reusable(s: _Session) -> bool:
     """Whether the caller's compiled model can stand for the compile stage's own: the same calls in the same
-    mode (float32, so no autocast) and no graph break in this process (the stage's own compilation names
-    each break and where it happened; Dynamo's counters alone cannot)."""
-    return s.dtype is torch.float32 and _graph_break_total() == 0
+    mode (float32, so no autocast), nothing frozen (on a layer slice the stage's device copy holds the
+    embeddings and head fixed, `_Session.neuron`) and no graph break in this process (the stage's own
+    compilation names each break and where it happened; Dynamo's counters alone cannot)."""
+    return s.dtype is torch.float32 and not s.freeze and _graph_break_total() == 0
 
 
 def _forward_graph_count() -> int:
