@@ -330,9 +330,10 @@ def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_pa
     def execute(name: str) -> runner.NotebookRun:
         executed.append(name)
         stage = next((s.name for s in WORKBOOK if s.ipynb == name), None)
-        if stage is not None:
+        if stage is not None and outcome[stage] != "error":
             run.write(StageResult(stage, outcome[stage], f"{stage}: logits differ" if stage == "eager" else "ok"))
-        nb = runner.NotebookRun(name, "ok", 0.1, tmp_path / name)
+        error = "RuntimeError: boom\nTraceback ...\nRuntimeError: boom" if outcome.get(stage) == "error" else None
+        nb = runner.NotebookRun(name, "error" if error else "ok", 0.1, tmp_path / name, error)
         result.notebooks.append(nb)
         return nb
 
@@ -346,8 +347,11 @@ def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_pa
     assert [nb.status for nb in result.notebooks] == ["pass", "pass", "fail", "pass", "skipped", "skipped", "ok"]
 
     outcome["eager"] = "error"  # eager's notebook raised: its stage is `error`, the audit still runs
+    run.stage_path("eager").unlink()
     executed.clear()
     result, lines = runner.WorkbookResult(tmp_path), []
     runner._execute_all(run, result, execute, lines.append)
+    eager = run.read("eager")
+    assert eager.status == "error" and eager.error.splitlines()[-1] == "RuntimeError: boom"  # what the verdict quotes
     assert run.read("audit").status == "pass" and "03_op_audit.ipynb" in executed
-    assert run.read("profile").summary.startswith("eager failed (error: ")
+    assert run.read("profile").summary == "eager failed (error: notebook 02_eager_on_neuron.ipynb failed: RuntimeError: boom)"

@@ -283,13 +283,14 @@ def _running_cell(output: Path) -> str:
 
 
 def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:
-    """Give the failed notebook's stage an `error` record unless the stage already wrote one."""
+    """Give the failed notebook's stage an `error` record unless the stage already wrote one (its error text
+    ends with the exception, the line the report's verdict quotes)."""
     existing = run.read(stage)
     if existing is not None and existing.status == "error":
         return
     run.write(StageResult(stage, "error", f"notebook {nb.notebook} failed: {nb.error.splitlines()[0]}",
                           existing.evidence if existing else None,
-                          error=f"{nb.error}\n(executed notebook: {nb.output})", duration_s=nb.seconds,
+                          error=f"(executed notebook: {nb.output})\n{nb.error}", duration_s=nb.seconds,
                           finished_at=now()))
 
 
