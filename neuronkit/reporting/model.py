@@ -541,7 +541,8 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     incomplete: a stage has no usable record (missing, skipped, errored), or the environment or CPU
     baseline failed. ready_with_cpu_fallbacks: it runs, with ops falling back to CPU (and maybe other
     warnings). ready_with_caveats: it runs natively, with warnings to plan for (e.g. untied weights,
-    dynamic shapes). ready: every stage passed with nothing to plan for.
+    dynamic shapes). ready: every stage passed with nothing to plan for. Stages skipped because a stage they
+    require failed are one reason, beside that stage's: a consequence, not a cause of their own.
     """
     blocked = [f"Op audit: {len(group)} blocker op(s) in category {category}: {_names([f.op for f in group])}."
                for category, group in _by_category(blockers).items()]
