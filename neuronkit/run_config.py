@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from neuronkit.errors import DTYPES
@@ -57,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         extra = {"metavar": meta["metavar"]} if meta["metavar"] else {}
         parser.add_argument(meta["flag"], type=type(default), default=default, choices=meta["choices"],
                             help=f"{meta['help']} (default {default})", **extra)
+
+
+def add_inputs_argument(parser: argparse.ArgumentParser, use: str) -> None:
+    """The one `--inputs FILE` option of `check` and `run`: the team's own inputs, `use` saying what the
+    command does with them (check: its example inputs; run: the prompts notebook 04 sizes its buckets by).
+    Not a run parameter: the stages' example inputs keep the run configuration's shape."""
+    parser.add_argument("--inputs", type=Path, default=None, metavar="FILE", help=f"your own inputs: {use}")
 
 
 def from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -211,6 +211,15 @@ def recording(run: RunDir | str | Path | None, stage: str, evidence: Any = None,
                                             duration_s=time.perf_counter() - start, finished_at=now()))
 
 
+def unmet(needed: str, record: StageResult | None) -> str:
+    """Why a stage that needs `needed`'s pass/warn record cannot run (`record` is missing, or not ok):
+    `eager failed (fail: <its summary>)`, the cause named first."""
+    if record is None:
+        return f"{needed} has no record"
+    outcome = "was skipped" if record.status == "skipped" else "failed"
+    return f"{needed} {outcome} ({record.status}: {_first_line(record.summary)})"
+
+
 def skipped(stage: str, reason: str, evidence: Any = None) -> StageResult:
     """The record of a stage that could not run, and why (what it needs did not pass)."""
     return StageResult(stage, "skipped", reason, evidence, error=reason, duration_s=0.0, finished_at=now())

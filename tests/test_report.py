@@ -17,7 +17,7 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
 from neuronkit.reporting import ReportPaths, report
 from neuronkit.reporting import render as render_module
-from neuronkit.stages import STAGES, RunDir, StageResult
+from neuronkit.stages import STAGES, RunDir, StageResult, skipped, unmet
 
 EVIL = "</script><script>alert(1)</script>"
 NATIVE_OPS = ["mm", "addmm", "bmm", "add", "mul", "div", "sub", "softmax", "_softmax", "gelu", "embedding",
@@ -597,3 +597,26 @@ def test_a_baseline_loss_at_chance_level_is_a_caveat(tmp_path: Path) -> None:
     records["cpu_baseline"].evidence["loss"] = 2.1
     _, data, _ = render(write_run(tmp_path / "trained", records))
     assert data["verdict"] == "ready"
+
+
+def test_stages_skipped_for_a_failed_stage_are_read_as_its_consequence(tmp_path: Path) -> None:
+    """Eager parity failed, so compile and profiling were skipped (the records `neuronkit run` writes): the
+    verdict names eager as the cause and the two as skipped because of it, not as more stages to re-run."""
+    records = passing_records()
+    records["eager"] = StageResult("eager", "fail", "logits differ beyond tolerance", {"parity": parity(ok=False)})
+    for stage in ("compile", "profile"):
+        records[stage] = skipped(stage, unmet("eager", records["eager"]))
+    _, data, _ = render(write_run(tmp_path / "blocked", records))
+    assert data["verdict"] == "blocked"
+    assert data["reasons"][:2] == ["Eager parity on neuron: fail — logits differ beyond tolerance",
+                                   "torch.compile, Profiling: skipped: Eager parity on neuron failed, and they "
+                                   "need it."]
+    assert data["stages"]["compile"]["summary"] == "eager failed (fail: logits differ beyond tolerance)"
+    assert not any("Re-run" in step for step in data["next_steps"])
+
+    records["eager"] = StageResult("eager", "error", "RuntimeError: injected", error="RuntimeError: injected")
+    _, data, _ = render(write_run(tmp_path / "crashed", records))
+    assert data["verdict"] == "incomplete" and len(data["reasons"]) == 2
+    assert data["reasons"][1] == "torch.compile, Profiling: skipped: Eager parity on neuron failed, and they need it."
+    assert any(step.startswith("Re-run the stage(s) without a verdict (Eager parity on neuron)")
+               for step in data["next_steps"])

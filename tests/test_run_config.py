@@ -60,3 +60,41 @@ def test_check_run_workbook_and_params_default_to_it(tmp_path: Path) -> None:
         assert {name: signature[name].default for name in run_config.names()} == asdict(DEFAULTS), function
     params = Params("tiny-qwen3", str(tmp_path))
     assert params.config == DEFAULTS and params.to_dict() == {"model": "tiny-qwen3", **asdict(DEFAULTS)}
+
+
+def test_run_takes_the_inputs_flag_of_check_as_the_workbooks_prompts_file(tmp_path: Path, monkeypatch,
+                                                                          capsys) -> None:
+    """`neuronkit run MODEL --inputs prompts.txt`, as a user of `check --inputs` types it: the same as
+    `-p prompts_file prompts.txt`; anything else is one line and exit 2, before any kernel starts."""
+    from neuronkit import cli
+    from neuronkit.errors import NeuronkitInputError
+    from neuronkit.workbook import runner
+
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Hello\nA longer prompt than the first\n")
+    given: list[dict[str, object]] = []
+
+    def run_workbook(model: str, out: Path, **kwargs: object) -> None:
+        given.append(kwargs["parameters"])
+        raise NeuronkitInputError("stopped before any kernel")
+
+    monkeypatch.setattr(runner, "run_workbook", run_workbook)
+    run = ["run", "tiny-qwen3", "--out", str(tmp_path / "run")]
+    assert cli.main([*run, "--inputs", str(prompts)]) == 2
+    assert cli.main([*run, "-p", "prompts_file", str(prompts)]) == 2
+    assert given == [{"prompts_file": str(prompts.resolve())}, {"prompts_file": str(prompts)}]
+    capsys.readouterr()
+    for inputs, extra, message in ((tmp_path / "missing.txt", [], "no such file"),
+                                   (tmp_path / "x.safetensors", [], "the workbook takes a prompts file"),
+                                   (prompts, ["-p", "prompts_file", str(prompts)], "give your prompts once")):
+        assert cli.main([*run, "--inputs", str(inputs), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert len(given) == 2
+
+    options = set()
+    for command in ("run", "check"):  # one definition of the option (run_config.add_inputs_argument)
+        sub = cli.build_parser(command)._subparsers._group_actions[0].choices[command]
+        action = next(a for a in sub._actions if "--inputs" in a.option_strings)
+        options.add((action.dest, action.type, action.metavar, action.default))
+    assert options == {("inputs", Path, "FILE", None)}

@@ -315,3 +315,43 @@ def test_no_string_key_reads_of_stage_evidence() -> None:
                                        'y = (r.evidence.get("summary") or {}).get("blockers")')) == [2, 3]
     found = {str(path): lines for path, tree in _sources().items() if (lines := _string_key_reads(tree))}
     assert found == {}
+
+
+def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_path: Path) -> None:
+    """`neuronkit run`'s stage loop: a notebook whose required stage did not pass is not executed (its copy
+    cells would run on what failed) and its stage is `skipped: eager failed`; the audit, which needs only
+    the environment, still runs after eager's notebook itself failed."""
+    from neuronkit.workbook import runner
+
+    run = RunDir(tmp_path)
+    outcome = {"environment": "pass", "cpu_baseline": "pass", "eager": "fail", "audit": "pass"}
+    executed: list[str] = []
+
+    def execute(name: str) -> runner.NotebookRun:
+        executed.append(name)
+        stage = next((s.name for s in WORKBOOK if s.ipynb == name), None)
+        if stage is not None and outcome[stage] != "error":
+            run.write(StageResult(stage, outcome[stage], f"{stage}: logits differ" if stage == "eager" else "ok"))
+        error = "RuntimeError: boom\nTraceback ...\nRuntimeError: boom" if outcome.get(stage) == "error" else None
+        nb = runner.NotebookRun(name, "error" if error else "ok", 0.1, tmp_path / name, error)
+        result.notebooks.append(nb)
+        return nb
+
+    result, lines = runner.WorkbookResult(tmp_path), []
+    runner._execute_all(run, result, execute, lines.append)
+    assert [name[:2] for name in executed] == ["00", "01", "02", "03", "06"]
+    for stage in ("compile", "profile"):
+        record = run.read(stage)
+        assert record.status == "skipped" and record.summary == "eager failed (fail: eager: logits differ)"
+    assert lines[4] == "[5/7] 04_compile.ipynb           skipped: eager failed (fail: eager: logits differ)"
+    assert [nb.status for nb in result.notebooks] == ["pass", "pass", "fail", "pass", "skipped", "skipped", "ok"]
+
+    outcome["eager"] = "error"  # eager's notebook raised: its stage is `error`, the audit still runs
+    run.stage_path("eager").unlink()
+    executed.clear()
+    result, lines = runner.WorkbookResult(tmp_path), []
+    runner._execute_all(run, result, execute, lines.append)
+    eager = run.read("eager")
+    assert eager.status == "error" and eager.error.splitlines()[-1] == "RuntimeError: boom"  # what the verdict quotes
+    assert run.read("audit").status == "pass" and "03_op_audit.ipynb" in executed
+    assert run.read("profile").summary == "eager failed (error: notebook 02_eager_on_neuron.ipynb failed: RuntimeError: boom)"

@@ -24,9 +24,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
     parser.add_argument("--random-weights", action="store_true",
                         help="build the model from its config with random weights (a checkpoint without weights)")
-    parser.add_argument("--inputs", type=Path, default=None, metavar="FILE",
-                        help="your own example inputs: prompts.txt (one per line, text models) or a .safetensors "
-                             "file of named tensors (the forward's arguments)")
+    run_config.add_inputs_argument(parser, "prompts.txt (one per line, text models; they size the buckets too) or "
+                                           "a .safetensors file of named tensors (the forward's arguments), run as "
+                                           "the example inputs")
 
 
 def run(args: argparse.Namespace) -> int:

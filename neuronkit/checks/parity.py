@@ -39,7 +39,7 @@ from neuronkit.units import format_duration, format_ms
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.pipeline import STEP
 from neuronkit.run_config import DEFAULTS
-from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, worst
+from neuronkit.stages import CHECK_STAGES, StageResult, recording, skipped, unmet, worst
 from neuronkit.json_text import json_text
 
 RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one model
@@ -185,17 +185,13 @@ def _resolve_stages(stages: Iterable[str]) -> list[str]:
     return [s for s in CHECK_STAGES if s in wanted]
 
 
-_OUTCOME = {"skipped": "was skipped", "fail": "failed", "error": "raised an error"}
-
-
 def _run_stage(name: str, fn: Callable, session: "_Session") -> StageResult:
     """One check step, by the workbook's stage executor (`neuronkit.stages.recording`): skipped when the
     step it compares against did not pass; a crash is its `error` record, and the next steps still run."""
     needed, results = STEP[name].requires, session.results
     record = STEP[name].evidence()
     if needed is not None and not results[needed].ok:
-        return skipped(name, f"skipped: compares against the {needed} stage, which "
-                             f"{_OUTCOME[results[needed].status]}", record)
+        return skipped(name, f"skipped: {unmet(needed, results[needed])}; {name} needs it", record)
     with recording(None, name, record, reraise=False, explain=refusals.explain) as slot:
         slot["status"], slot["summary"] = fn(session, record)
     return slot["result"]

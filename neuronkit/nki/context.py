@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from neuronkit.nki.cost import Ledger
 from neuronkit.nki.errors import NkiRuleError
 from neuronkit.nki.hardware import Core
 
@@ -23,7 +22,7 @@ _current: Launch | None = None
 class Launch:
     """One call of a kernel over its SPMD grid."""
 
-    def __init__(self, kernel_name: str, grid: tuple[int, ...], core: Core, abstract: bool) -> None:
+    def __init__(self, kernel_name: str, grid: tuple[int, ...], core: Core, abstract: bool, ledger: Any) -> None:
         self.kernel_name = kernel_name
         self.grid = grid
         self.core = core
@@ -37,7 +36,9 @@ class Launch:
         self.names = 0
         self.vector_registers = np.full(core.pmax, -np.inf, dtype=np.float32)  # accumulators (reduce_cmd)
         self.stores: dict[tuple[str, str], tuple[Any, Any]] = {}  # placed tensors' memory (store())
-        self.ledger = Ledger()  # the engine time its instructions are estimated to take (neuronkit.nki.cost)
+        # The engine time its instructions are estimated to take: a neuronkit.nki.cost.Ledger, given by the
+        # launcher (cost reads the current launch, so this module does not import it).
+        self.ledger = ledger
 
     def store(self, buffer: str, dtype: Any) -> tuple[Any, Any]:
         """(values, written) of `buffer`'s memory as elements of `dtype`, partitions first: what tensors placed

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronkit.nki import context
 from neuronkit.resources import data_dir
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd")
@@ -93,8 +94,6 @@ class Ledger:
 
 
 def _ledger() -> Ledger | None:
-    from neuronkit.nki import context
-
     launch = context.current()
     return getattr(launch, "ledger", None)
 

@@ -8,7 +8,6 @@ zero (the first matmul of an accumulation group overwrites, as the tutorials rel
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,8 @@ from neuronkit.nki import language as nl
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.errors import NkiRuleError, unsupported
 from neuronkit.nki.hardware import core
+from neuronkit.nki.isa_operands import op_function as _fn
+from neuronkit.nki.isa_operands import write as _write
 from neuronkit.nki.isa_constants import (  # noqa: F401 - public names of nki.isa
     dge_mode,
     dma_engine,
@@ -77,35 +78,6 @@ def _emit(values: np.ndarray, dst: Any, dtype: Any, what: str, buffer: str = "sb
         return new_tile(values, as_dtype(dtype) if dtype is not None else nl.float32, what, buffer)
     _write(dst, values, what)
     return None
-
-
-def _write(dst: Any, values: np.ndarray, what: str) -> None:
-    """Write `values` into dst: broadcast to its shape, or laid out in its shape when both hold the same
-    elements per partition (an instruction sees each partition's elements as one stream)."""
-    if not isinstance(dst, Operand):
-        raise TypeError(f"{what}: dst must be a tensor, got {type(dst).__name__}")
-    values = np.asarray(values)
-    same_stream = (values.ndim and len(dst.shape) and values.shape[0] == dst.shape[0]
-                   and values.size == int(np.prod(dst.shape)))
-    if tuple(values.shape) != tuple(dst.shape) and same_stream:
-        values = values.reshape(dst.shape)
-    if tuple(values.shape) != tuple(dst.shape):
-        try:
-            values = np.broadcast_to(values, dst.shape)
-        except ValueError:
-            raise ValueError(f"{what}: result of shape {tuple(values.shape)} does not fit dst '{dst.name}' of shape "
-                             f"{tuple(dst.shape)} at {origin()}") from None
-    dst.write(values)
-
-
-def _fn(op: Any, role: str) -> Callable[..., np.ndarray]:
-    """The NumPy function behind an `op=` argument: an nki.language function or a NumPy ufunc."""
-    if isinstance(op, np.ufunc):
-        return op if role == "np_fn" else functools.partial(op.reduce)
-    fn = getattr(op, role, None)
-    if fn is None:
-        raise unsupported(f"op={getattr(op, '__name__', op)!r} as an nki.isa {role.replace('_fn', '')} operation")
-    return fn
 
 
 def _split(args: tuple, kwargs: dict, names: tuple[str, ...], tiles: int) -> tuple[Any, dict]:
@@ -459,7 +431,7 @@ def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> NkiTensor | None:
     return _emit(values, dst, bound.get("dtype") or dtype_of(bound["data"]), "the result of nki.isa.tensor_scalar_reduce")
 
 
-from neuronkit.nki.isa_extra import (  # noqa: E402, F401 - re-exported; they use this module's dst rules
+from neuronkit.nki.isa_extra import (  # noqa: E402, F401 - re-exported
     bn_aggr,
     bn_stats,
     nc_match_replace8,

@@ -16,6 +16,8 @@ from neuronkit.nki import context, cost
 from neuronkit.nki import language as nl
 from neuronkit.nki.errors import NkiRuleError, unsupported
 from neuronkit.nki.isa_constants import reduce_cmd
+from neuronkit.nki.isa_operands import op_function as _fn
+from neuronkit.nki.isa_operands import write as _write
 from neuronkit.nki.tensors import Operand, origin, values_of, with_mask
 
 FP32_MIN = float(np.finfo(np.float32).min)  # nki.isa.fp32.min, range_select's fill value
@@ -32,18 +34,6 @@ def _bound(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:
 def _per_partition(values: np.ndarray) -> np.ndarray:
     """A tile as [partitions, elements per partition] (an instruction streams each partition's elements)."""
     return values.reshape(values.shape[0], -1) if values.ndim else values.reshape(1, 1)
-
-
-def _write(dst: Any, values: np.ndarray, what: str) -> None:
-    from neuronkit.nki.isa import _write as write  # the one rule for fitting a result into dst
-
-    write(dst, values, what)
-
-
-def _fn(op: Any, role: str) -> Any:
-    from neuronkit.nki.isa import _fn as fn  # an op= argument's NumPy function
-
-    return fn(op, role)
 
 
 def bn_stats(*args: Any, **kwargs: Any) -> None:

@@ -22,7 +22,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from neuronkit.nki import context
-from neuronkit.nki.cost import EngineEstimate
+from neuronkit.nki.cost import EngineEstimate, Ledger
 from neuronkit.nki.dtypes import DType, as_dtype
 from neuronkit.nki.errors import NkiUninitializedReadWarning, unsupported
 from neuronkit.nki.hardware import core
@@ -134,7 +134,7 @@ def _static(v: Any) -> Any:
 def execute(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values: list[Any],
             dtypes: list[DType | None], abstract: bool) -> tuple[Any, list[Any], context.Launch]:
     """Run the kernel body once per program of the grid on HBM copies of the array inputs."""
-    launch = context.Launch(kernel.__name__, grid, core(), abstract)
+    launch = context.Launch(kernel.__name__, grid, core(), abstract, Ledger())
     args: list[Any] = []
     for name, value, dtype in zip(names, values, dtypes):
         if dtype is None:

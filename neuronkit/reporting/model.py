@@ -421,8 +421,9 @@ def _next_steps(records: dict[str, StageResult | None], blockers: list[Finding],
     steps: list[str] = []
     for category, group in _by_category(blockers).items():
         steps.append(f"Change the {category} blocker ({_names([f.op for f in group])}): {group[0].remedy}")
-    unrun = [STAGE[stage].title for stage, record in records.items()
-             if record is None or record.status in ("error", "skipped")]
+    unrun = [STAGE[stage].title for stage, record in records.items()  # those skipped for a cause run with it
+             if record is None or record.status == "error" or (record.status == "skipped"
+                                                                and _skipped_for(records, stage) is None)]
     if unrun:
         steps.append(f"Re-run the stage(s) without a verdict ({', '.join(unrun)}): {command}")
     model_path, generate_only = _fallback_split(warnings)
@@ -540,15 +541,20 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     incomplete: a stage has no usable record (missing, skipped, errored), or the environment or CPU
     baseline failed. ready_with_cpu_fallbacks: it runs, with ops falling back to CPU (and maybe other
     warnings). ready_with_caveats: it runs natively, with warnings to plan for (e.g. untied weights,
-    dynamic shapes). ready: every stage passed with nothing to plan for.
+    dynamic shapes). ready: every stage passed with nothing to plan for. Stages skipped because a stage they
+    require failed are one reason, beside that stage's: a consequence, not a cause of their own.
     """
     blocked = [f"Op audit: {len(group)} blocker op(s) in category {category}: {_names([f.op for f in group])}."
                for category, group in _by_category(blockers).items()]
     incomplete: list[str] = []
     caveats: list[str] = []
+    consequences: dict[str, list[str]] = {}  # a failed stage → the stages skipped because of it
     for stage, record in records.items():
         title = STAGE[stage].title
-        if record is None:
+        cause = _skipped_for(records, stage)
+        if cause is not None:  # not a verdict of its own: its cause's reason says why
+            consequences.setdefault(cause, []).append(title)
+        elif record is None:
             incomplete.append(f"{title}: no record (stage not run).")
         elif record.status in STAGE[stage].blocking:  # the model cannot migrate as it is
             if not (stage == "audit" and blockers):  # the blocker findings already say why
@@ -560,6 +566,12 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
             incomplete.append(f"{title}: {record.status} — {_error_line(record.error) or record.summary}")
         elif record.status in ("warn", "fail"):
             caveats.append(f"{title}: {record.status} — {record.summary}")
+    for cause, titles in consequences.items():
+        record = records[cause]
+        outcome = "has no record" if record is None else "was skipped" if record.status == "skipped" else "failed"
+        beside = blocked if record is not None and record.status in STAGE[cause].blocking else incomplete
+        beside.append(f"{', '.join(titles)}: skipped: {STAGE[cause].title} {outcome}, and "
+                      f"{'they need' if len(titles) > 1 else 'it needs'} it.")
     fallback_ops, generate_only = _fallback_split(warnings)
     if fallback_ops:
         caveats.insert(0, f"{len(fallback_ops)} op(s) fall back to CPU in the model's path (a host round trip per "
@@ -580,6 +592,17 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
         if reasons:
             return verdict, blocked + incomplete + caveats
     return "ready", [f"All {len(records)} stages passed; the op audit has no blocker or warning findings."]
+
+
+def _skipped_for(records: dict[str, StageResult | None], stage: str) -> str | None:
+    """The stage whose missing or failed record `stage` was skipped for: its first required stage
+    (neuronkit/data/stages.toml, in migration order) without a pass/warn record; None when `stage` was not
+    skipped, or was skipped with every stage it requires passed (then the skip is its own reason)."""
+    record = records.get(stage)
+    if record is None or record.status != "skipped":
+        return None
+    return next((needed for needed in STAGE[stage].requires
+                 if (found := records.get(needed)) is None or not found.ok), None)
 
 
 def _card(stage: str, record: StageResult | None, host: bool) -> StageCard:

@@ -28,6 +28,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a bundled model (tiny-qwen3, tiny-bert) or a checkpoint directory")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run directory to fill")
     run_config.add_arguments(parser)  # --dtype, --seq-len, --batch-size, --layers, --full-model
+    run_config.add_inputs_argument(parser, "prompts.txt (one per line), the lengths notebook 04's bucket advice "
+                                           "bounds (the same as -p prompts_file FILE)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="a notebook parameter, VALUE read as JSON when it parses (e.g. -p max_new_tokens 8)")
     parser.add_argument("--notebooks", type=Path, default=None, metavar="DIR", help="the notebooks folder to run")
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         if name in ("model", "run_dir", "out"):
             raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
         (named if name in RUN_FLAGS else extra)[name] = parse_value(raw)
+    if args.inputs is not None:
+        extra["prompts_file"] = prompts_file(args.inputs, extra.get("prompts_file"))
     result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
                           kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
                           kernels=args.kernels, overwrite=args.overwrite,
@@ -78,3 +82,15 @@ def run(args: argparse.Namespace) -> int:
         print(data["ran_on"])
     print(f"verdict: {data['verdict']}")  # the last line, for scripts that read it
     return exit_code(data, fail_on) if result.ok and script_ok else 1
+
+
+def prompts_file(inputs: Path, given: Any) -> str:
+    """`--inputs FILE` as the workbook's `prompts_file` parameter: a prompts file that exists, given once."""
+    if given is not None:
+        raise NeuronkitInputError("give your prompts once: --inputs FILE or -p prompts_file FILE")
+    if inputs.suffix != ".txt":
+        raise NeuronkitInputError(f"--inputs {inputs}: the workbook takes a prompts file (.txt, one prompt per line); "
+                                  "a .safetensors of inputs is `neuronkit check`'s")
+    if not inputs.is_file():
+        raise NeuronkitInputError(f"--inputs {inputs}: no such file")
+    return str(inputs.resolve())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.pipeline import STAGE
-from neuronkit.stages import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, kept, skipped
+from neuronkit.stages import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, kept, skipped, unmet
 from neuronkit.workbook.params import Params
 
 def start_run(params: Params) -> None:
@@ -39,13 +39,14 @@ def check_same_run(params: Params) -> None:
 
 
 def blocked_by(run: RunDir, stage: str) -> str | None:
-    """Why `stage` cannot run yet (a prerequisite without a pass/warn record), or None."""
+    """Why `stage` cannot run yet, naming its first prerequisite (in the migration order, so the earliest
+    cause) without a pass/warn record: `eager failed (fail: ...)`; None when it may run."""
     for needed in STAGE[stage].requires:  # the migration order: neuronkit/data/stages.toml
         record = run.read(needed)
         if record is None:
-            return f"{needed} has no record: run notebook {STAGE[needed].notebook} first"
+            return f"{unmet(needed, None)}: run notebook {STAGE[needed].notebook} first"
         if not record.ok:
-            return f"{needed} did not pass ({record.status}: {record.summary})"
+            return unmet(needed, record)
     return None
 
 

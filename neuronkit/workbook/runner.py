@@ -2,7 +2,9 @@
 
 Each notebook runs in a fresh `neuronkit` kernel with the notebooks folder as its working directory,
 and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails, its stage gets an
-`error` record, every later stage a `skipped` one naming the failure, and the report is still rendered.
+`error` record. A stage notebook runs only when the stages it requires (neuronkit/data/stages.toml)
+passed or warned; otherwise it is not executed and its stage gets a `skipped` record naming the first
+of them that did not (`eager failed (fail: ...)`). The report is rendered whatever happened.
 
 A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
 `start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
@@ -24,7 +26,7 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import notebooks_dir
 from neuronkit.run_config import DEFAULTS
 from neuronkit.stages import RunDir, StageResult, now
-from neuronkit.workbook.flow import skip
+from neuronkit.workbook.flow import blocked_by, skip
 from neuronkit.workbook.kernel import KERNEL_NAME, KernelStarter, ensure_kernel, shutdown
 from neuronkit.workbook.params import check_declared_types, parameters as validate
 
@@ -48,13 +50,15 @@ KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABL
 
 @dataclass
 class NotebookRun:
-    """How one notebook went: its stage's status (`ok`/`error` for the report notebook) and wall time."""
+    """How one notebook went: its stage's status (`ok`/`error` for the report notebook) and wall time; a
+    notebook not executed because a stage it requires did not pass is `skipped`, with the reason."""
 
     notebook: str
     status: str
     seconds: float
-    output: Path
+    output: Path | None  # the executed copy (None: not executed)
     error: str | None = None
+    reason: str | None = None  # why it was skipped
 
 
 @dataclass
@@ -174,18 +178,22 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
 
 def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], NotebookRun],
                  log: Callable[[str], None]) -> None:
-    """The stage notebooks in order until one fails (the later stages then get `skipped` records), then
-    the report notebook."""
-    for index, stage in enumerate(pipeline.WORKBOOK):
-        nb = execute(stage.ipynb)
-        if nb.error is None:
-            nb.status = _status(run, stage.name)
+    """The stage notebooks in order, then the report notebook. A stage whose required stages did not all
+    pass or warn is not executed (its cells would run on what failed): it gets a `skipped` record naming
+    the cause, the stage model's decision (`flow.blocked_by`), as a notebook run by hand records it."""
+    for stage in pipeline.WORKBOOK:
+        reason = blocked_by(run, stage.name)
+        if reason:
+            skip(run, stage.name, reason)
+            nb = NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
+            result.notebooks.append(nb)
+        else:
+            nb = execute(stage.ipynb)
+            if nb.error is None:
+                nb.status = _status(run, stage.name)
+            else:
+                _record_failure(run, stage.name, nb)
         log(_line(len(result.notebooks), nb))
-        if nb.error:
-            _record_failure(run, stage.name, nb)
-            for later in pipeline.WORKBOOK[index + 1:]:
-                skip(run, later.name, f"notebook {stage.ipynb} failed ({nb.error.splitlines()[0]})")
-            break
     execute(REPORT_NOTEBOOK)
 
 
@@ -275,13 +283,14 @@ def _running_cell(output: Path) -> str:
 
 
 def _record_failure(run: RunDir, stage: str, nb: NotebookRun) -> None:
-    """Give the failed notebook's stage an `error` record unless the stage already wrote one."""
+    """Give the failed notebook's stage an `error` record unless the stage already wrote one (its error text
+    ends with the exception, the line the report's verdict quotes)."""
     existing = run.read(stage)
     if existing is not None and existing.status == "error":
         return
     run.write(StageResult(stage, "error", f"notebook {nb.notebook} failed: {nb.error.splitlines()[0]}",
                           existing.evidence if existing else None,
-                          error=f"{nb.error}\n(executed notebook: {nb.output})", duration_s=nb.seconds,
+                          error=f"(executed notebook: {nb.output})\n{nb.error}", duration_s=nb.seconds,
                           finished_at=now()))
 
 
@@ -291,6 +300,8 @@ def _status(run: RunDir, stage: str) -> str:
 
 
 def _line(index: int, nb: NotebookRun) -> str:
+    if nb.reason is not None:
+        return f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} skipped: {nb.reason}"
     line = f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} {nb.status:<9} {nb.seconds:6.1f}s"
     return line + (f"\n      {nb.error.splitlines()[0]}" if nb.error else "")
 

@@ -7,17 +7,35 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import torch
 
 from neuronkit import client_paths
+from neuronkit.distributed.launch import free_port
 from neuronkit.models import load_model
 
 SCRIPT = Path(__file__).with_name("accelerate_two_processes.py")
+DEFAULT_PORT = 29500  # accelerate launch's --main_process_port when none is given (torch's default too)
+
+
+@contextmanager
+def _taken(port: int) -> Iterator[None]:
+    """Hold `port` as another launch starting at the same moment (another xdist worker's, another job's) does:
+    bound, not yet listening, so accelerate's in-use probe (a connect) finds it free and its rendezvous store's
+    bind then fails. When something else holds the port already, it is left as it is."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            pass
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +43,10 @@ def launched(tmp_path_factory) -> tuple[Path, list[dict]]:
     out = tmp_path_factory.mktemp("accelerate")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     env.pop("NEURON_RT_VISIBLE_CORES", None)
-    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--multi_gpu",
-                           str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=600)
+    with _taken(DEFAULT_PORT):  # the launch must not depend on the default port being free
+        proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2",
+                               "--multi_gpu", "--main_process_port", str(free_port()), str(SCRIPT), str(out)],
+                              env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out, [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
 
