@@ -597,3 +597,17 @@ def test_a_baseline_loss_at_chance_level_is_a_caveat(tmp_path: Path) -> None:
     records["cpu_baseline"].evidence["loss"] = 2.1
     _, data, _ = render(write_run(tmp_path / "trained", records))
     assert data["verdict"] == "ready"
+
+
+@pytest.mark.subprocess
+def test_neuronkit_run_starts_without_the_report_renderer() -> None:
+    """`neuronkit run` starts the kernels' fork server once its own modules are imported: the report's
+    charts (matplotlib) and page renderer load when a report is rendered, not seconds before that server."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, neuronkit.workbook.cli, neuronkit.reporting; "
+             "print(sorted(m for m in ('matplotlib', 'neuronkit.reporting.charts', 'neuronkit.reporting.render') "
+             "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
