@@ -72,11 +72,12 @@ net = copy.deepcopy(subject.model)  # notebook 01's model (the run's dtype), on 
 inputs = subject.inputs  # tensors by name: input_ids, attention_mask, labels, ...
 
 # %% [markdown]
-# `torch.compile(model, backend="neuron")` returns a wrapper at once; nothing compiles until the first
-# call. Then TorchDynamo traces `forward` into a graph, AOTAutograd builds its forward and backward
-# graphs, and the backend compiles the forward one; the backward graph compiles when `backward()` first
-# runs. A second call with the same shapes reuses both. `torch.neuron.get_dynamo_metrics()` lists each
-# graph the backend compiled.
+# `torch.compile(model, backend="neuron", dynamic=False)` returns a wrapper at once; nothing compiles
+# until the first call. Then TorchDynamo traces `forward` into a graph, AOTAutograd builds its forward and
+# backward graphs, and the backend compiles the forward one; the backward graph compiles when `backward()`
+# first runs. A second call with the same shapes reuses both. `torch.neuron.get_dynamo_metrics()` lists
+# each graph the backend compiled. `dynamic=False` is the form TorchNeuron's compile quickstart
+# recommends: each new input shape is traced again with its own fixed sizes, never with symbolic ones.
 
 # %% tags=["copy"]
 import time
@@ -86,7 +87,7 @@ import torch
 net = net.to(device)
 batch = {name: tensor.to(device) for name, tensor in inputs.items()}
 forward_options = {"use_cache": False} if getattr(net.config, "use_cache", None) is not None else {}  # no KV cache
-compiled_model = torch.compile(net, backend="neuron")
+compiled_model = torch.compile(net, backend="neuron", dynamic=False)  # static shapes, as TorchNeuron recommends
 
 torch.neuron.reset_dynamo_metrics()
 calls = []  # (call, forward seconds, backward seconds, graphs compiled during the call)
@@ -221,7 +222,7 @@ except torch._dynamo.exc.BackendCompilerFailed as err:
     print(f"{type(err).__name__}: {str(err).split('. ')[0].strip()}.")
 
 # %% [markdown]
-# Keep `dynamic=False` (the default), and bound the shapes instead: every new input shape compiles one
+# Keep `dynamic=False` (as in your model's cell above), and bound the shapes instead: every new input shape compiles one
 # more graph, which is what buckets are for.
 #
 # ## Buckets: fewer compilations for some padding
@@ -259,8 +260,8 @@ lesson.folded(display.show(result), f"Full record: compile {result.status} — {
 # and count the graphs in `torch.neuron.get_dynamo_metrics()`; then add `fullgraph=True` to your own
 # model's `torch.compile` and see whether it holds.
 #
-# **Recap.** `torch.compile(model, backend="neuron")` compiles on the first call, forward then backward,
-# and reuses the graphs for shapes it has seen. A graph break splits the model (an error under
+# **Recap.** `torch.compile(model, backend="neuron", dynamic=False)` compiles on the first call, forward then
+# backward, and reuses the graphs for shapes it has seen. A graph break splits the model (an error under
 # `fullgraph=True`); `dynamic=True` is refused, so bound the input shapes with a few padded buckets.
 #
 # ## Next

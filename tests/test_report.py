@@ -620,3 +620,17 @@ def test_stages_skipped_for_a_failed_stage_are_read_as_its_consequence(tmp_path:
     assert data["reasons"][1] == "torch.compile, Profiling: skipped: Eager parity on neuron failed, and they need it."
     assert any(step.startswith("Re-run the stage(s) without a verdict (Eager parity on neuron)")
                for step in data["next_steps"])
+
+
+@pytest.mark.subprocess
+def test_neuronkit_run_starts_without_the_report_renderer() -> None:
+    """`neuronkit run` starts the kernels' fork server once its own modules are imported: the report's
+    charts (matplotlib) and page renderer load when a report is rendered, not seconds before that server."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, neuronkit.workbook.cli, neuronkit.reporting; "
+             "print(sorted(m for m in ('matplotlib', 'neuronkit.reporting.charts', 'neuronkit.reporting.render') "
+             "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]

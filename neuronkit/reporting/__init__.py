@@ -10,11 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronkit.reporting.charts import render_charts
 from neuronkit.reporting.model import ReportModel, build_model
-from neuronkit.reporting.render import render_html
-from neuronkit.distributed import record as distributed_record
-from neuronkit.port import record as script_record
 from neuronkit.stages import REPORT_HTML, REPORT_JSON, RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
@@ -35,6 +31,13 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
 
     Raises NeuronkitInputError when `run_dir` is missing or holds no stage records.
     """
+    # Imported here: the charts need matplotlib and the script section libcst (seconds together), which
+    # `neuronkit run` would otherwise import before it starts the kernels' fork server (reporting.cli).
+    from neuronkit.distributed import record as distributed_record
+    from neuronkit.port import record as script_record
+    from neuronkit.reporting.charts import render_charts
+    from neuronkit.reporting.render import render_html
+
     model = build_model(RunDir(run_dir))
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
