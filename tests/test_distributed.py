@@ -1,9 +1,9 @@
 """The `neuron` process group: real torchrun jobs on simulated cores, with parity against one CPU process,
 and the real backend's rules (S = parmoham-aws/test-repo-parmoham, torch_neuronx/distributed/backend.py).
 
-Three torchrun jobs cover every scenario (~60 s together on an idle 2-core machine): 2 ranks on one node,
-4 ranks on one node (the 2-D mesh and all_to_all, which the device refuses between 2 processes), and two
-localhost "nodes" of one rank each.
+Two torchrun jobs cover every scenario: 2 ranks on one node, and 4 ranks as two localhost "nodes" of two
+(the 2-D mesh and all_to_all, which the device refuses between 2 processes, and the collectives across
+nodes). A rank placed on a core past the first two: test_local_rank_sets_device_count_visible_cores_and_device.
 """
 
 from __future__ import annotations
@@ -143,23 +143,30 @@ def test_compiled_flex_attention_on_two_cores_matches_the_cpu(two_ranks):
         assert result["output_diff"] < 1e-5 and result["grad_diff"] < 1e-5 and result["device"] == f"neuron:{rank}"
 
 
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory) -> list[dict]:
+    """Four ranks as two localhost "nodes" of two (two launchers meeting at one endpoint, each with its
+    local ranks 0 and 1 on its own neuron:0 and neuron:1): the multi-node job and the four-rank one at once."""
+    return launch.run(["collectives", "fsdp2_tp", "all_to_all"], nproc=2, nnodes=2, timeout=300,
+                      out=tmp_path_factory.mktemp("two_nodes"))
+
+
 @pytest.mark.subprocess
-def test_four_ranks_fsdp2_with_tensor_parallel_and_all_to_all(tmp_path):
-    results = launch.run(["fsdp2_tp", "all_to_all"], nproc=4, timeout=300, out=tmp_path)
-    assert [r["device"] for r in results] == [f"neuron:{i}" for i in range(4)]
-    for result in _each(results, "fsdp2_tp"):
+def test_four_ranks_fsdp2_with_tensor_parallel_and_all_to_all(two_nodes):
+    for result in _each(two_nodes, "fsdp2_tp"):
         assert result["param_diff"] < TOL
-    for result in _each(results, "all_to_all"):
+    for result in _each(two_nodes, "all_to_all"):
         assert result["diff"] == 0.0
         assert "Only even split sizes are supported" in result["split_error"]
 
 
 @pytest.mark.subprocess
-def test_two_nodes_on_localhost(tmp_path):
-    results = launch.run(["collectives"], nproc=1, nnodes=2, timeout=300, out=tmp_path)
-    assert [(r["rank"], r["local_rank"], r["device"]) for r in results] == [(0, 0, "neuron:0"), (1, 0, "neuron:0")]
-    for rank, result in enumerate(_each(results, "collectives")):
-        assert result["all_reduce_ok"] and result["reduce_scatter"] == [[0.0, 2.0], [4.0, 6.0]][rank]
+def test_two_nodes_on_localhost(two_nodes):
+    assert [(r["rank"], r["local_rank"], r["device"]) for r in two_nodes] == [
+        (0, 0, "neuron:0"), (1, 1, "neuron:1"), (2, 0, "neuron:0"), (3, 1, "neuron:1")]
+    for rank, result in enumerate(_each(two_nodes, "collectives")):
+        # reduce_scatter of arange(2 * world) from every rank: this rank's pair of it, times the world size
+        assert result["all_reduce_ok"] and result["reduce_scatter"] == [4.0 * 2 * rank, 4.0 * (2 * rank + 1)]
 
 
 _SINGLE = """

@@ -223,12 +223,18 @@ def test_write_mirrors_a_directory(tmp_path):
 # The command runs in this process; the rewritten script runs in the child it starts (its output reaches capfd).
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("nproc", [1, 2])
-def test_the_example_runs_n_steps_on_the_simulated_device(nproc, tmp_path, capfd, monkeypatch):
+def test_the_example_runs_n_steps_on_two_simulated_cores(tmp_path, capfd, monkeypatch):
+    """Under torchrun each rank holds its own core. One process: notebook 09 runs the example so
+    (tests/test_notebook_09.py), with the same summary."""
     monkeypatch.chdir(tmp_path)
-    assert main(["port", str(EXAMPLE), "--run", "--steps", "2", "--nproc", str(nproc), "--", "--model", str(TINY_QWEN3),
+    assert main(["port", str(EXAMPLE), "--run", "--steps", "2", "--nproc", "2", "--", "--model", str(TINY_QWEN3),
                  "--steps", "50", "--seq-len", "8"]) == 0
-    out = capfd.readouterr().out
+    assert_ran_the_example(capfd.readouterr().out, nproc=2)
+
+
+def assert_ran_the_example(out: str, nproc: int) -> None:
+    """What `neuronkit port --run` (or notebook 09's `run_summary`) printed for 2 optimizer steps of the
+    example on `nproc` processes: the steps, peak memory of each rank's core, and NEFF compiles."""
     assert f"{nproc} process{'es' * (nproc > 1)}: 2/2 optimizer steps" in out and "-> ok" in out
     assert re.search(r"peak memory: neuron:0 \d+\.\d\d MiB", out)
     assert ("neuron:1" in out) == (nproc == 2)  # under torchrun each rank holds its own core
