@@ -36,11 +36,16 @@ def histc(input: torch.Tensor, bins: int = 100, min: float = 0, max: float = 0) 
     return matches.sum(dim=0, dtype=input.dtype)
 
 
-# The fused attention kernel (SDPA's device kernel for 4-D inputs, forward and backward) is C++
-# (csrc/attention.cpp): the native per-op path runs it directly, the Python path through these bindings.
+# The fused attention kernel (SDPA's device kernel for 4-D inputs, forward and backward, csrc/attention.cpp) and
+# the matrix products (bfloat16/float16 accumulated in float32 and rounded once, as the Tensor Engine does,
+# csrc/matmul.cpp) are C++: the native per-op path runs them directly, the Python path through these bindings.
 _NATIVE: dict[str, Callable] = {
     "aten::_scaled_dot_product_fused_attention_overrideable": native.fused_attention,
     "aten::_scaled_dot_product_fused_attention_overrideable_backward": native.fused_attention_backward,
+    "aten::mm": native.device_mm,
+    "aten::addmm": native.device_addmm,
+    "aten::bmm": native.device_bmm,
+    "aten::baddbmm": native.device_baddbmm,
 }
 NATIVE_IMPLS = frozenset(_NATIVE)
 # Overload name -> host implementation, read by the per-op kernel.

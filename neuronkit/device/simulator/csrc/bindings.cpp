@@ -59,6 +59,11 @@ py::object python_default_generator(c10::DeviceIndex index) {
   return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(index)));
 }
 
+// A Python number (addmm's beta and alpha) as the Scalar ATen takes: bool, int or float as it is.
+c10::Scalar scalar_of(const py::handle& value) {
+  return torch::jit::toIValue(value, c10::NumberType::get(), std::nullopt).toScalar();
+}
+
 }  // namespace
 }  // namespace neuronkit
 
@@ -114,6 +119,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       py::arg("cum_seq_q"), py::arg("cum_seq_k"), py::arg("max_q"), py::arg("max_k"), py::arg("dropout_p"),
       py::arg("is_causal"), py::arg("philox_seed"), py::arg("philox_offset"), py::kw_only(),
       py::arg("scale") = py::none());
+  m.def("device_mm", &device_mm, "The device's mm on host tensors", py::arg("self"), py::arg("mat2"));
+  m.def(
+      "device_addmm",
+      [](const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const py::handle& beta,
+         const py::handle& alpha) { return device_addmm(self, mat1, mat2, scalar_of(beta), scalar_of(alpha)); },
+      "The device's addmm on host tensors", py::arg("self"), py::arg("mat1"), py::arg("mat2"), py::kw_only(),
+      py::arg("beta") = 1, py::arg("alpha") = 1);
+  m.def("device_bmm", &device_bmm, "The device's bmm on host tensors", py::arg("self"), py::arg("mat2"));
+  m.def(
+      "device_baddbmm",
+      [](const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const py::handle& beta,
+         const py::handle& alpha) { return device_baddbmm(self, batch1, batch2, scalar_of(beta), scalar_of(alpha)); },
+      "The device's baddbmm on host tensors", py::arg("self"), py::arg("batch1"), py::arg("batch2"), py::kw_only(),
+      py::arg("beta") = 1, py::arg("alpha") = 1);
   m.def("composite_explicit_overloads", &composite_explicit_overloads);
   m.def("record_op", &record_op, py::arg("name"), py::arg("fallback"));
   m.def("tracked_ops", &tracked_ops, "Sorted names of the ops executed (or, fallback=True, fallen back)",

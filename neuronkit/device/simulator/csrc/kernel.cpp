@@ -9,7 +9,7 @@
 // neuronkit.policy): kernel.py `describe` gives a NativeRecord, read here by field name. The common call
 // runs entirely here: the input-aware rules (call_rules.cpp), 64-bit narrowing and its write-back, the
 // core's generator for random ops, tracking, the NEFF-cache hit count, the CPU kernel (or the device's own
-// host kernel, attention.cpp), results mapped back by the schema's alias annotations. The calls that need
+// host kernel: attention.cpp, matmul.cpp), results mapped back by the schema's alias annotations. The calls that need
 // Python go to `kernel.py` `slow`: errors (a blocked op, a call a rule flags, complex tensors, mixed
 // devices), a device generator passed in, pin_memory, the device's Python host kernels, profiler records,
 // every op while observers, a compiled graph or a bounded NEFF cache need Python (`route_to_python`), and
@@ -68,7 +68,7 @@ struct Record {
   std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
   int pin_memory = -1;       // position of a `pin_memory` argument
   int dtype = -1;            // position of the `dtype` argument of an op that compiles: S narrows a 64-bit one
-  void (*host)(Stack*) = nullptr;  // the device's own host kernel (attention.cpp), else CPU's kernel
+  void (*host)(Stack*) = nullptr;  // the device's own host kernel (attention.cpp, matmul.cpp), else CPU's kernel
   std::string name, qualified;
   std::atomic<uint64_t> seen_epoch{0};  // tracking epoch this op was last recorded in
 };
@@ -108,11 +108,15 @@ const Record& record_for(const c10::OperatorHandle& op) {
   }
   auto record = std::make_unique<Record>();
   record->qualified = qualified_name(op);
-  if (record->qualified == "aten::_scaled_dot_product_fused_attention_overrideable") {
-    record->host = &boxed_fused_attention;
-  } else if (record->qualified == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
-    record->host = &boxed_fused_attention_backward;
-  }
+  static const std::unordered_map<std::string, void (*)(Stack*)> hosts{
+      {"aten::_scaled_dot_product_fused_attention_overrideable", &boxed_fused_attention},
+      {"aten::_scaled_dot_product_fused_attention_overrideable_backward", &boxed_fused_attention_backward},
+      {"aten::mm", &boxed_mm},
+      {"aten::addmm", &boxed_addmm},
+      {"aten::bmm", &boxed_bmm},
+      {"aten::baddbmm", &boxed_baddbmm},
+  };
+  if (auto host = hosts.find(record->qualified); host != hosts.end()) record->host = host->second;
   const auto& arguments = op.schema().arguments();
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (arguments[i].name() == "pin_memory") record->pin_memory = static_cast<int>(i);

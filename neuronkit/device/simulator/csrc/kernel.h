@@ -52,6 +52,19 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
 void boxed_fused_attention(Stack* stack);
 void boxed_fused_attention_backward(Stack* stack);
 
+// matmul.cpp: the device's mm, addmm, bmm and baddbmm on host tensors (bfloat16/float16 accumulated in float32 and
+// rounded once, as the Tensor Engine does; other dtypes run CPU's kernel), plain and boxed.
+at::Tensor device_mm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor device_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                        const c10::Scalar& beta, const c10::Scalar& alpha);
+at::Tensor device_bmm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor device_baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                          const c10::Scalar& beta, const c10::Scalar& alpha);
+void boxed_mm(Stack* stack);
+void boxed_addmm(Stack* stack);
+void boxed_bmm(Stack* stack);
+void boxed_baddbmm(Stack* stack);
+
 // bindings.cpp: does rule `name` fire on a call of `qualified` (`aten::clone`, `aten::add.Tensor`) whose
 // arguments are `call` (by schema name; a missing one takes the schema's default)? For Python.
 bool call_rule(const std::string& name, const std::string& qualified, const py::dict& call);
