@@ -58,17 +58,16 @@ params
 # %% [markdown]
 # ## Your model, compiled
 #
-# This kernel loaded notebook 01's model once; the next cell takes a copy of it (the kernel's CPU model
-# stays as notebook 01 left it) and the run's example batch, labels included. Hugging Face models run
-# without their KV cache here: a training step sees the whole sequence at once.
+# This kernel loads notebook 01's model once; the cells below move it to the device and compile it, and
+# the stage after them runs that same model (one copy of the weights in memory, however large the model).
+# The run's example batch has its labels. Hugging Face models run without their KV cache here: a training
+# step sees the whole sequence at once.
 
 # %%
-import copy
-
 from neuronkit.workbook.loading import load
 
 subject = load(params)
-net = copy.deepcopy(subject.model)  # notebook 01's model (the run's dtype), on the CPU
+net = subject.model  # notebook 01's model (the run's dtype), on the CPU until the next cell moves it
 inputs = subject.inputs  # tensors by name: input_ids, attention_mask, labels, ...
 
 # %% [markdown]
@@ -131,9 +130,10 @@ plt.show()
 #
 # ## Verify and record
 #
-# `torch_compile.run` takes over the compiled model this cell made (in a float32 run; another dtype is
-# compiled again in float32 under autocast, as notebook 02 runs it): it holds the compiled forward and
-# backward to notebook 01's CPU reference, feeds a shorter input to count recompiles, and times eager
+# `torch_compile.run` takes over the compiled model this cell made: in a float32 run of the full model its
+# graphs too; under autocast (bfloat16, float16, as notebook 02 runs) or on a layer slice (embeddings and
+# head held fixed) it compiles the same model again. It holds the compiled forward and backward to
+# notebook 01's CPU reference, feeds a shorter input to count recompiles, and times eager
 # against compiled. It then measures the token lengths of `prompts_file` and asks `suggest_buckets` how to
 # bound the compilations they would cause. The record is `stages/04_compile.json`.
 

@@ -215,7 +215,8 @@ def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_read
 def test_a_model_the_notebook_cells_loaded_is_adopted_without_a_second_read(tmp_path, safetensors_reads):
     """Notebooks 01 and 02 as a learner runs them: transformers' own `from_pretrained` (on the CPU with its
     loading info, then straight onto the device), `loading.adopt`, then the stage on that model: each
-    kernel reads the checkpoint once."""
+    kernel reads the checkpoint once. The device stage runs the learner's device model itself and drops its
+    CPU copy afterwards (notebook 02's training cell gets the memory)."""
     import transformers
 
     from neuronkit.workbook import cpu_baseline, eager, environment, loading
@@ -236,9 +237,13 @@ def test_a_model_the_notebook_cells_loaded_is_adopted_without_a_second_read(tmp_
         assert next(model.parameters()).device.type == (device_map or "cpu")  # the learner's stays where it was
         result = notebook()
         assert result.status in ("pass", "warn"), result.summary
-        assert loading.load(params) is subject and subject.weights.source == "checkpoint"
         checkpoint = {name: n for name, n in safetensors_reads.items() if name != "reference.safetensors"}
         assert checkpoint == {"model.safetensors": 1}
+        assert subject.weights.source == "checkpoint"
+        if device_map:  # the stage ran the learner's device model; the CPU copy it compared with is dropped
+            assert subject.device_model is model and loading._LOADED == {}
+        else:
+            assert loading.load(params) is subject
 
 
 def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_model(zoo, tmp_path, monkeypatch):

@@ -1,7 +1,8 @@
 """Stages keep what the notebook's cells made. The compile stage takes over a model the caller already
 compiled (notebook 04's cell): its graphs serve the stage's calls, the first call's times are the caller's,
 and nothing is traced again; when it cannot (a graph break in the process, another dtype) it compiles its
-own, as before. The profiling stage keeps the caller's exported profile (notebook 05's recipe)."""
+own, as before. The profiling stage keeps the caller's exported profile (notebook 05's recipe). The eager
+stages run the model notebook 02 loaded onto the device, not a copy, and leave it as it was."""
 
 from __future__ import annotations
 
@@ -27,6 +28,24 @@ class LogsItsMean(TwoLayerMLP):
         out = super().forward(x)
         self.last_mean = out.mean().item()
         return out
+
+
+class TinyLM(torch.nn.Module):
+    """Embeddings, one block and a head: what a layer slice freezes (`get_input_embeddings`,
+    `get_output_embeddings`) and what it trains."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.block, self.head = torch.nn.Embedding(32, 8), torch.nn.Linear(8, 8), torch.nn.Linear(8, 32)
+
+    def get_input_embeddings(self) -> torch.nn.Module:
+        return self.embed
+
+    def get_output_embeddings(self) -> torch.nn.Module:
+        return self.head
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.block(self.embed(ids))))
 
 
 def compiled_by_hand(model: torch.nn.Module, x: torch.Tensor) -> Compiled:
@@ -88,13 +107,19 @@ def test_another_dtype_is_compiled_again_under_autocast(no_graph_breaks_yet):
 
 
 @pytest.mark.usefixtures("fresh_dynamo")
-def test_a_frozen_slice_is_compiled_again_on_the_stages_own_copy(no_graph_breaks_yet):
-    """On a layer slice the stage's device copy holds the embeddings and head fixed: the caller's compiled
-    model (all parameters trainable) cannot stand for it."""
-    model, x = TwoLayerMLP().eval(), torch.randn(4, 8)
-    record = check(model, x, stages=["compile"], freeze_embeddings=True,
-                   compiled=compiled_by_hand(model, x)).stage("compile").evidence
+def test_a_frozen_slice_compiles_the_callers_module_again_and_gives_it_back(no_graph_breaks_yet, monkeypatch):
+    """On a layer slice the stage holds the embeddings and head fixed: the caller's graphs (all parameters
+    trainable) cannot stand for it, so it compiles the caller's module again (no device copy of its own:
+    memory for one copy of the weights fewer) and gives it back with its gradient flags."""
+    from neuronkit.graph_compile import compare
+
+    model, x = TinyLM().eval(), torch.randint(0, 32, (2, 6))
+    given = compiled_by_hand(model, x)
+    copies, real = [], compare.device_copy
+    monkeypatch.setattr(compare, "device_copy", lambda *a, **k: copies.append(a) or real(*a, **k))
+    record = check(model, x, stages=["compile"], freeze_embeddings=True, compiled=given).stage("compile").evidence
     assert not record.compiled_by_caller and record.graphs == 1 and record.training.ok
+    assert copies == [] and all(p.requires_grad for p in given.module._orig_mod.parameters())
 
 
 def test_the_profile_the_caller_exported_is_kept_not_taken_again(tmp_path):
@@ -117,3 +142,32 @@ def test_the_profile_the_caller_exported_is_kept_not_taken_again(tmp_path):
     assert overhead["profiled_ms"] == pytest.approx(exporter.last.window_s * 1000 / 2)
     assert overhead["plain_ms"] > 0 and overhead["ratio"] == pytest.approx(overhead["profiled_ms"] / overhead["plain_ms"])
     assert frame.iloc[0]["device_time_us"] > 0 and frame.attrs["warmup"] is None
+
+
+def test_the_eager_steps_run_the_callers_device_model_and_leave_it_as_it_was(monkeypatch):
+    """Notebook 02 loads the model straight onto the device: the eager, generate and train steps run that model
+    (no copy of their own: one copy of the weights fewer), and leave its weights, gradient flags and mode as
+    they were, also when they hold the embeddings and head fixed (a layer slice)."""
+    import transformers
+
+    from neuronkit import models
+    from neuronkit.errors import NeuronkitInputError
+    from neuronkit.graph_compile import compare
+
+    path = models.resolve_model("tiny-qwen3")
+    model_class = getattr(transformers, transformers.AutoConfig.from_pretrained(path).architectures[0])
+    cpu_model, device_model = model_class.from_pretrained(path), model_class.from_pretrained(path, device_map="neuron")
+    device_model.train()  # as a learner's cell may leave it
+    weights = {name: p.detach().cpu().clone() for name, p in device_model.named_parameters()}
+    flags = {name: p.requires_grad for name, p in device_model.named_parameters()}
+    copies, real = [], compare.device_copy
+    monkeypatch.setattr(compare, "device_copy", lambda *a, **k: copies.append(a) or real(*a, **k))
+    report = check(cpu_model, tokenizer=models.load_tokenizer("tiny-qwen3"), stages=["eager", "generate", "train"],
+                   device_model=device_model, freeze_embeddings=True, train_steps=1, generate_tokens=2)
+    assert report.ok, report.table()
+    assert copies == [] and report.stage("train").evidence.frozen  # its own model, held fixed there
+    assert device_model.training
+    assert {name: p.requires_grad for name, p in device_model.named_parameters()} == flags
+    assert all(torch.equal(p.detach().cpu(), weights[name]) for name, p in device_model.named_parameters())
+    with pytest.raises(NeuronkitInputError, match="device_model"):
+        check(cpu_model, stages=["eager"], device_model=cpu_model)

@@ -11,7 +11,6 @@ reference, or the compiled model timing needs) says `skipped` and why.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import html
@@ -26,6 +25,7 @@ import torch
 from neuronkit import inputs as example, models
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.checks import refusals
+from neuronkit.checks.host_products import device_products
 from neuronkit.checks.reference import Reference
 from neuronkit.evidence import CompileCheck, CompiledGraph, CompileTiming, CompileTraining, \
     CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, ModelSlice, NeffCache, \
@@ -121,7 +121,7 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
           reference: Reference | None = None, bucket_prompts: str | os.PathLike | None = None,
           max_buckets: int = 4, layers: int | None = DEFAULTS.layers,
           full_model: bool = DEFAULTS.full_model, compiled: Compiled | None = None,
-          freeze_embeddings: bool | None = None) -> CheckReport:
+          device_model: torch.nn.Module | None = None, freeze_embeddings: bool | None = None) -> CheckReport:
     """Run the staged parity checks on a model (a module, or a MODEL spec `neuronkit.models` resolves).
 
     `inputs` default to `neuronkit.inputs.example_inputs` for Hugging Face models; a `.txt` file gives
@@ -133,7 +133,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     what the device adds, not what the dtype costs), with looser tolerances; a MODEL spec loads its
     weights in `dtype`. `stages` may name a subset; the stages they
     compare against are added. A CPU module serves as the reference itself (in eval mode); the device
-    runs copies. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
+    runs a copy. A module passed on the device runs there itself (its mode and gradient flags given back
+    afterwards) and is copied to the CPU only if a stage computes on the CPU. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
     `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone.
     `reference` (the CPU baseline's, `Reference.load`) replaces the `cpu` stage's run and the inputs:
     the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
@@ -146,7 +147,10 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     `dtype`, `seq_len`, `batch_size`, `layers` and `full_model` default to the run configuration's
     (`neuronkit.run_config`). `compiled` (`Compiled`): the device model the caller already compiled and
     called, which the device stages use instead of a copy of their own, and whose graphs the compile stage
-    reuses."""
+    reuses when they stand for its own (float32, nothing frozen: it compiles that module again otherwise).
+    `device_model`: the caller's model already on the current core with `model`'s weights (notebook 02 loads
+    it there): the device stages run it instead of a copy. Either way one copy of the weights fewer; the
+    caller's module gets its mode and gradient flags back afterwards, and the training stage undoes its steps."""
     wanted = _resolve_stages(stages)
     require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens, timing_runs=timing_runs,
                           max_buckets=max_buckets)
@@ -158,19 +162,40 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
         raise NeuronkitInputError(f"lr must be a positive number, got {lr!r}")
     if not isinstance(random_weights, bool):
         raise NeuronkitInputError(f"random_weights must be True or False, got {random_weights!r}")
+    if device_model is not None and (not isinstance(device_model, torch.nn.Module) or
+                                     any(p.device.type != "neuron" for p in device_model.parameters())):
+        raise NeuronkitInputError("device_model must be a torch.nn.Module whose parameters are on a neuron device")
     session = _Session.build(model, inputs, tokenizer, models.compute_dtype(dtype), model_name,
                              random_weights, train_steps=train_steps, lr=lr, generate_tokens=generate_tokens,
                              timing_runs=timing_runs, batch_size=batch_size, seq_len=seq_len,
                              bucket_prompts=bucket_prompts, max_buckets=max_buckets, layers=layers or None,
-                             full_model=full_model, compiled=compiled)
+                             full_model=full_model, compiled=compiled, device_model=device_model)
     if freeze_embeddings is not None:
         session.freeze = freeze_embeddings
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
-    for name in wanted:
-        session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session)
+    with _lent(device_model or (compiled.module._orig_mod if compiled is not None else None) or session.on_device):
+        for name in wanted:
+            session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session)
     return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(session.results.values()),
                        session.weights, session.model_slice)
+
+
+@contextlib.contextmanager
+def _lent(model: torch.nn.Module | None) -> Iterator[None]:
+    """The caller's device model, in eval mode inside the block; afterwards its mode and gradient flags are
+    as they were."""
+    if model is None:
+        yield
+        return
+    was_training, flags = model.training, [(p, p.requires_grad) for p in model.parameters()]
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+        for param, flag in flags:
+            param.requires_grad_(flag)
 
 
 def _resolve_stages(stages: Iterable[str]) -> list[str]:
@@ -204,7 +229,9 @@ class _Session:
                  weights: models.Weights, **settings: Any) -> None:
         self.name = name
         self.weights = weights
-        self.cpu_model = model
+        on_cpu = all(p.device.type == "cpu" for p in model.parameters())
+        self._cpu_model = model if on_cpu else None
+        self.on_device = None if on_cpu else model  # a model passed on the device: run there, copied when needed
         self.inputs = inputs
         self.tokenizer = tokenizer
         self.dtype = dtype
@@ -221,6 +248,15 @@ class _Session:
         self.results: dict[str, StageResult] = {}  # each stage's record, read by the stages after it
         self.model_slice: ModelSlice | None = None  # what a MODEL spec loaded as (None: a module passed in)
         self.freeze = False  # input embeddings and head held fixed in every backward (`check`'s freeze_embeddings)
+
+    @property
+    def cpu_model(self) -> torch.nn.Module:
+        """The model on the CPU: the one passed in, or for a model passed on the device a copy made (tensor by
+        tensor) the first time a stage computes on the CPU; the compile stage against a saved reference never
+        does, so notebook 04 holds one copy of the weights."""
+        if self._cpu_model is None:
+            self._cpu_model = compare.device_copy(self.on_device, "cpu")[0].eval()
+        return self._cpu_model
 
     @classmethod
     def build(cls, model: Any, inputs: Any, tokenizer: Any, dtype: torch.dtype, model_name: str | None,
@@ -245,9 +281,8 @@ class _Session:
             inputs = example.load_inputs(inputs)
         if not isinstance(model, torch.nn.Module):
             raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
-        if any(p.device.type != "cpu" for p in model.parameters()):
-            model, _ = compare.to_device(copy.deepcopy(model), "cpu")
-        model.eval()
+        if all(p.device.type == "cpu" for p in model.parameters()):
+            model.eval()  # the reference; a model on the device is put in eval mode while it is lent (`_lent`)
         if inputs is None:
             inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"], processor, prompts)
         session = cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
@@ -262,22 +297,27 @@ class _Session:
             return torch.autocast("neuron", dtype=self.dtype)
         return contextlib.nullcontext()
 
-    def cpu_mode(self) -> contextlib.AbstractContextManager:
-        """The CPU side's counterpart of `device_mode`: autocast to the checked dtype on the CPU."""
-        if self.dtype in (torch.bfloat16, torch.float16):
-            return torch.autocast("cpu", dtype=self.dtype)
-        return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def cpu_mode(self) -> Iterator[None]:
+        """The CPU side's counterpart of `device_mode`: autocast to the checked dtype on the CPU, its matrix
+        products computed as the device computes them (`host_products`)."""
+        with device_products(self.dtype):
+            if self.dtype in (torch.bfloat16, torch.float16):
+                with torch.autocast("cpu", dtype=self.dtype):
+                    yield
+            else:
+                yield
 
     def neuron(self) -> tuple[torch.nn.Module, list[list[str]]]:
-        """The model's copy on the device (made once, or the one the caller compiled when nothing is frozen;
-        its embeddings and head without gradients when the session freezes them) and the tied parameter
-        groups `.to()` had untied."""
+        """The model on the device: the caller's (`device_model`, the module under the caller's `compiled`
+        model, or a `model` passed on the device), else a copy made once; its embeddings and head without gradients while the session freezes
+        them; and the tied parameter groups `.to()` had untied."""
         given: Compiled | None = self.settings["compiled"]
-        if self._neuron is None and given is not None and not self.freeze:
-            self._neuron = given.module._orig_mod, []
-            self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
         if self._neuron is None:
-            model, untied = self._neuron = compare.device_copy(self.cpu_model, "neuron")
+            caller: torch.nn.Module | None = (self.settings["device_model"] or (given.module._orig_mod if given else None)
+                                              or self.on_device)
+            model, untied = self._neuron = (caller, []) if caller is not None else \
+                compare.device_copy(self.cpu_model, "neuron")
             for param in frozen_parameters(model, self.freeze):
                 param.requires_grad_(False)
             self.neuron_inputs = compare.move_inputs(self.inputs, "neuron")
@@ -360,7 +400,7 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, *, dtype: torch.dtype = t
     A bfloat16/float16 `dtype` runs it under CPU autocast of that dtype, as the device runs under its
     own; `freeze_embeddings` takes no gradient for the embeddings and head (`gradients_for`)."""
     mode = torch.autocast("cpu", dtype=dtype) if dtype in (torch.bfloat16, torch.float16) else contextlib.nullcontext()
-    with gradients_for(model, freeze_embeddings):
+    with gradients_for(model, freeze_embeddings), device_products(dtype):
         with mode:
             out = call(model, inputs, **extra)
             loss = compare.loss_of(out)
@@ -479,7 +519,7 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     for device, (model, inputs, mode) in runs.items():
         losses, norms = [], []
         was_training = model.training
-        with _fallbacks_into(record) if device == "neuron" else contextlib.nullcontext(), \
+        with _fallbacks_into(record) if device == "neuron" else device_products(s.dtype), \
                 gradients_for(model, s.freeze, restore=True) as frozen:
             model.train()
             optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)

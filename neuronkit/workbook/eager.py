@@ -11,7 +11,7 @@ from neuronkit.evidence import EagerEvidence, EagerForward, EagerGeneration, Eag
 from neuronkit.pipeline import STAGE
 from neuronkit.stages import StageResult, recording
 from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, run_check
+from neuronkit.workbook.loading import check_stages, check_verdict, ran_on, release_copy, run_check
 from neuronkit.workbook.params import Params, require_positive_ints
 
 CHECK_STAGES = STAGE["eager"].steps  # the `neuronkit check` steps this stage runs
@@ -25,7 +25,10 @@ def run(params: Params, device: str = "neuron", train_steps: int = 2, generate_t
         return skipped
     with recording(params.run, "eager") as slot:
         require_positive_ints(train_steps=train_steps, generate_tokens=generate_tokens)
-        report = run_check(params, device, CHECK_STAGES, train_steps=train_steps, generate_tokens=generate_tokens)
+        try:
+            report = run_check(params, device, CHECK_STAGES, train_steps=train_steps, generate_tokens=generate_tokens)
+        finally:
+            release_copy(params)  # the notebook's model on the device stays; its CPU copy served this stage only
         slot["evidence"] = record = evidence({s.stage: s for s in report.stages})
         record.model_slice = report.model_slice
         slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)

@@ -3,7 +3,6 @@ CPU, its tokenizer, and the deterministic example inputs every stage compares on
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import json
@@ -29,6 +28,7 @@ class Subject:
     kind: str  # the task: "causal_lm", "masked_lm", "seq2seq_lm", ... (neuronkit.models.TASKS)
     weights: Any  # neuronkit.models.Weights: where the weights came from, and what did not load
     model_slice: ModelSlice  # the full model, or the layer slice that fits the budget
+    device_model: Any = None  # the notebook's own copy on a neuron core (`adopt`), which the device checks run
 
 
 # This kernel's loaded models, by what they are loaded from: the notebook's own cells and its stage share
@@ -110,7 +110,8 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
     blocks of the run's slice; otherwise one line says what differs. The stage gets it on the CPU (a
     device-resident model is copied back; the notebook's keeps running where it is). `loading_info`
     (`from_pretrained(..., output_loading_info=True)`) names weights the checkpoint and the class
-    disagree on; without it they are the CPU baseline's record's (stage 01 loads with it)."""
+    disagree on; without it they are the CPU baseline's record's (stage 01 loads with it). A model on a
+    `neuron` core is also what the device checks run (`check(device_model=...)`): no third copy."""
     from neuronkit import models, slicing
     from neuronkit.errors import NeuronkitInputError
     from neuronkit.graph_compile import compare
@@ -131,13 +132,24 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
     if name != params.dtype:
         raise NeuronkitInputError(f"the model to adopt is in {name}; this run loads it in {params.dtype} "
                                   f"(from_pretrained(..., dtype=torch.{params.dtype}))")
+    on_device = None
     if any(p.device.type != "cpu" for p in model.parameters()):
-        model, _ = compare.to_device(copy.deepcopy(model), "cpu")  # the learner's copy stays on its device
+        on_device = model  # the learner's copy stays on its device, and the device checks run it
+        model = compare.device_copy(model, "cpu")[0]  # tensor by tensor: no second copy on the device
     weights = _weights(params, model, loading_info, full, cls, piece)
     tokenizer, example = _example(params)
-    subject = Subject(model.eval(), tokenizer, model.config, example, models.task_of(full), weights, piece)
+    subject = Subject(model.eval(), tokenizer, model.config, example, models.task_of(full), weights, piece, on_device)
     _LOADED[_key(params, name)] = subject
     return subject
+
+
+def release_copy(params: Params) -> None:
+    """Drop the CPU copy `adopt` made of a model the notebook holds on a device, once the stage that compared
+    with it is done: the notebook's later cells (its own training loop) get that memory; a later `load`
+    reads the checkpoint again."""
+    key = _key(params, params.dtype)
+    if key in _LOADED and _LOADED[key].device_model is not None:
+        del _LOADED[key]
 
 
 def _weights(params: Params, model: Any, info: dict[str, Any] | None, full: Any, cls: type,
@@ -226,13 +238,17 @@ def reference_path(params: Params) -> Path:
 def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: Any) -> Any:
     """`neuronkit check`'s `stages` on the run's model (this kernel's, in the run's dtype: the full model
     or its layer slice, whose embeddings and head take no gradient), dtype and input shape, on `device`
-    (made the current core, which is what the check's "neuron" means), held to the CPU baseline's
-    reference."""
+    (made the current core, which is what the check's "neuron" means; a model the notebook put on that
+    core and `adopt`ed is the one they run), held to the CPU baseline's reference."""
     from neuronkit.checks import Reference, check
 
-    torch.neuron.set_device(neuron_device(device).index or 0)
+    core = neuron_device(device).index or 0
+    torch.neuron.set_device(core)
     subject = load(params)
+    mine = subject.device_model
+    on_core = mine is not None and all(p.device == torch.device("neuron", core) for p in mine.parameters())
     report = check(subject.model, tokenizer=subject.tokenizer, stages=stages, dtype=params.dtype,
+                   device_model=mine if on_core else None,
                    batch_size=params.batch_size, seq_len=params.seq_len, model_name=params.model,
                    reference=Reference.load(reference_path(params)),
                    freeze_embeddings=not subject.model_slice.full_model, **settings)

@@ -24,9 +24,10 @@ def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_fi
     `max_buckets`.
 
     `compiled`: what the notebook's cell compiled, `torch.compile` of a copy of the run's model on `device`
-    (`neuronkit.checks.parity.Compiled`). In a float32 run the stage uses it and its graphs instead of
-    compiling the model again; in another dtype (the stage compiles the float32 model under autocast) it
-    compiles its own."""
+    (`neuronkit.checks.parity.Compiled`). The stage runs that model (no device copy of its own); in a
+    float32 run of the full model it also uses its graphs instead of compiling again; in another dtype
+    (the stage runs under autocast) or on a layer slice (embeddings and head held fixed) it compiles the
+    same module again."""
     skipped = begin(params, "compile")
     if skipped:
         return skipped
@@ -34,7 +35,7 @@ def run(params: Params, device: str = "neuron", timing_runs: int = 5, prompts_fi
         require_positive_ints(timing_runs=timing_runs, max_buckets=max_buckets)
         timing_runs = slicing.repeats(run_slice(params), "compile_timing_runs", timing_runs)
         report = run_check(params, device, CHECK_STAGES, timing_runs=timing_runs, bucket_prompts=prompts_file,
-                           max_buckets=max_buckets, compiled=compiled if params.dtype == "float32" else None)
+                           max_buckets=max_buckets, compiled=compiled)
         slot["evidence"] = record = evidence({s.stage: s for s in report.stages})
         record.model_slice = report.model_slice
         slot["status"], slot["summary"] = check_verdict(report, CHECK_STAGES)
