@@ -523,7 +523,7 @@ class CompiledGraph:
 
 @dataclass
 class CompileCheck:
-    """`check` stage compile: `torch.compile(model, backend="neuron")`, held to the CPU reference."""
+    """`check` stage compile: `torch.compile(model, backend="neuron", dynamic=False)`, held to the CPU reference."""
 
     graphs: int | None = fact("Graphs", "count")
     graph_breaks: list[GraphBreak] = fact("Graph breaks", factory=list)
@@ -561,7 +561,7 @@ class CompileTiming:
 
 @dataclass
 class CompileEvidence(CompileTiming, CompileCheck):
-    """Stage 04: the check's compile and timing records: `torch.compile(model, backend="neuron")`, held
+    """Stage 04: the check's compile and timing records: `torch.compile(model, backend="neuron", dynamic=False)`, held
     to the CPU reference, and its timings."""
 
     stages: list[CheckStage] = fact("Check stages", doc="the `neuronkit check` stages it ran (cpu: the "

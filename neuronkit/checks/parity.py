@@ -563,7 +563,10 @@ def _stage_compile(s: _Session, record: CompileCheck) -> tuple[str, str]:
     else:
         torch._dynamo.reset()
         explain = ExplainWithBackend(functools.partial(neuron_backend, options={"model_name": s.name}))
-        compiled = torch.compile(model, backend=explain, recompile_limit=RECOMPILE_LIMIT)
+        # dynamic=False: the form S's compile quickstart recommends (examples/compile/QUICKSTART.md, "Dynamic
+        # shapes") and notebook 04 teaches; each input shape then compiles its own static graph, which is what
+        # the recompile probe counts, without Dynamo's symbolic retrace of the second shape
+        compiled = torch.compile(model, backend=explain, recompile_limit=RECOMPILE_LIMIT, dynamic=False)
         count_graphs = explain.graphs.__len__
     first_metric, graphs_before = len(torch.neuron.get_dynamo_metrics()), count_graphs()
     breaks_before = _graph_break_total()
