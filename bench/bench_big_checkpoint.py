@@ -1,12 +1,15 @@
 """`neuronkit run` on large checkpoints (made by `bench/make_big_checkpoint.py`): wall time, CPU, peak memory.
 
 One `neuronkit run CKPT --out DIR --dtype bfloat16` per checkpoint (extra flags after `--`), with the process
-tree's memory sampled every 0.5 s from /proc: the largest resident set of any one process (a notebook kernel,
-the runner, the fork server), the largest sum of resident sets over the tree (which counts the pages forked
-kernels share with the fork server once per kernel), the largest sum of proportional sets (Pss: each page
-once) over the tree, and that per notebook (which one is the heaviest); and the tree's CPU seconds (user + system of every process it waited for: on a shared machine, the
-figure wall time is not). One row per checkpoint in bench/results/big_checkpoint.json (bench/harness.py), with
-the 1-minute load average before and after each run: the machine is shared, read every figure with its load.
+tree's memory sampled every 0.5 s from /proc:
+- the largest resident set of any one process (a notebook kernel, the runner, the fork server);
+- the largest sum of resident sets over the tree, which counts the pages forked kernels share with the fork
+  server once per kernel;
+- the largest sum of proportional sets (Pss: each page once) over the tree, and that per notebook (which one
+  is the heaviest);
+and the tree's CPU seconds (user + system of every process it waited for: on a shared machine, the figure wall
+time is not). One row per checkpoint in bench/results/big_checkpoint.json (bench/harness.py), with the 1-minute
+load average before and after each run: the machine is shared, read every figure with its load.
 
     python bench/bench_big_checkpoint.py /work/bigckpt/llama-1b /work/bigckpt/llama-8b
     python bench/bench_big_checkpoint.py /work/bigckpt/llama-1b -- --layers 1 --cell-timeout 1200
@@ -122,8 +125,8 @@ def main(argv: list[str] | None = None) -> None:
              f"python bench/bench_big_checkpoint.py {' '.join(map(str, args.checkpoints))}") as run:
         run.columns(checkpoint="checkpoint", exit_code="exit", verdict="verdict", wall_s=("wall", "{:.0f} s"),
                     cpu_s=("CPU (tree)", "{:.0f} s"), peak_rss_process_gb=("peak RSS, one process", "{:.2f} GB"),
-                    peak_rss_tree_gb=("sum of RSS, tree", "{:.2f} GB"), peak_pss_tree_gb=("peak PSS, tree", "{:.2f} GB"),
-                    heaviest=("heaviest notebook (PSS)", "{}"),
+                    peak_rss_tree_gb=("sum of RSS, tree", "{:.2f} GB"),
+                    peak_pss_tree_gb=("peak PSS, tree", "{:.2f} GB"), heaviest=("heaviest notebook (PSS)", "{}"),
                     load=("1-min load before → after", "{}"))
         for checkpoint in args.checkpoints:
             out = Path(tempfile.mkdtemp(prefix="nk-big-")) / "run"
@@ -137,10 +140,11 @@ def main(argv: list[str] | None = None) -> None:
                     peak_rss_tree_gb=record["peak_rss_tree_gb"], peak_pss_tree_gb=record["peak_pss_tree_gb"],
                     heaviest=f"{heaviest} ({peaks[heaviest]:.2f} GB)" if heaviest else "—",
                     load=f"{record['load_before'][0]:.1f} → {record['load_after'][0]:.1f}")
-        run.note = ("Random Llama-3-shaped checkpoints made by `bench/make_big_checkpoint.py` (bf16; 1B: 2.5 GB, 8B: "
-                    "16 GB), run with `--dtype bfloat16` on this 2-core, 24 GB machine. Targets (issue 21): 8B <= 15 min "
-                    "with peak RSS <= 8 GB (read as the tree's PSS: the memory the run holds), 1B <= 5 min. CPU is user + system of the whole process tree; read wall "
-                    "time with the load. Earlier runs: bench/HISTORY.md.")
+        run.note = ("Random Llama-3-shaped checkpoints made by `bench/make_big_checkpoint.py` (bf16; 1B: 2.5 GB, "
+                    "8B: 16 GB), run with `--dtype bfloat16` on this 2-core, 24 GB machine. Targets (issue 21): 8B "
+                    "<= 15 min with peak RSS <= 8 GB (the tree's PSS is the memory the run holds), 1B <= 5 min. "
+                    "CPU is user + system of the whole process tree; read wall time with the load. Earlier runs: "
+                    "bench/HISTORY.md.")
 
 
 if __name__ == "__main__":

@@ -134,8 +134,9 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
     weights in `dtype`. `stages` may name a subset; the stages they
     compare against are added. A CPU module serves as the reference itself (in eval mode); the device
     runs a copy. A module passed on the device runs there itself (its mode and gradient flags given back
-    afterwards) and is copied to the CPU only if a stage computes on the CPU. The eager stage clears torch_neuronx's op tracking, and the compile stage calls
-    `torch._dynamo.reset()` first, so their op lists, graph and recompile counts are this model's alone.
+    afterwards) and is copied to the CPU only if a stage computes on the CPU. The eager stage clears
+    torch_neuronx's op tracking, and the compile stage calls `torch._dynamo.reset()` first, so their op
+    lists, graph and recompile counts are this model's alone.
     `reference` (the CPU baseline's, `Reference.load`) replaces the `cpu` stage's run and the inputs:
     the device is held to exactly the numbers the baseline recorded. The compile stage advises at most
     `max_buckets` shape buckets for the token lengths of `bucket_prompts` (one prompt per line; default:
@@ -174,7 +175,8 @@ def check(model: torch.nn.Module | str | os.PathLike, inputs: Any = None, *, tok
         session.freeze = freeze_embeddings
     if reference is not None:
         session.inputs, session.reference = reference.inputs, reference
-    with _lent(device_model or (compiled.module._orig_mod if compiled is not None else None) or session.on_device):
+    lent = device_model or session.on_device or (compiled.module._orig_mod if compiled is not None else None)
+    with _lent(lent):
         for name in wanted:
             session.results[name] = _run_stage(name, _STAGE_FUNCTIONS[name], session)
     return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(session.results.values()),
@@ -310,12 +312,12 @@ class _Session:
 
     def neuron(self) -> tuple[torch.nn.Module, list[list[str]]]:
         """The model on the device: the caller's (`device_model`, the module under the caller's `compiled`
-        model, or a `model` passed on the device), else a copy made once; its embeddings and head without gradients while the session freezes
-        them; and the tied parameter groups `.to()` had untied."""
+        model, or a `model` passed on the device), else a copy made once; its embeddings and head without
+        gradients while the session freezes them; and the tied parameter groups `.to()` had untied."""
         given: Compiled | None = self.settings["compiled"]
         if self._neuron is None:
-            caller: torch.nn.Module | None = (self.settings["device_model"] or (given.module._orig_mod if given else None)
-                                              or self.on_device)
+            caller: torch.nn.Module | None = (self.settings["device_model"] or self.on_device
+                                              or (given.module._orig_mod if given else None))
             model, untied = self._neuron = (caller, []) if caller is not None else \
                 compare.device_copy(self.cpu_model, "neuron")
             for param in frozen_parameters(model, self.freeze):
