@@ -283,12 +283,12 @@ class _Session:
             inputs = example.load_inputs(inputs)
         if not isinstance(model, torch.nn.Module):
             raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
-        if all(p.device.type == "cpu" for p in model.parameters()):
-            model.eval()  # the reference; a model on the device is put in eval mode while it is lent (`_lent`)
         if inputs is None:
             inputs = _default_inputs(model, tokenizer, settings["batch_size"], settings["seq_len"], processor, prompts)
         session = cls(name or type(model).__name__, model, compare.move_inputs(inputs, "cpu"), tokenizer, dtype,
                       weights, **settings)
+        if session.on_device is None:
+            model.eval()  # the reference; a model on the device is put in eval mode while it is lent (`_lent`)
         session.model_slice = piece
         session.freeze = piece is not None and not piece.full_model
         return session
