@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import textwrap
@@ -108,7 +109,7 @@ def forked_kernels(tmp_path_factory) -> Iterator[ForkedKernels]:
 # - a session fixture named here groups the tests using it (a test in two groups runs with both at once).
 # A new expensive session fixture: add its name here. Cheap ones (the zoo, ~1 s) are built per worker.
 # A test that needs anything else to run on one worker with others: `@pytest.mark.xdist_group("name")`.
-SHARED_SESSION_FIXTURES = ("forked_kernels",)
+SHARED_SESSION_FIXTURES = ("forked_kernels", "_fork_server")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -130,12 +131,85 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def run_python(tmp_path):
-    """Run a snippet in a fresh interpreter with extra environment variables; returns the process."""
+    """Run a snippet in a fresh interpreter with extra environment variables; returns the process. For what is
+    decided while torch is imported (autoload, its switch, an import order); else `forked_python` (~3 CPU-s less)."""
 
     def run(code: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff"), **(env or {})}
         proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
                               text=True, timeout=300, cwd=ROOT)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run
+
+
+class ForkedPython:
+    """Snippets run in forks of one process that imported torch without its device (tests/fork_server.py): each
+    child loads the device as `import torch` would and creates its state afresh, reading the variables it was
+    given, without paying torch's import (~3 CPU-s) again. The server is started on first use."""
+
+    def __init__(self) -> None:
+        self._server: subprocess.Popen | None = None
+        self._pending = b""
+
+    def run(self, code: str, env: dict[str, str], cwd: Path, folder: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+        """`code` run with environment `env` in `cwd`; its output is kept in `folder`. As `subprocess.run` would
+        return it (text output); a snippet the server refuses (a start-up variable) is an error of the test."""
+        if self._server is None:
+            self._server = subprocess.Popen([sys.executable, "-c", (ROOT / "tests" / "fork_server.py").read_text()],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, cwd=ROOT)
+        out, err = folder / "forked.stdout", folder / "forked.stderr"
+        request = {"code": code, "env": env, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
+        self._server.stdin.write(json.dumps(request).encode() + b"\n")
+        first = self._reply(timeout)
+        if "refused" in first:
+            raise AssertionError(f"cannot fork this snippet: {first['refused']}")
+        try:
+            done = self._reply(timeout)
+        except TimeoutError:
+            os.kill(first["pid"], 9)
+            self._reply(10)
+            raise
+        return subprocess.CompletedProcess(["forked", "-c", code], done["rc"], out.read_text(), err.read_text())
+
+    def _reply(self, timeout: float) -> dict:
+        """The server's next reply line (read unbuffered: select() must not miss a line read ahead)."""
+        while b"\n" not in self._pending:
+            ready, _, _ = select.select([self._server.stdout], [], [], timeout)
+            if not ready:
+                raise TimeoutError(f"no reply from the fork server in {timeout} s")
+            chunk = os.read(self._server.stdout.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"the fork server ended ({self._server.wait()})")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stdin.close()
+            self._server.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def _fork_server() -> Iterator[ForkedPython]:
+    server = ForkedPython()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def forked_python(_fork_server, tmp_path):
+    """`run_python`'s twin for a snippet whose subject is the device's state in a new process, not the
+    interpreter's start: the same snippet, environment and checks, in a fork of a process that has imported
+    torch only (ForkedPython). A variable read while torch is imported makes it refuse: use `run_python`."""
+
+    def run(code: str, env: dict[str, str] | None = None, check: bool = True,
+            cwd: Path = ROOT) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff"), **(env or {})}
+        proc = _fork_server.run(textwrap.dedent(code), full_env, cwd, tmp_path)
         if check and proc.returncode != 0:
             raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc

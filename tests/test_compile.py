@@ -52,8 +52,8 @@ def test_backend_is_listed_and_registered_on_import():
 
 
 @pytest.mark.subprocess
-def test_bare_torch_compile_finds_the_backend_through_the_entry_point(run_python):
-    proc = run_python("""
+def test_bare_torch_compile_finds_the_backend_through_the_entry_point(forked_python):
+    proc = forked_python("""
         import sys
         import torch
         assert "neuronkit.graph_compile" not in sys.modules

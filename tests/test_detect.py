@@ -72,14 +72,14 @@ def test_cli_detect_json(capsys):
 
 
 @pytest.mark.subprocess
-def test_pypi_placeholders_are_named_and_the_simulator_still_loads(run_python, tmp_path):
+def test_pypi_placeholders_are_named_and_the_simulator_still_loads(forked_python, tmp_path):
     """`pip install torch-neuronx` from PyPI installs a placeholder whose import raises "WRONG PACKAGE"
     (likewise neuronx-cc and nki): detection names it in one line and where the real package comes from."""
     for module in ("torch_neuronx", "neuronxcc", "nki"):
         (tmp_path / module).mkdir()
         (tmp_path / module / "__init__.py").write_text(
             'raise Exception("WRONG PACKAGE. Use --extra-index-url=https://pip.repos.neuron.amazonaws.com")\n')
-    proc = run_python("""
+    proc = forked_python("""
         import torch
         import neuronkit
         print(torch.ones(2, device="neuron").device)

@@ -1,5 +1,11 @@
-"""Environment switches of the device, each in a fresh process: autoload on/off, core counts, HBM size,
-host collectives streams."""
+"""Environment switches of the device, each in a new process: autoload on/off, core counts, HBM size,
+host collectives streams.
+
+What torch decides while it is imported (autoload itself, its TORCH_DEVICE_BACKEND_AUTOLOAD switch, an import
+order) is seen in a fresh interpreter (`run_python`). What the device reads when it is installed or used runs
+in a fork of a process that has imported torch without the device (`forked_python`, tests/fork_server.py):
+the child installs the device as autoload does, so its state (cores, HBM budget, streams) is created from the
+child's own variables, as in a fresh process."""
 
 from __future__ import annotations
 
@@ -16,9 +22,12 @@ def test_bare_import_torch_autoloads_neuron(run_python):
     assert proc.stdout.split() == ["neuron:0", "neuron"]
 
 
-@pytest.mark.parametrize("env", [{"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, {"NEURONKIT_SIMULATOR": "0"}])
-def test_autoload_can_be_switched_off(run_python, env):
-    proc = run_python("""
+@pytest.mark.parametrize("env, runner", [
+    ({"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, "run_python"),  # torch reads it while it is imported
+    ({"NEURONKIT_SIMULATOR": "0"}, "forked_python"),  # the device's autoload hook reads it
+])
+def test_autoload_can_be_switched_off(request, env, runner):
+    proc = request.getfixturevalue(runner)("""
         import torch, neuronkit
         print(hasattr(torch, "neuron"), neuronkit.detect().kind)
     """, env=env)
@@ -31,13 +40,13 @@ def test_autoload_can_be_switched_off(run_python, env):
     ({"NEURON_RT_NUM_CORES": "8"}, 8),
     ({"NEURON_LOGICAL_NC_CONFIG": "1"}, 128),
 ])
-def test_device_count_follows_runtime_variables(run_python, env, count):
-    proc = run_python("import torch; print(torch.neuron.device_count())", env=env)
+def test_device_count_follows_runtime_variables(forked_python, env, count):
+    proc = forked_python("import torch; print(torch.neuron.device_count())", env=env)
     assert int(proc.stdout) == count
 
 
-def test_out_of_memory_when_core_hbm_is_exhausted(run_python):
-    proc = run_python("""
+def test_out_of_memory_when_core_hbm_is_exhausted(forked_python):
+    proc = forked_python("""
         import torch
         keep = torch.empty(3 * 2**20, dtype=torch.uint8, device="neuron")
         try:
@@ -50,9 +59,9 @@ def test_out_of_memory_when_core_hbm_is_exhausted(run_python):
     assert "stats 1" in proc.stdout
 
 
-def test_request_past_core_hbm_is_the_device_oom_before_any_host_memory(run_python):
+def test_request_past_core_hbm_is_the_device_oom_before_any_host_memory(forked_python):
     # 1 PiB: past any core's HBM and any host's memory; the device's budget must refuse it first.
-    proc = run_python("""
+    proc = forked_python("""
         import torch
         try:
             torch.empty(2**50, dtype=torch.uint8, device="neuron")
@@ -64,14 +73,14 @@ def test_request_past_core_hbm_is_the_device_oom_before_any_host_memory(run_pyth
     assert "allocated 0 ooms 1" in proc.stdout
 
 
-def test_host_cc_gives_streams_their_own_queues(run_python):
+def test_host_cc_gives_streams_their_own_queues(forked_python):
     code = "import torch; print(torch.neuron.Stream().stream_id, torch.neuron.Stream().stream_id)"
-    assert run_python(code).stdout.split() == ["0", "0"]
-    ids = run_python(code, env={"NEURON_RT_ENABLE_HOST_CC": "1"}).stdout.split()
+    assert forked_python(code).stdout.split() == ["0", "0"]
+    ids = forked_python(code, env={"NEURON_RT_ENABLE_HOST_CC": "1"}).stdout.split()
     assert ids[0] != "0" and ids[0] != ids[1]
 
 
-def test_device_map_auto_lands_on_neuron_or_refuses(run_python):
+def test_device_map_auto_lands_on_neuron_or_refuses(forked_python):
     code = """
         from transformers import AutoModelForCausalLM
         try:
@@ -80,8 +89,8 @@ def test_device_map_auto_lands_on_neuron_or_refuses(run_python):
         except Exception as e:
             print("ERR", type(e).__name__, e)
     """
-    assert "DEVICE neuron:0" in run_python(code).stdout
-    refused = run_python(code, env={"NEURONKIT_HBM_PER_CORE": "64KiB"}).stdout
+    assert "DEVICE neuron:0" in forked_python(code).stdout
+    refused = forked_python(code, env={"NEURONKIT_HBM_PER_CORE": "64KiB"}).stdout
     assert "DEVICE cpu" not in refused and "ERR" in refused
 
 

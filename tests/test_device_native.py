@@ -5,7 +5,6 @@ serialization, and how the extension is built and found."""
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import subprocess
 import sys
@@ -159,8 +158,10 @@ def test_save_and_load_keep_the_core():
 
 
 @pytest.mark.subprocess
-def test_fresh_process_autoloads_the_native_runtime(run_python):
-    proc = run_python("""
+def test_a_new_process_autoloads_the_native_runtime_with_its_core_count_and_hbm(forked_python):
+    # a fork that installs the device as autoload does (conftest's forked_python): the runtime reads both
+    # variables when it is installed; `import torch` autoloading it is test_bare_import_torch_autoloads_neuron's
+    proc = forked_python("""
         import torch
         t = torch.ones(2, device="neuron:3")
         print(t.device, torch.accelerator.device_count(), torch.neuron.device_count())
@@ -175,11 +176,11 @@ def test_fresh_process_autoloads_the_native_runtime(run_python):
 
 
 @pytest.mark.subprocess
-def test_unbuilt_extension_is_one_line_naming_the_build_command(tmp_path):
+def test_unbuilt_extension_is_one_line_naming_the_build_command(tmp_path, forked_python):
+    # a fork that installs the device from the copy without its extension (conftest's forked_python)
     shutil.copytree(ROOT / "neuronkit", tmp_path / "neuronkit", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    proc = subprocess.run([sys.executable, "-c", "import torch; print(hasattr(torch, 'neuron'))"], cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True,
-                          timeout=300, check=True)
+    proc = forked_python("import torch; print(hasattr(torch, 'neuron'))", env={"PYTHONPATH": str(tmp_path)},
+                         cwd=tmp_path)
     assert proc.stdout.strip() == "False"
     warning = [line for line in proc.stderr.splitlines() if "neuronkit" in line]
     assert len(warning) == 1

@@ -96,8 +96,8 @@ def test_int64_is_computed_in_int32():
     assert (big + 1).item() == 2**31
 
 
-def test_strict_mode_turns_fallbacks_into_errors(run_python):
-    proc = run_python("""
+def test_strict_mode_turns_fallbacks_into_errors(forked_python):
+    proc = forked_python("""
         import torch
         x = torch.randn(3).to("neuron")
         (x * 2).sum()  # native ops still run

@@ -74,7 +74,7 @@ print(json.dumps({"installed": installed(), "rows": frame.to_dict("records"), "a
 
 
 @pytest.mark.subprocess
-def test_profile_uses_only_the_real_backends_public_api(tmp_path: Path, run_python) -> None:
+def test_profile_uses_only_the_real_backends_public_api(tmp_path: Path, forked_python) -> None:
     package = tmp_path / "fake" / "torch_neuronx"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(FAKE_INIT)
@@ -82,7 +82,7 @@ def test_profile_uses_only_the_real_backends_public_api(tmp_path: Path, run_pyth
     out = tmp_path / "profile"
     out.mkdir()
     code = f"import sys; sys.argv = ['-', {str(out)!r}]\n" + SNIPPET
-    proc = run_python(code, env={"NEURONKIT_SIMULATOR": "0", "PYTHONPATH": str(tmp_path / "fake")})
+    proc = forked_python(code, env={"NEURONKIT_SIMULATOR": "0", "PYTHONPATH": str(tmp_path / "fake")})
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["installed"] is False  # the simulator stepped aside
     rows = {row["name"]: row for row in result["rows"]}

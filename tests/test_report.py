@@ -623,14 +623,12 @@ def test_stages_skipped_for_a_failed_stage_are_read_as_its_consequence(tmp_path:
 
 
 @pytest.mark.subprocess
-def test_neuronkit_run_starts_without_the_report_renderer() -> None:
+def test_neuronkit_run_starts_without_the_report_renderer(forked_python) -> None:
     """`neuronkit run` starts the kernels' fork server once its own modules are imported: the report's
-    charts (matplotlib) and page renderer load when a report is rendered, not seconds before that server."""
-    import subprocess
-    import sys
-
+    charts (matplotlib) and page renderer load when a report is rendered, not seconds before that server.
+    (A process that has imported torch and the device only: conftest's forked_python.)"""
     probe = ("import sys, neuronkit.workbook.cli, neuronkit.reporting; "
              "print(sorted(m for m in ('matplotlib', 'neuronkit.reporting.charts', 'neuronkit.reporting.render') "
              "if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    done = forked_python(probe)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]

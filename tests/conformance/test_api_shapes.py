@@ -35,9 +35,9 @@ def test_memory_stats_are_nested_and_reserved_is_zero():
     assert torch.neuron.memory_reserved() == 0 and stats["reserved_bytes"]["current"] == 0
 
 
-def test_oom_is_the_runtimes_runtime_error(run_python):
+def test_oom_is_the_runtimes_runtime_error(forked_python):
     """S: csrc/core/allocator/NeuronCachingAllocator.cpp:82-88 ("NRT allocation failed for size N (OOM)")."""
-    proc = run_python("""
+    proc = forked_python("""
         import torch
         try:
             torch.empty(2**20, device="neuron")
@@ -67,9 +67,9 @@ def test_torch_neuronx_exports():
         assert callable(getattr(torch_neuronx, name)), name
 
 
-def test_a_visible_core_past_the_count_fails_at_runtime_init(run_python):
+def test_a_visible_core_past_the_count_fails_at_runtime_init(forked_python):
     """Fidelity audit row 10: S fails at runtime init with a RuntimeError (the device stays registered)."""
-    proc = run_python("""
+    proc = forked_python("""
         import torch
         print(hasattr(torch, "neuron"))
         try:

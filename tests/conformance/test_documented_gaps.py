@@ -95,9 +95,9 @@ def test_rnn_tanh_decomposes_and_runs():
     torch.testing.assert_close(rnn.to(N)(x.to(N))[0].cpu(), rnn.to("cpu")(x)[0], atol=1e-5, rtol=1e-5)
 
 
-def test_strict_mode_refuses_every_documented_gap_and_fallback(run_python):
+def test_strict_mode_refuses_every_documented_gap_and_fallback(forked_python):
     """NEURONKIT_STRICT=1 (issue 10, deliverable 1): the conservative reading of the documented list."""
-    proc = run_python("""
+    proc = forked_python("""
         import torch, torch.nn.functional as F
         x = torch.randn(1, 1, 4, 4).to("neuron")
         for name, call in [("window", lambda: torch.hann_window(8, device="neuron")),

@@ -53,9 +53,10 @@ def test_empty_tensors_compile_nothing():
     ("TORCH_NEURONX_DISABLE_NEFF_CACHE", "yes", True),  # Python: 1/true/yes (utils.py:191-198)
     ("TORCH_NEURONX_DISABLE_NEFF_CACHE", "TRUE", True),
 ])
-def test_both_disable_variables_and_their_spellings(run_python, variable, value, disabled):
-    """S: csrc/core/cache/PersistentCacheBackend.cpp:18,55-59 and torch_neuronx/utils.py:191-198."""
-    proc = run_python("""
+def test_both_disable_variables_and_their_spellings(forked_python, variable, value, disabled):
+    """S: csrc/core/cache/PersistentCacheBackend.cpp:18,55-59 and torch_neuronx/utils.py:191-198. The cache reads
+    them when the device is installed: a fork that installs it (conftest's forked_python) sees them as a new process."""
+    proc = forked_python("""
         import torch
         print(torch.neuron.neff_cache_stats()["directory"])
     """, env={variable: value})
@@ -66,9 +67,9 @@ test_both_disable_variables_and_their_spellings = pytest.mark.subprocess(
     test_both_disable_variables_and_their_spellings)
 
 
-def test_entry_limit_evicts_least_recently_used(run_python):
+def test_entry_limit_evicts_least_recently_used(forked_python):
     """S: csrc/core/compilation/CompilationCache.cpp:27-38 (NEURON_COMPILATION_CACHE_MAX_ENTRIES, LRU)."""
-    proc = run_python("""
+    proc = forked_python("""
         import torch
         for n in range(1, 6):
             torch.ones(n, device="neuron") * 2
