@@ -282,11 +282,18 @@ def test_cli_bad_input_exits_2_with_one_line(main, argv, expected, capsys):
     assert expected in err and "\n" not in err
 
 
-@pytest.mark.subprocess
-def test_python_m_neuronkit_cli_audit_bad_input_exits_2(tmp_path):
+def test_cli_broken_config_exits_2_with_one_line(main, tmp_path, capsys):
     (tmp_path / "config.json").write_text("{broken")
-    proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "audit", str(tmp_path)], capture_output=True,
-                          text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert main(["audit", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("neuronkit audit: error: ") and "not valid JSON" in err and "\n" not in err
+
+
+@pytest.mark.subprocess
+def test_python_m_neuronkit_cli_audit_bad_input_exits_2():
+    """The console entry itself: its exit status and last line. An argument refused before the audit's runner
+    loads (transformers, Dynamo); a broken config's line is test_cli_broken_config_exits_2_with_one_line's."""
+    proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "audit", "tiny-qwen3", "--fail-on", "sdpa_mask"],
+                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("neuronkit audit: error: ")
-    assert "not valid JSON" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("neuronkit audit: error: unknown --fail-on category")
