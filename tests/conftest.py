@@ -3,6 +3,7 @@ the check that every plot of every notebook a test executes is an image."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -16,10 +17,6 @@ from typing import Iterator
 
 import nbformat
 import pytest
-import torch
-from torch import nn
-
-from neuronkit.resources import data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -27,9 +24,9 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY_QWEN3 = data_dir() / "models" / "tiny-qwen3"
 
 
+@functools.cache
 def _load_zoo_builder():
     """data/build_zoo.py as a module (a script beside the data, not part of the package)."""
     spec = importlib.util.spec_from_file_location("build_zoo", ROOT / "data" / "build_zoo.py")
@@ -38,14 +35,30 @@ def _load_zoo_builder():
     return module
 
 
-ZOO_BUILDER = _load_zoo_builder()
-ZOO_RECIPES = ZOO_BUILDER.recipes()
+@functools.cache
+def __getattr__(name: str):
+    """The names tests import from here that need torch, transformers or neuronkit, made on first use: pytest-xdist's
+    controller process loads this file too and runs no test, so it never pays those imports (~8 CPU-s, before
+    the workers start)."""
+    if name == "TINY_QWEN3":
+        from neuronkit.resources import data_dir
+
+        return data_dir() / "models" / "tiny-qwen3"
+    if name == "ZOO_BUILDER":
+        return _load_zoo_builder()
+    if name == "ZOO_RECIPES":
+        return _load_zoo_builder().recipes()
+    if name == "TwoLayerMLP":
+        from tiny_models import TwoLayerMLP
+
+        return TwoLayerMLP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @pytest.fixture(scope="session")
 def zoo(tmp_path_factory) -> dict[str, Path]:
     """Every checkpoint of the architecture zoo (data/zoo.toml), built once per session (~1 s)."""
-    return ZOO_BUILDER.build_zoo(tmp_path_factory.mktemp("zoo"))
+    return _load_zoo_builder().build_zoo(tmp_path_factory.mktemp("zoo"))
 
 
 class ForkedKernels:
@@ -220,21 +233,11 @@ def forked_python(_fork_server, tmp_path):
 @pytest.fixture
 def fresh_dynamo():
     """Dynamo's caches and counters reset around a test that compiles."""
+    import torch._dynamo
+
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
-
-
-class TwoLayerMLP(nn.Module):
-    """A small model that compiles to one graph: Linear -> ReLU -> Linear, 8 -> 16 -> 4."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 # A figure that reached the notebook as its text repr only (no image formatter: the inline backend not
