@@ -2,17 +2,22 @@
 
 The public API is resolved lazily on first use. torch is imported first: its backend autoload installs
 `neuronkit.device`, which needs `neuronkit.policy`; importing torch from inside a half-imported
-neuronkit module would make that a circular import.
+neuronkit module would make that a circular import. The one exception is the `neuronkit` command, which
+starts its notebook kernels' fork server before paying for torch (seconds), then imports torch before any
+other neuronkit module (`neuronkit.cli.main`).
 """
 
 from __future__ import annotations
 
 import importlib as _importlib
+import os as _os
+import sys as _sys
 from typing import Any as _Any
 
 __version__ = "0.1.0"  # set before torch loads: the autoloaded device reports it
 
-import torch as _torch  # noqa: F401,E402 - see the docstring
+if _os.path.basename((getattr(_sys, "argv", None) or [""])[0]) != "neuronkit":
+    import torch as _torch  # noqa: F401 - see the docstring
 
 _EXPORTS: dict[str, str] = {
     "detect": "neuronkit.device.detect",

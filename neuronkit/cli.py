@@ -44,6 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `neuronkit` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
+    if command == "run" and not {"-h", "--help"} & set(argv):
+        from neuronkit.workbook.kernel import start_early  # standard library and jupyter_client only
+
+        start_early(argv)
+    import torch  # noqa: F401 - before any other neuronkit module (neuronkit/__init__.py)
+
     args = build_parser(command if command in SUBCOMMANDS else None).parse_args(argv)
     try:
         return importlib.import_module(args._module).run(args)
@@ -55,6 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def console() -> None:
+    """The `neuronkit` console script: `main()`, then exit without tearing the interpreter down. Once
+    torch, transformers and Jupyter are imported, freeing every module and object takes 1-2 s of CPU
+    after the command is done; the exit handlers still run and the output is flushed, and the operating
+    system reclaims the rest (as `os._exit` does for the fork server)."""
+    import atexit
+    import os
+
+    code = main()
+    atexit._run_exitfuncs()  # what interpreter shutdown would run first: logging's flush, temporary files
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _error(args: argparse.Namespace, message: str) -> None:
     if args.debug:
         traceback.print_exc()
@@ -62,4 +83,4 @@ def _error(args: argparse.Namespace, message: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

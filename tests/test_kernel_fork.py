@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -256,6 +257,67 @@ def test_the_console_script_python_forks_kernels_of_its_own_environment(monkeypa
     finally:
         if server is not None:
             server.close()
+
+
+def test_kernels_forked_once_the_server_is_idle_have_the_stage_modules(server) -> None:
+    """While no kernel is asked for, the server imports what the stage notebooks import besides
+    (zygote.IDLE_IMPORTS: AOTAutograd, the check's steps, the report's renderer), one module at a time; a
+    kernel forked after that has them, and the server still forks with one thread."""
+    code = ("import json, sys; from neuronkit.workbook import zygote; "
+            "print(json.dumps([m for m in zygote.IDLE_IMPORTS if m not in sys.modules]))")
+    deadline = time.monotonic() + 90
+    while True:
+        km, kc = _start(server)
+        try:
+            missing = json.loads(_run(kc, code)[0])
+        finally:
+            _stop(km, kc)
+        if not missing or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert missing == []
+    assert os.listdir(f"/proc/{_server_pid(server)}/task") == [str(_server_pid(server))]
+
+
+EARLY = """
+import json, sys
+sys.argv[0] = "/env/bin/neuronkit"  # the console script
+import neuronkit
+from neuronkit.workbook import kernel
+kernel.start_early(["run", "tiny-qwen3", "--out", "x"])
+early = kernel._EARLY[kernel.KERNEL_NAME][1]._process.pid
+torch_before = "torch" in sys.modules
+import torch
+starter = kernel.KernelStarter("fork", kernel.KERNEL_NAME, kernel.kernel_env())
+print(json.dumps({"torch_before": torch_before, "device": torch.neuron.is_available(),
+                  "adopted": starter._server._process.pid == early}))
+starter.close()
+"""
+
+
+def test_the_run_command_starts_its_fork_server_before_it_imports_torch() -> None:
+    """In the `neuronkit` command the package imports without torch, so `neuronkit run` starts the fork
+    server first (its imports then overlap the command's own); the run's KernelStarter adopts it, and the
+    command's torch import, before any other neuronkit module, still installs the device."""
+    proc = subprocess.run([sys.executable, "-c", EARLY], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"torch_before": False, "device": True, "adopted": True}
+
+
+def test_the_console_script_exits_with_the_commands_code_and_its_line(tmp_path: Path) -> None:
+    """`neuronkit` exits without tearing the interpreter down (`cli.console`), with main's exit code and its
+    one-line error flushed; the fork server `run` started early is stopped with it."""
+    script = ("import sys; sys.argv[:] = ['/env/bin/neuronkit', 'run', sys.argv[1], '--out', sys.argv[2]]; "
+              "from neuronkit.cli import console; console()")
+    short = Path(tempfile.mkdtemp(prefix="nk"))  # the server's unix socket lives under TMPDIR: a short path
+    try:
+        proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "missing"), str(tmp_path / "run")],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(short)})
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert proc.stderr.strip().splitlines()[-1].startswith("neuronkit run: error: bad workbook parameters: model: ")
+        assert list(short.iterdir()) == []  # the server's directory (socket, kernelspec) is gone with it
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_a_server_whose_runner_is_gone_before_it_starts_exits(tmp_path: Path) -> None:

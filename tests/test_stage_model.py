@@ -317,41 +317,103 @@ def test_no_string_key_reads_of_stage_evidence() -> None:
     assert found == {}
 
 
+class _FakeNotebooks:
+    """`runner._execute_all`'s `execute`: records which notebooks were started (in the runner's thread) and
+    which ran at the same time; each writes its stage's record with the status `outcome` gives it."""
+
+    def __init__(self, run: RunDir, outcome: dict[str, str], seconds: float = 0.0) -> None:
+        import threading
+
+        self.run, self.outcome, self.seconds = run, outcome, seconds
+        self.started: list[str] = []
+        self.running: set[str] = set()
+        self.overlaps: set[frozenset[str]] = set()
+        self.lock = threading.Lock()
+
+    def __call__(self, name: str):
+        import time
+
+        from neuronkit.workbook import runner
+
+        self.started.append(name[:2])
+
+        def work() -> runner.NotebookRun:
+            with self.lock:
+                self.overlaps.update(frozenset({name[:2], other}) for other in self.running)
+                self.running.add(name[:2])
+            time.sleep(self.seconds)
+            stage = next(s.name for s in WORKBOOK if s.ipynb == name)
+            status = self.outcome.get(stage, "pass")
+            if status != "error":
+                self.run.write(StageResult(stage, status, f"{stage}: logits differ" if stage == "eager" else "ok"))
+            error = "RuntimeError: boom\nTraceback ...\nRuntimeError: boom" if status == "error" else None
+            with self.lock:
+                self.running.discard(name[:2])
+            return runner.NotebookRun(name, "error" if error else "ok", 0.1, self.run.path / name, error)
+        return work
+
+
+def _execute_all(run: RunDir, notebooks: _FakeNotebooks, side_by_side: bool = True) -> tuple[list, list[str]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from neuronkit.workbook import runner
+
+    lines: list[str] = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return runner._execute_all(run, notebooks, lines.append, pool, side_by_side), lines
+
+
 def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_path: Path) -> None:
     """`neuronkit run`'s stage loop: a notebook whose required stage did not pass is not executed (its copy
     cells would run on what failed) and its stage is `skipped: eager failed`; the audit, which needs only
     the environment, still runs after eager's notebook itself failed."""
-    from neuronkit.workbook import runner
-
     run = RunDir(tmp_path)
-    outcome = {"environment": "pass", "cpu_baseline": "pass", "eager": "fail", "audit": "pass"}
-    executed: list[str] = []
-
-    def execute(name: str) -> runner.NotebookRun:
-        executed.append(name)
-        stage = next((s.name for s in WORKBOOK if s.ipynb == name), None)
-        if stage is not None and outcome[stage] != "error":
-            run.write(StageResult(stage, outcome[stage], f"{stage}: logits differ" if stage == "eager" else "ok"))
-        error = "RuntimeError: boom\nTraceback ...\nRuntimeError: boom" if outcome.get(stage) == "error" else None
-        nb = runner.NotebookRun(name, "error" if error else "ok", 0.1, tmp_path / name, error)
-        result.notebooks.append(nb)
-        return nb
-
-    result, lines = runner.WorkbookResult(tmp_path), []
-    runner._execute_all(run, result, execute, lines.append)
-    assert [name[:2] for name in executed] == ["00", "01", "02", "03", "06"]
+    notebooks = _FakeNotebooks(run, {"eager": "fail"})
+    ran, lines = _execute_all(run, notebooks)
+    assert sorted(notebooks.started) == ["00", "01", "02", "03"]
     for stage in ("compile", "profile"):
         record = run.read(stage)
         assert record.status == "skipped" and record.summary == "eager failed (fail: eager: logits differ)"
     assert lines[4] == "[5/7] 04_compile.ipynb           skipped: eager failed (fail: eager: logits differ)"
-    assert [nb.status for nb in result.notebooks] == ["pass", "pass", "fail", "pass", "skipped", "skipped", "ok"]
+    assert [nb.status for nb in ran] == ["pass", "pass", "fail", "pass", "skipped", "skipped"]
 
-    outcome["eager"] = "error"  # eager's notebook raised: its stage is `error`, the audit still runs
+    notebooks.outcome["eager"] = "error"  # eager's notebook raised: its stage is `error`, the audit still runs
     run.stage_path("eager").unlink()
-    executed.clear()
-    result, lines = runner.WorkbookResult(tmp_path), []
-    runner._execute_all(run, result, execute, lines.append)
+    notebooks.started.clear()
+    _execute_all(run, notebooks)
     eager = run.read("eager")
     assert eager.status == "error" and eager.error.splitlines()[-1] == "RuntimeError: boom"  # what the verdict quotes
-    assert run.read("audit").status == "pass" and "03_op_audit.ipynb" in executed
+    assert run.read("audit").status == "pass" and "03" in notebooks.started
     assert run.read("profile").summary == "eager failed (error: notebook 02_eager_on_neuron.ipynb failed: RuntimeError: boom)"
+
+
+def test_the_runner_runs_stages_that_do_not_require_each_other_side_by_side(tmp_path: Path) -> None:
+    """Each notebook starts once the stages it requires have ended: the audit beside the CPU baseline and
+    eager, profiling beside compile; two that hold the model only when two copies fit the memory budget
+    (`side_by_side`). The progress lines keep the stages' order whichever ends first."""
+    notebooks = _FakeNotebooks(RunDir(tmp_path / "both"), {}, seconds=0.2)
+    ran, lines = _execute_all(notebooks.run, notebooks, side_by_side=True)
+    assert notebooks.started == ["00", "01", "03", "02", "04", "05"]  # 03 needs only 00; 04 and 05 need 02
+    assert {frozenset({"01", "03"}), frozenset({"04", "05"})} <= notebooks.overlaps
+    assert not any("00" in pair for pair in notebooks.overlaps)
+    assert [line.split()[0] for line in lines] == [f"[{n}/7]" for n in range(1, 7)]
+    assert [nb.status for nb in ran] == ["pass"] * 6
+
+    notebooks = _FakeNotebooks(RunDir(tmp_path / "one"), {}, seconds=0.2)
+    _execute_all(notebooks.run, notebooks, side_by_side=False)  # the audit, which holds no weights, still overlaps
+    assert frozenset({"01", "03"}) in notebooks.overlaps and frozenset({"04", "05"}) not in notebooks.overlaps
+
+
+def test_two_stages_hold_the_model_side_by_side_only_when_two_copies_fit_the_budget(monkeypatch) -> None:
+    """`preflight`'s answer: the bundled model fits twice over; with a budget below two copies of it, the
+    stages that run the model take turns."""
+    import torch
+
+    from neuronkit import slicing
+    from neuronkit.models import load_config
+    from neuronkit.workbook import runner
+
+    assert runner.preflight("tiny-qwen3", 16, 1) is True
+    need = slicing.need_bytes(load_config("tiny-qwen3"), torch.float32, sliced=False)
+    monkeypatch.setattr(slicing, "memory_budget", lambda available=None: 2 * need - 1)
+    assert runner.preflight("tiny-qwen3", 16, 1) is False

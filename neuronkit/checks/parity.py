@@ -661,12 +661,16 @@ def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
 def _recompiles(s: _Session, compiled: torch.nn.Module,
                 count_graphs: Callable[[], int]) -> tuple[int | None, list[dict[str, list[int]]] | None]:
     """Call the compiled model with a second input shape: the graphs it compiles (§3: static shapes, one
-    compilation per shape) and the two shapes (None, None when the inputs have no second shape)."""
+    compilation per shape) and the two shapes (None, None when the inputs have no second shape).
+
+    The call runs forward only, without autograd: Dynamo traces and compiles one graph per frame whatever the
+    grad mode, and the probe counts those; a training call would also have AOTAutograd trace each graph's
+    backward (a third of the probe's time on the bundled model) for a step nobody takes."""
     other = _other_shape(s.neuron_inputs, sequence=example.varies_sequence(s.neuron_inputs))
     if other is None:
         return None, None
     before = count_graphs()
-    with s.device_mode():
+    with s.device_mode(), torch.no_grad():
         call(compiled, other, **s.extra)
     return count_graphs() - before, [_shapes(s.neuron_inputs), _shapes(other)]
 

@@ -11,7 +11,19 @@ controls.
 
 from __future__ import annotations
 
-from neuronkit.workbook.params import DTYPES, Params, parameters
-from neuronkit.workbook.runner import NOTEBOOKS, WorkbookResult, run_workbook
+import importlib
+from typing import Any
 
-__all__ = ["DTYPES", "NOTEBOOKS", "Params", "WorkbookResult", "parameters", "run_workbook"]
+# Resolved on first use, so that `neuronkit.workbook.kernel` and `.zygote` import without torch (the
+# `neuronkit` command starts the fork server before it imports torch: neuronkit/__init__.py).
+_EXPORTS = {"DTYPES": "params", "Params": "params", "parameters": "params", "NOTEBOOKS": "runner",
+            "WorkbookResult": "runner", "run_workbook": "runner"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'neuronkit.workbook' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"neuronkit.workbook.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

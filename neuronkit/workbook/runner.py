@@ -2,9 +2,12 @@
 
 Each notebook runs in a fresh `neuronkit` kernel with the notebooks folder as its working directory,
 and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails, its stage gets an
-`error` record. A stage notebook runs only when the stages it requires (neuronkit/data/stages.toml)
-passed or warned; otherwise it is not executed and its stage gets a `skipped` record naming the first
-of them that did not (`eager failed (fail: ...)`). The report is rendered whatever happened.
+`error` record. A stage notebook runs once the stages it requires (neuronkit/data/stages.toml) have
+ended, and only when they passed or warned; otherwise it is not executed and its stage gets a `skipped`
+record naming the first of them that did not (`eager failed (fail: ...)`). Stages that do not require each
+other run side by side on a machine with two cores (the op audit beside the CPU baseline and eager parity,
+profiling beside compile), two that hold the model only when two copies fit the memory budget. The report
+notebook runs last and is rendered whatever happened.
 
 A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
 `start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +31,7 @@ from neuronkit.resources import notebooks_dir
 from neuronkit.run_config import DEFAULTS
 from neuronkit.stages import RunDir, StageResult, now
 from neuronkit.workbook.flow import blocked_by, skip
-from neuronkit.workbook.kernel import KERNEL_NAME, KernelStarter, ensure_kernel, shutdown
+from neuronkit.workbook.kernel import KERNEL_ENV, KERNEL_NAME, KernelStarter, ensure_kernel, kernel_env, shutdown
 from neuronkit.workbook.params import check_declared_types, parameters as validate
 
 # The stage notebooks in order (neuronkit/data/stages.toml), then the report notebook, which writes no record.
@@ -41,11 +45,6 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=CRITICAL"]
 # Seconds one cell may run (the bundled models' slowest takes ~10 s) and a kernel may take to start.
 CELL_TIMEOUT_S = 600
 START_TIMEOUT_S = 120
-# OMP_WAIT_POLICY=PASSIVE: torch's OpenMP threads sleep between parallel regions instead of spinning; on a
-# busy machine spinning threads starve each other (an 8-step CPU training loop of the bundled model: 4.7 s
-# spinning, 0.1 s passive, at load average 5 on 2 cores). Host timing only; no result changes.
-KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-              "TQDM_DISABLE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass
@@ -103,7 +102,7 @@ def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = 
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
     # The kernels' starter first: a fork server's imports (seconds) overlap this process's checks and imports.
-    starter = KernelStarter(kernels, kernel_name, {**KERNEL_ENV, **os.environ})
+    starter = KernelStarter(kernels, kernel_name, kernel_env())
     try:
         return _run(model, out, dtype, seq_len, batch_size, parameters, notebooks, kernel_name, cell_timeout,
                     start_timeout, overwrite, random_weights, log, starter, layers, full_model)
@@ -122,7 +121,7 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     folder = Path(notebooks) if notebooks is not None else notebooks_dir()
     params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
                       batch_size=batch_size, layers=layers, full_model=full_model)
-    preflight(params.model, seq_len, batch_size, random_weights, layers, full_model, params.dtype)
+    side_by_side = preflight(params.model, seq_len, batch_size, random_weights, layers, full_model, params.dtype)
     values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
     values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
@@ -150,21 +149,26 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     with _kernel_environment():
         # Every check above has passed: only now do kernels start (each one notebook ahead unless cold).
         starter.start(str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS))
+        pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="notebook")
         try:
-            def execute(name: str) -> NotebookRun:
+            def execute(name: str) -> Callable[[], NotebookRun]:
+                """Take `name`'s kernel here; the returned call executes the notebook (on a pool thread)."""
                 own = {k: v for k, v in values.items() if k in declared[name]}
                 km = starter.take()
-                try:
-                    nb = _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
-                finally:
-                    if km is not None:
-                        shutdown(km)
-                result.notebooks.append(nb)
-                return nb
 
-            _execute_all(run, result, execute, log)
+                def work() -> NotebookRun:
+                    try:
+                        return _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
+                    finally:
+                        if km is not None:
+                            shutdown(km)
+                return work
+
+            result.notebooks.extend(_execute_all(run, execute, log, pool, side_by_side))
+            result.notebooks.append(pool.submit(execute(REPORT_NOTEBOOK)).result())
         finally:
-            starter.close()
+            starter.close()  # kills any kernel still running, so the pool's threads end at once
+            pool.shutdown(cancel_futures=True)
     nb = result.notebooks[-1]
     log(_line(len(result.notebooks), nb))
     if nb.error:
@@ -176,36 +180,65 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     return result
 
 
-def _execute_all(run: RunDir, result: WorkbookResult, execute: Callable[[str], NotebookRun],
-                 log: Callable[[str], None]) -> None:
-    """The stage notebooks in order, then the report notebook. A stage whose required stages did not all
-    pass or warn is not executed (its cells would run on what failed): it gets a `skipped` record naming
-    the cause, the stage model's decision (`flow.blocked_by`), as a notebook run by hand records it."""
-    for stage in pipeline.WORKBOOK:
-        reason = blocked_by(run, stage.name)
-        if reason:
-            skip(run, stage.name, reason)
-            nb = NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
-            result.notebooks.append(nb)
-        else:
-            nb = execute(stage.ipynb)
-            if nb.error is None:
-                nb.status = _status(run, stage.name)
-            else:
-                _record_failure(run, stage.name, nb)
-        log(_line(len(result.notebooks), nb))
-    execute(REPORT_NOTEBOOK)
+def _execute_all(run: RunDir, execute: Callable[[str], Callable[[], NotebookRun]], log: Callable[[str], None],
+                 pool: ThreadPoolExecutor, side_by_side: bool) -> list[NotebookRun]:
+    """Execute the stage notebooks, each once the stages it requires have ended, and return how each went
+    in stage order (the progress lines come in that order too).
+
+    A stage whose required stages did not all pass or warn is not executed (its cells would run on what
+    failed): it gets a `skipped` record naming the cause, the stage model's decision (`flow.blocked_by`), as
+    a notebook run by hand records it. Stages that do not require each other run side by side on two cores
+    (the audit beside the CPU baseline and eager, profiling beside compile), at most one of them running the
+    model unless `side_by_side` (two copies of the model fit the memory budget)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    lanes = 2 if cores >= 2 else 1
+    waiting, ended = list(pipeline.WORKBOOK), {}
+    running: dict[Future, pipeline.Stage] = {}
+    logged = 0
+    while waiting or running:
+        started = True
+        while started:  # a stage skipped just now may make another one ready (it is skipped in turn)
+            started = False
+            for stage in [s for s in waiting if all(r in ended for r in s.requires)]:
+                reason = blocked_by(run, stage.name)
+                if reason:
+                    skip(run, stage.name, reason)
+                    ended[stage.name] = NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
+                elif len(running) >= lanes or (stage.runs_model and not side_by_side
+                                               and any(s.runs_model for s in running.values())):
+                    continue
+                else:
+                    running[pool.submit(execute(stage.ipynb))] = stage
+                waiting.remove(stage)
+                started = True
+        if running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                stage = running.pop(future)
+                nb = ended[stage.name] = future.result()
+                if nb.error is None:
+                    nb.status = _status(run, stage.name)
+                else:
+                    _record_failure(run, stage.name, nb)
+        elif waiting:
+            raise RuntimeError(f"stages {[s.name for s in waiting]} require stages that never run (stages.toml)")
+        while logged < len(pipeline.WORKBOOK) and pipeline.WORKBOOK[logged].name in ended:
+            logged += 1
+            log(_line(logged, ended[pipeline.WORKBOOK[logged - 1].name]))
+    return [ended[stage.name] for stage in pipeline.WORKBOOK]
 
 
 def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False, layers: int = 0,
-              full_model: bool = False, dtype: str = "float32") -> None:
+              full_model: bool = False, dtype: str = "float32") -> bool:
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
     readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
-    that loads, an input recipe for its architecture, and a model or layer slice that fits the budget."""
+    that loads, an input recipe for its architecture, and a model or layer slice that fits the budget.
+    Returns whether two stages may hold the model (or slice) side by side: twice its copies fit the budget."""
     from neuronkit import inputs, models, slicing
 
     config = models.load_config(model)
-    slicing.plan(config, layers=layers or None, full_model=full_model, dtype=models.as_dtype(dtype))
+    torch_dtype = models.as_dtype(dtype)
+    ran, piece = slicing.plan(config, layers=layers or None, full_model=full_model, dtype=torch_dtype)
     if random_weights:
         models.num_parameters(config)  # the class builds from this config
     elif not models.has_weights(model):
@@ -217,6 +250,7 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
         models.check_shapes(model)
     inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
                           processor=inputs.processor_config(model))
+    return 2 * slicing.need_bytes(ran, torch_dtype, sliced=not piece.full_model) <= slicing.memory_budget()
 
 
 def _empty_run_dir(path: Path, overwrite: bool) -> None:

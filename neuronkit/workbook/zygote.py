@@ -48,6 +48,14 @@ from neuronkit.workbook.kernel_launcher import HEADER
 # (numpy's OpenBLAS starts a thread pool too, and joins it before any fork, in its own atfork handler.)
 IMPORTS = ("torch", "transformers", "matplotlib.pyplot", "neuronkit.models", "neuronkit.workbook.display",
            "neuronkit.workbook.lesson", "ipykernel.kernelapp", "ipykernel.ipkernel")
+# What the stage notebooks import besides (seconds each: AOTAutograd, the check's steps, the report's renderer),
+# imported one module at a time while the server has no request waiting, so the first kernels are not kept
+# waiting for them and every kernel forked later has them. The same rules as IMPORTS: not profiling (it
+# imports pandas), nor ipywidgets (it registers with the shell that exists when it is imported).
+IDLE_IMPORTS = ("torch._functorch.aot_autograd", "transformers.modeling_layers", "transformers.masking_utils",
+                "neuronkit.workbook.loading", "neuronkit.checks.parity", "neuronkit.workbook.cpu_baseline",
+                "neuronkit.workbook.eager", "neuronkit.workbook.audit", "neuronkit.workbook.torch_compile",
+                "torch._inductor.debug", "neuronkit.reporting.render")
 # Variables that may differ between the server and a kernel: jupyter_client's per-kernel ones (parent pid,
 # session, interrupt event), and ones read only when used, never at import: torch writes its default
 # TORCHINDUCTOR_CACHE_DIR into the environment at first use (torch/_inductor/runtime/cache_dir_utils.py),
@@ -125,6 +133,17 @@ def _preload() -> None:
         importlib.import_module(module)
 
 
+def _import_one(pending: list[str]) -> None:
+    """Import the first of `pending` (IDLE_IMPORTS left). One that fails is left to the kernel that
+    needs it, which then raises its error in its own notebook."""
+    import importlib
+
+    try:
+        importlib.import_module(pending.pop(0))
+    except Exception:  # noqa: BLE001 - the notebook importing it reports it
+        pass
+
+
 def _receive(conn: socket.socket) -> dict[str, Any] | None:
     """One launcher's request: argv, cwd, env, and its stdin/stdout/stderr as `fds`; None if malformed."""
     try:
@@ -165,7 +184,7 @@ def threads() -> int:
 AT_FORK: list[int] = []
 
 
-def _differences(imported_under: dict[str, str], env: dict[str, str]) -> list[str]:
+def differences(imported_under: dict[str, str], env: dict[str, str]) -> list[str]:
     """Variables, other than the per-kernel ones, that a kernel's environment sets differently."""
     keys = {*imported_under, *env}
     return sorted(k for k in keys if not k.startswith(MAY_DIFFER) and imported_under.get(k) != env.get(k))
@@ -179,14 +198,18 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     kernels: dict[int, socket.socket | None] = {}  # kernel pid -> its launcher's connection
+    pending = list(IDLE_IMPORTS)
     while not stopping and os.getppid() == parent:
-        for key, _ in selector.select(POLL_S):
+        events = selector.select(0 if pending else POLL_S)
+        if not events and pending:
+            _import_one(pending)
+        for key, _ in events:
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 conn.settimeout(REQUEST_TIMEOUT_S)
                 request = _receive(conn)
                 conn.settimeout(None)
-                differ = _differences(imported_under, request["env"]) if request else []
+                differ = differences(imported_under, request["env"]) if request else []
                 if request is None or differ:
                     for fd in request["fds"] if request else []:
                         os.close(fd)
