@@ -37,7 +37,7 @@ def torchrun_command(scenarios: list[str], out: Path, nproc: int, port: int, nno
             *scenarios]
 
 
-TRAINING = frozenset({"ddp", "fsdp2", "tp", "fsdp2_tp"})  # the scenarios that train `model`
+TRAINING = frozenset({"ddp", "fsdp2", "tp"})  # the scenarios that train `model`
 TRAIN_BUDGET = 1 << 30  # float32 parameter bytes: every rank and the CPU reference hold a copy and its grads
 
 
