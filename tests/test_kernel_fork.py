@@ -45,7 +45,7 @@ ENV = {**KERNEL_ENV, **os.environ}
 @pytest.fixture(scope="module")
 def server():
     """One fork server for the module, importing under the kernels' environment as the runner does."""
-    started = zygote.ForkServer(kernel.KERNEL_NAME, kernel.DISPLAY_NAME, ENV)
+    started = zygote.ForkServer(kernel.KERNEL_NAME, kernel.DISPLAY_NAME, ENV, stage_modules=True)
     yield started
     started.close()
 
@@ -260,7 +260,7 @@ def test_the_console_script_python_forks_kernels_of_its_own_environment(monkeypa
 
 
 def test_kernels_forked_once_the_server_is_idle_have_the_stage_modules(server) -> None:
-    """While no kernel is asked for, the server imports what the stage notebooks import besides
+    """While no kernel is asked for, a workbook run's server imports what the stage notebooks import besides
     (zygote.IDLE_IMPORTS: AOTAutograd, the check's steps, the report's renderer), one module at a time; a
     kernel forked after that has them, and the server still forks with one thread."""
     code = ("import json, sys; from neuronkit.workbook import zygote; "
@@ -307,14 +307,14 @@ def test_the_run_command_starts_its_fork_server_before_it_imports_torch() -> Non
 def test_the_console_script_exits_with_the_commands_code_and_its_line(tmp_path: Path) -> None:
     """`neuronkit` exits without tearing the interpreter down (`cli.console`), with main's exit code and its
     one-line error flushed; the fork server `run` started early is stopped with it."""
-    script = ("import sys; sys.argv[:] = ['/env/bin/neuronkit', 'run', sys.argv[1], '--out', sys.argv[2]]; "
-              "from neuronkit.cli import console; console()")
+    script = ("import sys; sys.argv[:] = ['/env/bin/neuronkit', 'run', sys.argv[1], '--out', sys.argv[2], "
+              "'--cell-timeout', '0']; from neuronkit.cli import console; console()")
     short = Path(tempfile.mkdtemp(prefix="nk"))  # the server's unix socket lives under TMPDIR: a short path
     try:
         proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "missing"), str(tmp_path / "run")],
                               capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(short)})
         assert proc.returncode == 2, proc.stderr[-2000:]
-        assert proc.stderr.strip().splitlines()[-1].startswith("neuronkit run: error: bad workbook parameters: model: ")
+        assert proc.stderr.strip().splitlines()[-1].startswith("neuronkit run: error: cell_timeout must be a positive")
         assert list(short.iterdir()) == []  # the server's directory (socket, kernelspec) is gone with it
     finally:
         shutil.rmtree(short, ignore_errors=True)

@@ -69,7 +69,7 @@ def start_early(argv: list[str]) -> None:
     known, _ = early.parse_known_args(argv)
     if known.kernels == "fork" and known.kernel not in _EARLY:
         env = kernel_env()
-        server = fork_server(known.kernel, env)
+        server = fork_server(known.kernel, env, stage_modules=True)
         if server is not None:
             _EARLY[known.kernel] = (env, server)
             atexit.register(_close_early)
@@ -82,16 +82,17 @@ def _close_early() -> None:
         server.close()
 
 
-def fork_server(name: str, env: dict[str, str]) -> Any:
+def fork_server(name: str, env: dict[str, str], stage_modules: bool = False) -> Any:
     """A started fork server (`neuronkit.workbook.zygote.ForkServer`) for kernel `name`, importing under
     environment `env` (the kernels' own), or None where kernels cannot fork or `name` is another
-    interpreter's kernel (the fork server can only fork this one)."""
+    interpreter's kernel (the fork server can only fork this one). `stage_modules`: it also imports what the
+    stage notebooks import, while idle (a workbook run's kernels)."""
     from neuronkit.workbook import zygote
 
     if not zygote.available() or not _runs_this_python(name):
         return None
     try:
-        return zygote.ForkServer(name, DISPLAY_NAME, env)
+        return zygote.ForkServer(name, DISPLAY_NAME, env, stage_modules)
     except OSError:  # e.g. a TMPDIR too long for a unix socket's path: warm kernels serve instead
         return None
 
@@ -130,7 +131,7 @@ class KernelStarter:
         if mode not in KERNEL_MODES:
             raise NeuronkitInputError(f"kernels must be one of {', '.join(KERNEL_MODES)}, got {mode!r}")
         self.mode, self._name = mode, name
-        self._server = (_adopt_early(name, env) or fork_server(name, env)) if mode == "fork" else None
+        self._server = (_adopt_early(name, env) or fork_server(name, env, stage_modules=True)) if mode == "fork" else None
         self._warm: WarmKernels | None = None
 
     def start(self, cwd: str, arguments: list[str], count: int) -> None:

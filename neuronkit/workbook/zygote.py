@@ -49,9 +49,10 @@ from neuronkit.workbook.kernel_launcher import HEADER
 IMPORTS = ("torch", "transformers", "matplotlib.pyplot", "neuronkit.models", "neuronkit.workbook.display",
            "neuronkit.workbook.lesson", "ipykernel.kernelapp", "ipykernel.ipkernel")
 # What the stage notebooks import besides (seconds each: AOTAutograd, the check's steps, the report's renderer),
-# imported one module at a time while the server has no request waiting, so the first kernels are not kept
-# waiting for them and every kernel forked later has them. The same rules as IMPORTS: not profiling (it
-# imports pandas), nor ipywidgets (it registers with the shell that exists when it is imported).
+# imported by a workbook run's server (`stage_modules`) one module at a time while it has no request waiting,
+# so the first kernels are not kept waiting for them and every kernel forked later has them. The same rules
+# as IMPORTS: not profiling (it imports pandas), nor ipywidgets (it registers with the shell that exists
+# when it is imported).
 IDLE_IMPORTS = ("torch._functorch.aot_autograd", "transformers.modeling_layers", "transformers.masking_utils",
                 "neuronkit.workbook.loading", "neuronkit.checks.parity", "neuronkit.workbook.cpu_baseline",
                 "neuronkit.workbook.eager", "neuronkit.workbook.audit", "neuronkit.workbook.torch_compile",
@@ -78,7 +79,7 @@ class ForkServer:
     kernel `name` (this interpreter, launched through the server); the server imports under environment
     `env`, which should be the kernels' own (it declines kernels with another); `close()` stops it."""
 
-    def __init__(self, name: str, display_name: str, env: dict[str, str]) -> None:
+    def __init__(self, name: str, display_name: str, env: dict[str, str], stage_modules: bool = False) -> None:
         from jupyter_client.kernelspec import KernelSpecManager
 
         self._dir = Path(tempfile.mkdtemp(prefix="neuronkit-kernels-"))
@@ -104,7 +105,8 @@ class ForkServer:
         # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
             self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote",
-                                              str(listener.fileno()), str(self._dir), str(os.getpid())],
+                                              str(listener.fileno()), str(self._dir), str(os.getpid()),
+                                              *(["--stage-modules"] if stage_modules else [])],
                                              pass_fds=[listener.fileno()],
                                              stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
                                              start_new_session=True)
@@ -121,16 +123,20 @@ class ForkServer:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def _preload() -> None:
+def _preload(parent: int) -> bool:
     """Import IMPORTS as a kernel would see them: the cwd out of sys.path (ipykernel_launcher does the
-    same), matplotlib's inline backend chosen."""
+    same), matplotlib's inline backend chosen. False as soon as process `parent` is gone (seconds of
+    imports for a runner that stopped meanwhile, e.g. on bad input)."""
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     import importlib
 
     for module in IMPORTS:
+        if os.getppid() != parent:
+            return False
         importlib.import_module(module)
+    return True
 
 
 def _import_one(pending: list[str]) -> None:
@@ -190,15 +196,17 @@ def differences(imported_under: dict[str, str], env: dict[str, str]) -> list[str
     return sorted(k for k in keys if not k.startswith(MAY_DIFFER) and imported_under.get(k) != env.get(k))
 
 
-def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int) -> dict[str, Any] | None:
-    """Fork a kernel per request until told to stop or orphaned (process `parent` gone); returns the
-    request in a forked child, None in the server when it is done."""
+def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
+           idle_imports: tuple[str, ...]) -> dict[str, Any] | None:
+    """Fork a kernel per request until told to stop or orphaned (process `parent` gone), importing
+    `idle_imports` while no request waits; returns the request in a forked child, None in the server when
+    it is done."""
     stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     kernels: dict[int, socket.socket | None] = {}  # kernel pid -> its launcher's connection
-    pending = list(IDLE_IMPORTS)
+    pending = list(idle_imports)
     while not stopping and os.getppid() == parent:
         events = selector.select(0 if pending else POLL_S)
         if not events and pending:
@@ -310,12 +318,14 @@ def main(argv: list[str]) -> int:
     before this process started, so connections have queued meanwhile); when done, remove directory
     argv[1] (socket and kernelspec), which a runner killed outright could not. The runner's pid is argv[2],
     not this process's parent as it reads at start-up: a runner gone before then would leave it orphaned
-    from the start, and it would serve forever."""
+    from the start, and it would serve forever. `--stage-modules`: import IDLE_IMPORTS while idle (a
+    workbook run's server, whose later kernels run the stage notebooks)."""
     imported_under, parent = dict(os.environ), int(argv[2])
     listener = socket.socket(fileno=int(argv[0]))
-    _preload()
-    os.register_at_fork(after_in_parent=lambda: AT_FORK.append(threads()))
-    request = _serve(listener, imported_under, parent)
+    request = None
+    if _preload(parent):
+        os.register_at_fork(after_in_parent=lambda: AT_FORK.append(threads()))
+        request = _serve(listener, imported_under, parent, IDLE_IMPORTS if "--stage-modules" in argv else ())
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
         shutil.rmtree(argv[1], ignore_errors=True)
         sys.stdout.flush()
