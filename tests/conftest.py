@@ -135,10 +135,15 @@ def pytest_itemcollected(item: pytest.Item) -> None:
             item.add_marker(pytest.mark.xdist_group(name))
 
 
+# Modules of in-process checks that take 5-25 s a test (whole models through every stage): first too.
+LONG_MODULES = ("test_more_architectures", "test_zoo")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules with notebook executions or fresh processes first, so that no long test starts last
-    while the other worker idles (whole modules move: their fixtures are still built once)."""
-    heavy = {item.module for item in items if item.get_closest_marker("notebooks") or item.get_closest_marker("subprocess")}
+    """The modules with notebook executions, fresh processes or whole-model checks first, so that no long
+    test starts last while the other worker idles (whole modules move: their fixtures are still built once)."""
+    heavy = {item.module for item in items if item.get_closest_marker("notebooks") or item.get_closest_marker("subprocess")
+             or item.module.__name__.rpartition(".")[2] in LONG_MODULES}
     items.sort(key=lambda item: item.module not in heavy)
 
 
