@@ -279,6 +279,28 @@ def test_kernels_forked_once_the_server_is_idle_have_the_stage_modules(server) -
     assert os.listdir(f"/proc/{_server_pid(server)}/task") == [str(_server_pid(server))]
 
 
+def test_the_first_warm_kernel_preloads_nothing_and_the_ones_ahead_preload(server) -> None:
+    """The kernel of the first notebook, which no notebook runs before, starts without PRELOAD (notebook 00
+    would wait for pandas it never imports); a kernel started ahead imports PRELOAD while the one before works."""
+    warm = kernel.WarmKernels(kernel.KERNEL_NAME, tempfile.gettempdir(), [], count=2,
+                              kernel_spec_manager=server.kernel_spec_manager)
+    seen = []
+    try:
+        for _ in range(2):
+            km = warm.take()
+            kc = km.blocking_client()
+            kc.start_channels()
+            try:
+                kc.wait_for_ready(timeout=120)
+                seen.append(_run(kc, "import sys; print('pandas' in sys.modules)")[0].strip())
+            finally:
+                kc.stop_channels()
+                kernel.shutdown(km)
+    finally:
+        warm.close()
+    assert seen == ["False", "True"]
+
+
 EARLY = """
 import json, sys
 sys.argv[0] = "/env/bin/neuronkit"  # the console script

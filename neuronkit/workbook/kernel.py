@@ -172,6 +172,8 @@ def _adopt_early(name: str, env: dict[str, str]) -> Any:
 class WarmKernels:
     """Kernels started one notebook ahead: while notebook N runs, notebook N+1's kernel starts and
     imports PRELOAD, so the workbook pays kernel start-up and imports mostly in parallel with the work.
+    The first kernel, which no notebook runs before, preloads nothing: its notebook would wait for imports
+    it may not need (notebook 00 imports no pandas), and imports what it does need itself.
 
     `take()` returns the next started kernel manager (the caller shuts it down with `shutdown` when its
     notebook is done) and keeps `ahead` more started; `close()` shuts down any kernel never taken.
@@ -179,18 +181,19 @@ class WarmKernels:
 
     def __init__(self, name: str, cwd: str, arguments: list[str], count: int, ahead: int = 1,
                  kernel_spec_manager: Any = None) -> None:
-        self._name, self._cwd, self._arguments = name, cwd, [*arguments, f"--IPKernelApp.exec_lines={PRELOAD}"]
+        self._name, self._cwd, self._arguments = name, cwd, arguments
         self._remaining, self._ahead, self._specs = count, ahead, kernel_spec_manager
         self._ready: list[Any] = []
-        for _ in range(min(ahead + 1, count)):  # the first notebook's kernel and the ones ahead of it
-            self._start()
+        for n in range(min(ahead + 1, count)):  # the first notebook's kernel and the ones ahead of it
+            self._start(preload=n > 0)
 
-    def _start(self) -> None:
+    def _start(self, preload: bool = True) -> None:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
         km = AsyncKernelManager(kernel_name=self._name, **({"kernel_spec_manager": self._specs} if self._specs else {}))
-        run_sync(km.start_kernel)(extra_arguments=self._arguments, cwd=self._cwd)
+        arguments = [*self._arguments, f"--IPKernelApp.exec_lines={PRELOAD}"] if preload else self._arguments
+        run_sync(km.start_kernel)(extra_arguments=arguments, cwd=self._cwd)
         self._ready.append(km)
         self._remaining -= 1
 
