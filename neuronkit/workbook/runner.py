@@ -6,8 +6,8 @@ and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails
 ended, and only when they passed or warned; otherwise it is not executed and its stage gets a `skipped`
 record naming the first of them that did not (`eager failed (fail: ...)`). Stages that do not require each
 other run side by side on a machine with two cores (the op audit beside the CPU baseline and eager parity,
-profiling beside compile), two that hold the model only when two copies fit the memory budget. The report
-notebook runs last and is rendered whatever happened.
+profiling beside compile) when two copies of the model fit the memory budget; a large checkpoint's stages
+take turns. The report notebook runs last and is rendered whatever happened.
 
 A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
 `start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
@@ -188,10 +188,11 @@ def _execute_all(run: RunDir, execute: Callable[[str], Callable[[], NotebookRun]
     A stage whose required stages did not all pass or warn is not executed (its cells would run on what
     failed): it gets a `skipped` record naming the cause, the stage model's decision (`flow.blocked_by`), as
     a notebook run by hand records it. Stages that do not require each other run side by side on two cores
-    (the audit beside the CPU baseline and eager, profiling beside compile), at most one of them running the
-    model unless `side_by_side` (two copies of the model fit the memory budget)."""
+    (the audit beside the CPU baseline and eager, profiling beside compile) when `side_by_side` (two copies
+    of the model fit the memory budget); otherwise one at a time, in stage order, within the budget the
+    layer slice was chosen for."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    lanes = 2 if cores >= 2 else 1
+    lanes = 2 if cores >= 2 and side_by_side else 1
     waiting, ended = list(pipeline.WORKBOOK), {}
     running: dict[Future, pipeline.Stage] = {}
     logged = 0
@@ -204,8 +205,7 @@ def _execute_all(run: RunDir, execute: Callable[[str], Callable[[], NotebookRun]
                 if reason:
                     skip(run, stage.name, reason)
                     ended[stage.name] = NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
-                elif len(running) >= lanes or (stage.runs_model and not side_by_side
-                                               and any(s.runs_model for s in running.values())):
+                elif len(running) >= lanes:
                     continue
                 else:
                     running[pool.submit(execute(stage.ipynb))] = stage
