@@ -166,18 +166,31 @@ def run_python(tmp_path):
 class ForkedPython:
     """Snippets run in forks of one process that imported torch without its device (tests/fork_server.py): each
     child loads the device as `import torch` would and creates its state afresh, reading the variables it was
-    given, without paying torch's import (~3 CPU-s) again. The server is started on first use."""
+    given, without paying torch's import (~3 CPU-s) again. The server is started on first use.
+
+    `env()` is the environment the server started with, which snippets extend: the test process's own changes
+    since (transformers' generate() sets TOKENIZERS_PARALLELISM in it) would otherwise make the server refuse
+    a snippet depending on which tests ran before it on this worker."""
 
     def __init__(self) -> None:
         self._server: subprocess.Popen | None = None
+        self._env: dict[str, str] = {}
         self._pending = b""
 
-    def run(self, code: str, env: dict[str, str], cwd: Path, folder: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-        """`code` run with environment `env` in `cwd`; its output is kept in `folder`. As `subprocess.run` would
-        return it (text output); a snippet the server refuses (a start-up variable) is an error of the test."""
+    def env(self) -> dict[str, str]:
+        """The server's environment (a copy), starting it first if it has not started."""
         if self._server is None:
+            self._env = dict(os.environ)
             self._server = subprocess.Popen([sys.executable, "-c", (ROOT / "tests" / "fork_server.py").read_text()],
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, cwd=ROOT)
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, cwd=ROOT,
+                                            env=self._env)
+        return dict(self._env)
+
+    def run(self, code: str, env: dict[str, str], cwd: Path, folder: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+        """`code` run with environment `env` (best `env()` extended) in `cwd`; its output is kept in `folder`. As
+        `subprocess.run` would return it (text output); a snippet the server refuses (a start-up variable) is
+        an error of the test."""
+        self.env()
         out, err = folder / "forked.stdout", folder / "forked.stderr"
         request = {"code": code, "env": env, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
         self._server.stdin.write(json.dumps(request).encode() + b"\n")
@@ -226,7 +239,7 @@ def forked_python(_fork_server, tmp_path):
 
     def run(code: str, env: dict[str, str] | None = None, check: bool = True,
             cwd: Path = ROOT) -> subprocess.CompletedProcess:
-        full_env = {**os.environ, "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff"), **(env or {})}
+        full_env = {**_fork_server.env(), "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff"), **(env or {})}
         proc = _fork_server.run(textwrap.dedent(code), full_env, cwd, tmp_path)
         if check and proc.returncode != 0:
             raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
