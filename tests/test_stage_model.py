@@ -405,8 +405,8 @@ def test_the_runner_runs_stages_that_do_not_require_each_other_side_by_side(tmp_
 
 
 def test_two_stages_hold_the_model_side_by_side_only_when_two_copies_fit_the_budget(monkeypatch) -> None:
-    """`preflight`'s answer: the bundled model fits twice over; with a budget below two copies of it, the
-    stages take turns."""
+    """`preflight`'s answer: the bundled model fits twice over; with a budget below two copies of it, or on a
+    layer slice (which is as large as the budget allows), the stages take turns."""
     import torch
 
     from neuronkit import slicing
@@ -415,5 +415,6 @@ def test_two_stages_hold_the_model_side_by_side_only_when_two_copies_fit_the_bud
 
     assert runner.preflight("tiny-qwen3", 16, 1) is True
     need = slicing.need_bytes(load_config("tiny-qwen3"), torch.float32, sliced=False)
+    assert runner.preflight("tiny-qwen3", 16, 1, layers=1) is False
     monkeypatch.setattr(slicing, "memory_budget", lambda available=None: 2 * need - 1)
     assert runner.preflight("tiny-qwen3", 16, 1) is False

@@ -6,8 +6,8 @@ and its executed copy lands in `OUT/artifacts/notebooks/`. When a notebook fails
 ended, and only when they passed or warned; otherwise it is not executed and its stage gets a `skipped`
 record naming the first of them that did not (`eager failed (fail: ...)`). Stages that do not require each
 other run side by side on a machine with two cores (the op audit beside the CPU baseline and eager parity,
-profiling beside compile) when two copies of the model fit the memory budget; a large checkpoint's stages
-take turns. The report notebook runs last and is rendered whatever happened.
+profiling beside compile) when the full model runs and two copies of it fit the memory budget; a large
+checkpoint's stages (on a layer slice, which fills the budget) take turns. The report notebook runs last and is rendered whatever happened.
 
 A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
 `start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
@@ -233,7 +233,8 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
     readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
     that loads, an input recipe for its architecture, and a model or layer slice that fits the budget.
-    Returns whether two stages may hold the model (or slice) side by side: twice its copies fit the budget."""
+    Returns whether two stages may hold the model side by side: the full model runs (a layer slice is as
+    large as the budget allows, by design) and twice its copies fit the budget."""
     from neuronkit import inputs, models, slicing
 
     config = models.load_config(model)
@@ -250,7 +251,7 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
         models.check_shapes(model)
     inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
                           processor=inputs.processor_config(model))
-    return 2 * slicing.need_bytes(ran, torch_dtype, sliced=not piece.full_model) <= slicing.memory_budget()
+    return piece.full_model and 2 * slicing.need_bytes(ran, torch_dtype, sliced=False) <= slicing.memory_budget()
 
 
 def _empty_run_dir(path: Path, overwrite: bool) -> None:
