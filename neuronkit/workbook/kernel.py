@@ -157,9 +157,9 @@ class KernelStarter:
 
 
 def _adopt_early(name: str, env: dict[str, str]) -> Any:
-    """The fork server `start_early` started for kernel `name`, or None. One started under an environment
-    `env` differs from (beyond the per-kernel variables the server ignores) would decline every kernel: it
-    is stopped instead."""
+    """The fork server `start_early` started for kernel `name`, or None. One whose environment differs from
+    `env` (beyond the per-kernel variables the server ignores) would decline every kernel: it is stopped
+    instead."""
     from neuronkit.workbook import zygote
 
     early, server = _EARLY.pop(name, ({}, None))

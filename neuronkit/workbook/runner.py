@@ -7,7 +7,8 @@ ended, and only when they passed or warned; otherwise it is not executed and its
 record naming the first of them that did not (`eager failed (fail: ...)`). Stages that do not require each
 other run side by side on a machine with two cores (the op audit beside the CPU baseline and eager parity,
 profiling beside compile) when the full model runs and two copies of it fit the memory budget; a large
-checkpoint's stages (on a layer slice, which fills the budget) take turns. The report notebook runs last and is rendered whatever happened.
+checkpoint's stages (on a layer slice, which fills the budget) take turns. The report notebook runs last
+and is rendered whatever happened.
 
 A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
 `start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
@@ -188,9 +189,9 @@ def _execute_all(run: RunDir, execute: Callable[[str], Callable[[], NotebookRun]
     A stage whose required stages did not all pass or warn is not executed (its cells would run on what
     failed): it gets a `skipped` record naming the cause, the stage model's decision (`flow.blocked_by`), as
     a notebook run by hand records it. Stages that do not require each other run side by side on two cores
-    (the audit beside the CPU baseline and eager, profiling beside compile) when `side_by_side` (two copies
-    of the model fit the memory budget); otherwise one at a time, in stage order, within the budget the
-    layer slice was chosen for."""
+    (the audit beside the CPU baseline and eager, profiling beside compile) when `side_by_side` (`preflight`:
+    the full model runs and two copies of it fit the memory budget); otherwise one at a time, in stage order,
+    within the budget a layer slice was chosen for."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     lanes = 2 if cores >= 2 and side_by_side else 1
     waiting, ended = list(pipeline.WORKBOOK), {}
