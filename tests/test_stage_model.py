@@ -319,7 +319,9 @@ def test_no_string_key_reads_of_stage_evidence() -> None:
 
 class _FakeNotebooks:
     """`runner._execute_all`'s `execute`: records which notebooks were started (in the runner's thread) and
-    which ran at the same time; each writes its stage's record with the status `outcome` gives it."""
+    which ran at the same time; each writes its stage's record with the status `outcome` gives it. A notebook
+    runs until another one runs beside it, or for `seconds` alone (however late a thread starts on a busy
+    machine, a notebook started beside it is seen)."""
 
     def __init__(self, run: RunDir, outcome: dict[str, str], seconds: float = 0.0) -> None:
         import threading
@@ -328,11 +330,9 @@ class _FakeNotebooks:
         self.started: list[str] = []
         self.running: set[str] = set()
         self.overlaps: set[frozenset[str]] = set()
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
 
     def __call__(self, name: str):
-        import time
-
         from neuronkit.workbook import runner
 
         self.started.append(name[:2])
@@ -341,7 +341,8 @@ class _FakeNotebooks:
             with self.lock:
                 self.overlaps.update(frozenset({name[:2], other}) for other in self.running)
                 self.running.add(name[:2])
-            time.sleep(self.seconds)
+                self.lock.notify_all()
+                self.lock.wait_for(lambda: len(self.running) > 1, timeout=self.seconds)
             stage = next(s.name for s in WORKBOOK if s.ipynb == name)
             status = self.outcome.get(stage, "pass")
             if status != "error":
@@ -391,7 +392,7 @@ def test_the_runner_runs_stages_that_do_not_require_each_other_side_by_side(tmp_
     """Each notebook starts once the stages it requires have ended: the audit beside the CPU baseline and
     eager, profiling beside compile, when two copies of the model fit the memory budget (`side_by_side`);
     otherwise one at a time in stage order. The progress lines keep the stages' order whichever ends first."""
-    notebooks = _FakeNotebooks(RunDir(tmp_path / "both"), {}, seconds=0.2)
+    notebooks = _FakeNotebooks(RunDir(tmp_path / "both"), {}, seconds=1.0)
     ran, lines = _execute_all(notebooks.run, notebooks, side_by_side=True)
     assert notebooks.started == ["00", "01", "03", "02", "04", "05"]  # 03 needs only 00; 04 and 05 need 02
     assert {frozenset({"01", "03"}), frozenset({"04", "05"})} <= notebooks.overlaps
