@@ -41,13 +41,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `neuronkit` console script."""
+    """The `neuronkit` command line, `argv` its arguments (default: this process's); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    if command == "run" and not {"-h", "--help"} & set(argv):
-        from neuronkit.workbook.kernel import start_early  # standard library and jupyter_client only
-
-        start_early(argv)
     import torch  # noqa: F401 - before any other neuronkit module (neuronkit/__init__.py)
 
     args = build_parser(command if command in SUBCOMMANDS else None).parse_args(argv)
@@ -69,7 +65,14 @@ def console() -> None:
     import atexit
     import os
 
-    code = main()
+    argv = sys.argv[1:]
+    if next((a for a in argv if not a.startswith("-")), None) == "run" and not {"-h", "--help"} & set(argv):
+        # `neuronkit run`'s fork server, started before torch is imported (neuronkit/__init__.py). Only the
+        # command does this: main()'s in-process callers have torch already, and their run starts its own
+        from neuronkit.workbook.kernel import start_early  # standard library and jupyter_client only
+
+        start_early(argv)
+    code = main(argv)
     atexit._run_exitfuncs()  # what interpreter shutdown would run first: logging's flush, temporary files
     sys.stdout.flush()
     sys.stderr.flush()
