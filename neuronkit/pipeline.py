@@ -34,6 +34,7 @@ class Stage:
     title: str
     evidence: type
     requires: tuple[str, ...] = ()
+    starts_after: tuple[str, ...] = ()  # of `requires`, those whose end its notebook's start waits for
     steps: tuple[str, ...] = ()
     blocking: tuple[str, ...] = ()
     foundation: bool = False
@@ -67,11 +68,19 @@ def _tuple(entry: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(entry.get(key, ()))
 
 
+def _starts_after(entry: dict[str, Any]) -> tuple[str, ...]:
+    starts_after = tuple(entry.get("starts_after", entry.get("requires", ())))
+    if not set(starts_after) <= set(entry.get("requires", ())):
+        raise ValueError(f"stages.toml: stage {entry['name']}'s starts_after {list(starts_after)} is not part of its requires")
+    return starts_after
+
+
 def _load() -> tuple[tuple[Stage, ...], tuple[Step, ...], str]:
     with (data_dir() / "stages.toml").open("rb") as fh:
         table = tomllib.load(fh)
     stages = tuple(Stage(name=e["name"], notebook=e["notebook"], title=e["title"],
                          evidence=_evidence_type(e["evidence"], e["name"]), requires=_tuple(e, "requires"),
+                         starts_after=_starts_after(e),
                          steps=_tuple(e, "steps"), blocking=_tuple(e, "blocking"),
                          foundation=bool(e.get("foundation", False)), runs_model=bool(e.get("runs_model", False)),
                          checked=_tuple(e, "checked")) for e in table["stage"])

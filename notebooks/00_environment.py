@@ -149,7 +149,7 @@ if has_neuron:
 # earlier run left there, and records in `stages/00_environment.json` the device report, the model's
 # architecture and size, and the parameters. The key numbers, then the full record (folded):
 
-# %%
+# %% tags=["stage"]
 result = environment.run(params)
 device, model_info = result.evidence.device, result.evidence.model
 lesson.key_numbers({

@@ -119,7 +119,7 @@ plt.show()
 # causal LM (no randomness, so a correct device reproduces it token for token), the top guesses for a
 # `[MASK]` for an encoder. It records all of it in `stages/01_cpu_baseline.json`.
 
-# %%
+# %% tags=["stage"]
 loading.adopt(params, model, loading_info)  # the stage runs on `model`: the checkpoint is read once
 result = cpu_baseline.run(params, prompt=prompt, max_new_tokens=max_new_tokens, timing_steps=timing_steps)
 ev = result.evidence

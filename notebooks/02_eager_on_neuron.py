@@ -124,7 +124,7 @@ print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops())
 # bounds. On a layer slice the embeddings and head take no gradient. The plot below reads its losses from
 # the record.
 
-# %%
+# %% tags=["stage"]
 loading.adopt(params, model)
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)
 ev = result.evidence

@@ -121,7 +121,7 @@ for phase, (ran, fell_back) in tracked.items():
 # `training=True` it covers backward and an AdamW step, and `generate=True` adds greedy decoding (real
 # values: random weights). It records `stages/03_audit.json` and `artifacts/audit/audit.json`.
 
-# %%
+# %% tags=["stage"]
 result = audit.run(params, training=training, generate=generate)
 summary = result.evidence.summary
 lesson.key_numbers({

@@ -137,7 +137,7 @@ plt.show()
 # against compiled. It then measures the token lengths of `prompts_file` and asks `suggest_buckets` how to
 # bound the compilations they would cause. The record is `stages/04_compile.json`.
 
-# %%
+# %% tags=["stage"]
 from neuronkit.workbook import torch_compile
 
 first_call = calls[0]

@@ -130,7 +130,7 @@ plt.show()
 # and HBM bandwidth (`est_trn2_us`, and `bound`: compute or memory), measures the profiler's own overhead
 # against `steps` plain passes, and records `stages/05_profile.json`.
 
-# %%
+# %% tags=["stage"]
 result = profile.run(params, device=device, steps=steps, warmup=warmup, top=top, profiled=neuron_profiler)
 ev = result.evidence
 lesson.key_numbers({

@@ -9,6 +9,7 @@ import json
 import typing
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import neuronkit
@@ -45,6 +46,9 @@ def test_the_stage_table_and_the_notebooks_on_disk_agree() -> None:
         assert (NOTEBOOKS / stage.ipynb).is_file() and set(stage.requires) <= earlier, stage.name
         source = (NOTEBOOKS / f"{stage.notebook}.py").read_text(encoding="utf-8")
         assert "result = " in source and ".run(params" in source and "lesson.next_step(result" in source
+        notebook = nbformat.read(NOTEBOOKS / stage.ipynb, as_version=4)  # the cell the runner may hold back
+        tagged = [c.source for c in notebook.cells if "stage" in c.metadata.get("tags", ())]
+        assert len(tagged) == 1 and "result = " in tagged[0] and ".run(params" in tagged[0], stage.name
         assert "display.summary(result)" in source, stage.name
         for path in stage.checked:  # nbval's paths name fields of the stage's record type
             cls: type | None = stage.evidence
@@ -319,21 +323,24 @@ def test_no_string_key_reads_of_stage_evidence() -> None:
 
 class _FakeNotebooks:
     """`runner._execute_all`'s `execute`: records which notebooks were started (in the runner's thread) and
-    which ran at the same time; each writes its stage's record with the status `outcome` gives it. A notebook
-    runs until another one runs beside it, or for `seconds` alone (however late a thread starts on a busy
-    machine, a notebook started beside it is seen)."""
+    which ran at the same time; each leaves its executed copy and, at its stage cell (after the runner's gate
+    when it has one, `skipped` when a stage it requires did not pass, as `flow.begin` records it), writes its
+    stage's record with the status `outcome` gives it. A notebook runs until another
+    one runs beside it, or for `seconds` alone (however late a thread starts on a busy machine, a notebook
+    started beside it is seen)."""
 
     def __init__(self, run: RunDir, outcome: dict[str, str], seconds: float = 0.0) -> None:
         import threading
 
         self.run, self.outcome, self.seconds = run, outcome, seconds
         self.started: list[str] = []
+        self.recorded: list[str] = []  # stages in the order their notebooks wrote their records
         self.running: set[str] = set()
         self.overlaps: set[frozenset[str]] = set()
         self.lock = threading.Condition()
 
-    def __call__(self, name: str):
-        from neuronkit.workbook import runner
+    def __call__(self, name: str, gate=None):
+        from neuronkit.workbook import flow, runner
 
         self.started.append(name[:2])
 
@@ -344,9 +351,16 @@ class _FakeNotebooks:
                 self.lock.notify_all()
                 self.lock.wait_for(lambda: len(self.running) > 1, timeout=self.seconds)
             stage = next(s.name for s in WORKBOOK if s.ipynb == name)
+            self.run.path.mkdir(parents=True, exist_ok=True)
+            (self.run.path / name).write_text("{}")
+            if gate is not None:
+                gate.wait()
             status = self.outcome.get(stage, "pass")
-            if status != "error":
+            if reason := flow.blocked_by(self.run, stage):
+                flow.skip(self.run, stage, reason)
+            elif status != "error":
                 self.run.write(StageResult(stage, status, f"{stage}: logits differ" if stage == "eager" else "ok"))
+            self.recorded.append(stage)
             error = "RuntimeError: boom\nTraceback ...\nRuntimeError: boom" if status == "error" else None
             with self.lock:
                 self.running.discard(name[:2])
@@ -367,16 +381,19 @@ def _execute_all(run: RunDir, notebooks: _FakeNotebooks, side_by_side: bool = Tr
 def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_path: Path) -> None:
     """`neuronkit run`'s stage loop: a notebook whose required stage did not pass is not executed (its copy
     cells would run on what failed) and its stage is `skipped: eager failed`; the audit, which needs only
-    the environment, still runs after eager's notebook itself failed."""
+    the environment, still runs after eager's notebook itself failed. Compile's notebook, started beside the
+    stages it requires (`starts_after`), is discarded: no executed copy, the same `skipped` record and line."""
     run = RunDir(tmp_path)
     notebooks = _FakeNotebooks(run, {"eager": "fail"})
     ran, lines = _execute_all(run, notebooks)
-    assert sorted(notebooks.started) == ["00", "01", "02", "03"]
+    assert sorted(notebooks.started) == ["00", "01", "02", "03", "04"]
     for stage in ("compile", "profile"):
         record = run.read(stage)
         assert record.status == "skipped" and record.summary == "eager failed (fail: eager: logits differ)"
     assert lines[4] == "[5/7] 04_compile.ipynb           skipped: eager failed (fail: eager: logits differ)"
     assert [nb.status for nb in ran] == ["pass", "pass", "fail", "pass", "skipped", "skipped"]
+    assert ran[4].output is None and not (run.path / "04_compile.ipynb").exists()
+    assert (run.path / "03_op_audit.ipynb").exists()
 
     notebooks.outcome["eager"] = "error"  # eager's notebook raised: its stage is `error`, the audit still runs
     run.stage_path("eager").unlink()
@@ -391,18 +408,31 @@ def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_pa
 def test_the_runner_runs_stages_that_do_not_require_each_other_side_by_side(tmp_path: Path) -> None:
     """Each notebook starts once the stages it requires have ended: the audit beside the CPU baseline and
     eager, profiling beside compile, when two copies of the model fit the memory budget (`side_by_side`);
-    otherwise one at a time in stage order. The progress lines keep the stages' order whichever ends first."""
+    otherwise one at a time in stage order. Side by side, compile's notebook (`starts_after = []`: its cells
+    compile the model, the longest step) starts beside the environment, and its stage cell waits for eager's
+    record. The progress lines keep the stages' order whichever ends first."""
     notebooks = _FakeNotebooks(RunDir(tmp_path / "both"), {}, seconds=1.0)
     ran, lines = _execute_all(notebooks.run, notebooks, side_by_side=True)
-    assert notebooks.started == ["00", "01", "03", "02", "04", "05"]  # 03 needs only 00; 04 and 05 need 02
-    assert {frozenset({"01", "03"}), frozenset({"04", "05"})} <= notebooks.overlaps
-    assert not any("00" in pair for pair in notebooks.overlaps)
+    assert notebooks.started == ["00", "04", "01", "02", "03", "05"]  # 03 needs only 00; 05 needs 02
+    assert {frozenset({"00", "04"}), frozenset({"01", "04"}), frozenset({"02", "04"})} <= notebooks.overlaps
+    assert frozenset({"01", "03"}) not in notebooks.overlaps  # the second core is compile's: one early stage
     assert [line.split()[0] for line in lines] == [f"[{n}/7]" for n in range(1, 7)]
     assert [nb.status for nb in ran] == ["pass"] * 6
+    assert notebooks.recorded.index("compile") > notebooks.recorded.index("eager")
 
     notebooks = _FakeNotebooks(RunDir(tmp_path / "one"), {}, seconds=0.05)
     _execute_all(notebooks.run, notebooks, side_by_side=False)
     assert notebooks.started == ["00", "01", "02", "03", "04", "05"] and not notebooks.overlaps
+
+
+def test_starts_after_names_only_stages_the_stage_requires() -> None:
+    """Compile's notebook needs no record before its stage cell; every other stage starts after all it requires."""
+    from neuronkit import pipeline
+
+    assert {s.name for s in WORKBOOK if s.starts_after != s.requires} == {"compile"}
+    assert pipeline.STAGE["compile"].starts_after == ()
+    with pytest.raises(ValueError, match="starts_after"):
+        pipeline._starts_after({"name": "x", "requires": ["eager"], "starts_after": ["audit"]})
 
 
 def test_two_stages_hold_the_model_side_by_side_only_when_two_copies_fit_the_budget(monkeypatch) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,7 +203,9 @@ def run_slice(params: Params) -> ModelSlice:
             return load_record(ModelSlice, stored["slice"])
     _, piece = slicing.plan(models.load_config(params.model), layers=params.layers or None,
                             full_model=params.full_model, dtype=models.as_dtype(params.dtype))
-    file.write_text(json.dumps({"request": request, "slice": dataclasses.asdict(piece)}), encoding="utf-8")
+    tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")  # kernels side by side may plan at once
+    tmp.write_text(json.dumps({"request": request, "slice": dataclasses.asdict(piece)}), encoding="utf-8")
+    tmp.replace(file)
     return piece
 
 

@@ -7,8 +7,10 @@ ended, and only when they passed or warned; otherwise it is not executed and its
 record naming the first of them that did not (`eager failed (fail: ...)`). Stages that do not require each
 other run side by side on a machine with two cores (the op audit beside the CPU baseline and eager parity,
 profiling beside compile) when the full model runs and two copies of it fit the memory budget; a large
-checkpoint's stages (on a layer slice, which fills the budget) take turns. The report notebook runs last
-and is rendered whatever happened.
+checkpoint's stages (on a layer slice, which fills the budget) take turns. Side by side, compile's notebook
+starts with the first one (its cells compile the model, the longest step; stages.toml's `starts_after`), and
+its stage cell (tagged `stage`) is sent to its kernel once eager has ended. The report notebook runs last and
+is rendered whatever happened.
 
 A run cannot hang: every cell has a time limit (`cell_timeout`), the kernel must start within
 `start_timeout`, and nbclient checks every second that the kernel process is alive. A cell over its
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -43,6 +46,8 @@ PATH_PARAMETERS = ("prompts_file",)
 # The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
 # what a notebook does is in its executed copy, errors included.
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=CRITICAL"]
+# The tag of the cell that runs a stage notebook's stage (`result = <module>.run(params, ...)`).
+STAGE_TAG = "stage"
 # Seconds one cell may run (the bundled models' slowest takes ~10 s) and a kernel may take to start.
 CELL_TIMEOUT_S = 600
 START_TIMEOUT_S = 120
@@ -152,14 +157,15 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
         starter.start(str(folder), KERNEL_ARGUMENTS, len(NOTEBOOKS))
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="notebook")
         try:
-            def execute(name: str) -> Callable[[], NotebookRun]:
-                """Take `name`'s kernel here; the returned call executes the notebook (on a pool thread)."""
+            def execute(name: str, gate: threading.Event | None = None) -> Callable[[], NotebookRun]:
+                """Take `name`'s kernel here; the returned call executes the notebook (on a pool thread), its
+                stage cell once `gate` is open."""
                 own = {k: v for k, v in values.items() if k in declared[name]}
                 km = starter.take()
 
                 def work() -> NotebookRun:
                     try:
-                        return _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km)
+                        return _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km, gate)
                     finally:
                         if km is not None:
                             shutdown(km)
@@ -181,7 +187,8 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     return result
 
 
-def _execute_all(run: RunDir, execute: Callable[[str], Callable[[], NotebookRun]], log: Callable[[str], None],
+def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], Callable[[], NotebookRun]],
+                 log: Callable[[str], None],
                  pool: ThreadPoolExecutor, side_by_side: bool) -> list[NotebookRun]:
     """Execute the stage notebooks, each once the stages it requires have ended, and return how each went
     in stage order (the progress lines come in that order too).
@@ -191,42 +198,89 @@ def _execute_all(run: RunDir, execute: Callable[[str], Callable[[], NotebookRun]
     a notebook run by hand records it. Stages that do not require each other run side by side on two cores
     (the audit beside the CPU baseline and eager, profiling beside compile) when `side_by_side` (`preflight`:
     the full model runs and two copies of it fit the memory budget); otherwise one at a time, in stage order,
-    within the budget a layer slice was chosen for."""
+    within the budget a layer slice was chosen for. Side by side, a stage whose notebook's own cells need no
+    record (stages.toml's `starts_after`: compile, whose cells compile the model) starts beside the stages it
+    requires, one such stage at a time so the other core runs those. `execute` gets a gate for it, which opens
+    once those have ended: its stage cell waits for it before it is sent to the kernel (so the wait is no part
+    of the cell's time limit), then finds their records. When one of them did not pass, its notebook's run is
+    discarded and its stage `skipped`, exactly as if it had waited to start."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     lanes = 2 if cores >= 2 and side_by_side else 1
     waiting, ended = list(pipeline.WORKBOOK), {}
     running: dict[Future, pipeline.Stage] = {}
-    logged = 0
-    while waiting or running:
-        started = True
-        while started:  # a stage skipped just now may make another one ready (it is skipped in turn)
-            started = False
-            for stage in [s for s in waiting if all(r in ended for r in s.requires)]:
-                reason = blocked_by(run, stage.name)
-                if reason:
-                    skip(run, stage.name, reason)
-                    ended[stage.name] = NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
-                elif len(running) >= lanes:
-                    continue
-                else:
-                    running[pool.submit(execute(stage.ipynb))] = stage
-                waiting.remove(stage)
-                started = True
-        if running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                stage = running.pop(future)
-                nb = ended[stage.name] = future.result()
+    finished: dict[str, NotebookRun] = {}  # notebooks that ended before every stage they require did
+    gates: dict[str, threading.Event] = {}  # of the stages started early: open once their requirements ended
+
+    def unmet(stage: pipeline.Stage) -> bool:
+        return not all(r in ended for r in stage.requires)
+
+    def start() -> bool:
+        """Start (or skip) the stages that may start now; whether any did."""
+        for stage in waiting:
+            if not all(r in ended for r in (stage.starts_after if lanes > 1 else stage.requires)):
+                continue
+            early = unmet(stage)
+            reason = None if early else blocked_by(run, stage.name)
+            if reason:
+                ended[stage.name] = _skipped(run, stage, reason)
+            elif len(running) >= lanes or (early and sum(map(unmet, running.values())) >= lanes - 1):
+                continue
+            else:
+                if early:
+                    gates[stage.name] = threading.Event()
+                running[pool.submit(execute(stage.ipynb, gates.get(stage.name)))] = stage
+            waiting.remove(stage)
+            return True
+        return False
+
+    def settle() -> bool:
+        """End a notebook that finished once every stage it requires has ended; whether one did."""
+        for stage in pipeline.WORKBOOK:
+            if stage.name not in finished or unmet(stage):
+                continue
+            nb = finished.pop(stage.name)
+            reason = blocked_by(run, stage.name)
+            if reason:  # it started early and a stage it requires did not pass: as if it had not started
+                if nb.output is not None:
+                    nb.output.unlink(missing_ok=True)
+                ended[stage.name] = _skipped(run, stage, reason)
+            else:
                 if nb.error is None:
                     nb.status = _status(run, stage.name)
                 else:
                     _record_failure(run, stage.name, nb)
-        elif waiting:
-            raise RuntimeError(f"stages {[s.name for s in waiting]} require stages that never run (stages.toml)")
-        while logged < len(pipeline.WORKBOOK) and pipeline.WORKBOOK[logged].name in ended:
-            logged += 1
-            log(_line(logged, ended[pipeline.WORKBOOK[logged - 1].name]))
+                ended[stage.name] = nb
+            return True
+        return False
+
+    logged = 0
+    try:
+        while True:
+            while settle() or start():
+                for name, gate in gates.items():
+                    if not unmet(pipeline.STAGE[name]):
+                        gate.set()
+            while logged < len(pipeline.WORKBOOK) and pipeline.WORKBOOK[logged].name in ended:
+                logged += 1
+                log(_line(logged, ended[pipeline.WORKBOOK[logged - 1].name]))
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                finished[running.pop(future).name] = future.result()
+    finally:
+        for gate in gates.values():  # a notebook is never left waiting (it is stopped with its kernel)
+            gate.set()
+    if waiting or finished:
+        raise RuntimeError(f"stages {[s.name for s in waiting] + list(finished)} require stages that never run "
+                           "(stages.toml)")
     return [ended[stage.name] for stage in pipeline.WORKBOOK]
+
+
+def _skipped(run: RunDir, stage: pipeline.Stage, reason: str) -> NotebookRun:
+    """Record `stage` as skipped for `reason`; its notebook is not executed."""
+    skip(run, stage.name, reason)
+    return NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
 
 
 def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False, layers: int = 0,
@@ -275,8 +329,15 @@ def _empty_run_dir(path: Path, overwrite: bool) -> None:
 
 
 def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
-             cell_timeout: int, start_timeout: int, km: Any = None) -> NotebookRun:
-    """Execute one notebook with papermill; whatever stops it becomes `error` text, never an exception."""
+             cell_timeout: int, start_timeout: int, km: Any = None, gate: threading.Event | None = None) -> NotebookRun:
+    """Execute one notebook with papermill; whatever stops it becomes `error` text, never an exception. With
+    `gate`, the cell tagged `stage` is sent to the kernel once the gate is open (nbclient's `on_cell_execute`
+    hook runs before the cell's time limit starts)."""
+
+    def before(cell: Any, cell_index: int) -> None:
+        if gate is not None and STAGE_TAG in cell.metadata.get("tags", ()):
+            gate.wait()
+
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError, strip_color
@@ -288,7 +349,7 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kerne
         papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
                                    kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
                                    start_timeout=start_timeout, execution_timeout=cell_timeout,
-                                   extra_arguments=KERNEL_ARGUMENTS, km=km)
+                                   extra_arguments=KERNEL_ARGUMENTS, km=km, on_cell_execute=before)
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
     except CellTimeoutError:
