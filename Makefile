@@ -11,6 +11,11 @@ RUN    ?= runs/tiny-qwen3
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
+# Python's bytecode cache on (the gitignored __pycache__ folders), even where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE=1): a workbook run starts several interpreters and the tests about a hundred
+# (kernels, torchrun ranks, fresh-process checks), each of which would otherwise compile neuronkit's and the
+# tests' modules again (~0.5-1 CPU-s apiece; pytest's rewritten test modules are cached the same way).
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: setup build-deps system-deps workbook test bench clean
 
