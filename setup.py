@@ -23,6 +23,9 @@ def _require_build_tools() -> None:
     if not headers.exists():
         sys.exit(f"neuronkit build: Python's C headers are missing ({headers}); install them "
                  "(Debian: apt-get install python3-dev, or `make build-deps`)")
+    # Building needs torch's headers and build helpers, not its devices: without this, `import torch` would load
+    # every installed device backend, neuronkit's own (an earlier install of it) among them.
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     try:
         import torch  # noqa: F401
     except ImportError:
