@@ -256,7 +256,8 @@ def save_random_checkpoint(spec: str | os.PathLike, dest: str | os.PathLike,
     model, _ = load_checkpoint(spec, dtype, random_weights=True)
     setattr(model.config, RANDOM_WEIGHTS_KEY, True)
     dest = Path(dest)
-    model.save_pretrained(dest, safe_serialization=True)
+    with _quiet_transformers():  # no "Writing model shards" bar between the run's progress lines
+        model.save_pretrained(dest, safe_serialization=True)
     source = resolve_model(spec)
     if source.is_dir():
         for file in source.iterdir():
