@@ -37,6 +37,43 @@ def torchrun_command(scenarios: list[str], out: Path, nproc: int, port: int, nno
             *scenarios]
 
 
+def stop(launcher: subprocess.Popen, grace: float = 30) -> None:
+    """End a torchrun launcher (started with `start_new_session=True`) that outlived its job's time limit, and
+    its workers. torchrun starts each worker in a session of its own
+    (torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py: `start_new_session`),
+    so killing the launcher's process group leaves them running. SIGTERM first: the launcher stops its workers
+    (SIGTERM, then SIGKILL) and exits; whatever is left after `grace` seconds is killed, the launcher's group and
+    the workers it had started."""
+    if launcher.poll() is not None:
+        return
+    workers = _children(launcher.pid)
+    os.killpg(launcher.pid, signal.SIGTERM)
+    try:
+        launcher.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        workers |= _children(launcher.pid)
+        os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait()
+    for pid in workers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (Linux's /proc; elsewhere none are found)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
 TRAINING = frozenset({"ddp", "fsdp2", "tp"})  # the scenarios that train `model`
 TRAIN_BUDGET = 1 << 30  # float32 parameter bytes: every rank and the CPU reference hold a copy and its grads
 
@@ -59,7 +96,7 @@ def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 
     """Run `scenarios` (names in `scenarios.SCENARIOS`) on `nnodes` x `nproc` ranks, training `model` (a
     causal LM) where they train one; one result dict per rank, by rank. Raises NeuronkitInputError for an
     unknown scenario, RuntimeError with the launchers' output when a rank fails or the job outlives
-    `timeout` seconds (its processes are killed)."""
+    `timeout` seconds (its launchers and ranks are stopped: `stop`)."""
     from neuronkit.distributed.scenarios import SCENARIOS
     unknown = sorted(set(scenarios) - set(SCENARIOS))
     if unknown or not scenarios:
@@ -72,7 +109,6 @@ def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("NEURON_RT_VISIBLE_CORES", None)  # each rank gets its own core from the process group
     logs = [out / f"node{node}.log" for node in range(nnodes)]
-    # Each launcher leads its own session, so a timeout ends its workers with it.
     launchers = [subprocess.Popen(torchrun_command(scenarios, out, nproc, port, nnodes, node, str(model)), env=env,
                                   stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
                  for node, log in enumerate(logs)]
@@ -84,9 +120,7 @@ def run(scenarios: list[str], nproc: int = 2, nnodes: int = 1, timeout: float = 
                 failed.append(node)
         except subprocess.TimeoutExpired:
             for other in launchers:
-                if other.poll() is None:
-                    os.killpg(other.pid, signal.SIGKILL)
-                    other.wait()
+                stop(other)
             failed.append(node)
     if failed:
         text = "\n".join(log.read_text()[-4000:] for log in logs)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider
 
+from neuronkit.distributed.launch import stop
 from neuronkit.port.scan import FileScan
 from neuronkit.units import format_bytes
 
@@ -130,17 +130,17 @@ def run_script(scan: FileScan, steps: int = 20, nproc: int | None = None, script
                             cwd=os.getcwd(), start_new_session=True)
     try:
         returncode = proc.wait(timeout=timeout)
+        timed_out = False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        returncode = -signal.SIGKILL
+        stop(proc)
+        returncode, timed_out = proc.returncode, True
     wall = time.perf_counter() - start
     ranks = sorted((json.loads(p.read_text()) for p in out.glob("rank*.json")), key=lambda r: r["rank"])
     result = RunResult(str(scan.path), nproc, steps, wall, returncode, ranks)
     crashed = next((r for r in ranks if r["error"]), None)
     if crashed:
         result.error, result.error_line = crashed["error"], crashed["error_line"]
-    elif returncode == -signal.SIGKILL:
+    elif timed_out:
         result.error = f"timed out after {timeout:g} s"
     elif returncode and not ranks:
         result.error = f"the launcher exited with {returncode} before the script ran"

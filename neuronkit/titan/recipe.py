@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,7 +75,7 @@ def _typed(cmd: list[str]) -> str:
 def run(nproc: int = 2, steps: int = 3, out: str | Path = "titan-run", timeout: float = 600) -> Run:
     """Run the recipe on `nproc` simulated cores for `steps` steps under `out`; raises RuntimeError with the
     failing rank's output when the job fails or outlives `timeout` seconds."""
-    from neuronkit.distributed.launch import free_port
+    from neuronkit.distributed.launch import free_port, stop
     if nproc < 1 or steps < 1:
         raise NeuronkitInputError(f"the recipe needs at least one core and one step (nproc={nproc}, steps={steps})")
     out = Path(out).resolve()
@@ -84,14 +83,12 @@ def run(nproc: int = 2, steps: int = 3, out: str | Path = "titan-run", timeout: 
     cmd = command(nproc, steps, assets_module.write(out / "assets"), out, free_port())
     env = {**os.environ, "NEURON_RT_NUM_CORES": str(nproc), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     env.pop("NEURON_RT_VISIBLE_CORES", None)
-    # torchrun leads its own session, so a timeout ends its ranks with it
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
         launcher_output = proc.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired as exc:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        stop(proc)
         raise RuntimeError(f"the TorchTitan recipe outlived {timeout:.0f} s") from exc
     logs = {int(rank.name): (rank / "stdout.log").read_text() + (rank / "stderr.log").read_text()
             for rank in (out / "logs").glob("*/attempt_0/*")}
