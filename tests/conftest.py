@@ -11,6 +11,7 @@ import re
 import select
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Iterator
@@ -53,6 +54,82 @@ def __getattr__(name: str):
 
         return TwoLayerMLP
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# --- torchrun's worker processes (ranks) forked from one warm server -----------------------------------------
+# torchrun starts each rank as `[os.getenv("PYTHON_EXEC", sys.executable), "-u", script-or-"-m module", ...]`
+# (torch/distributed/run.py; accelerate's launcher goes through the same config). For the whole session,
+# PYTHON_EXEC is a stand-in for the interpreter that asks one server, which imported RANK_IMPORTS once (without
+# the device), to fork the rank (neuronkit.workbook.zygote.CommandServer: the notebooks' kernel fork server in
+# its `--python` role); each rank loads the device itself, reading its own environment, and runs as
+# `python -u ...` would (neuronkit.workbook.interpreter). ~2.5 CPU-s of torch and ~3 of dynamo and DTensor
+# saved per rank. A rank whose environment differs from the server's other than in RANK_MAY_DIFFER (read when
+# used, not when imported), or any command the server cannot stand in for, runs in a real interpreter; the
+# server notes each fork and decline in its log (counted at the end of the session). Opt out by setting
+# PYTHON_EXEC yourself (e.g. to .venv/bin/python): it is left as it is.
+RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor")
+# torchrun's per-worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py `_start_workers`,
+# elastic/multiprocessing/api.py: TORCHELASTIC_ERROR_FILE), the device's and runtime's (read when the device
+# is installed, in the rank), pytest's per-test ones. None is read while RANK_IMPORTS are imported.
+RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                   "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
+                   "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_")
+# Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
+RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
+# torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch
+# loads): the server imports under it, and a rank with another value runs in a real interpreter.
+RANK_ENV = {"OMP_NUM_THREADS": "1"}
+
+
+@functools.cache
+def _zygote():
+    """neuronkit/workbook/zygote.py loaded by path: importing the package would import torch, which pytest-xdist's
+    controller never pays for (`__getattr__` above); the module itself needs only the standard library."""
+    spec = importlib.util.spec_from_file_location("_neuronkit_zygote", ROOT / "neuronkit" / "workbook" / "zygote.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclass looks its module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def start_rank_server(log: Path, env: dict[str, str]):
+    """A started CommandServer forking ranks under `env` (with RANK_ENV), noting its forks and declines in `log`."""
+    return _zygote().CommandServer({**env, **RANK_ENV}, RANK_IMPORTS, RANK_MAY_DIFFER, str(log))
+
+
+_RANK_SERVER: list = []  # the session's, in the process that started it
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the session's first process (xdist's controller, or the only one with `-n 0`): start the rank server
+    and export PYTHON_EXEC before the workers start, so that they and every process they start (notebook
+    kernels, whose environment is a copy) inherit it. Where ranks cannot fork (not Linux), or PYTHON_EXEC is
+    set already, nothing changes."""
+    if hasattr(config, "workerinput") or "PYTHON_EXEC" in os.environ or not _zygote().available():
+        return
+    log = Path(tempfile.gettempdir()) / f"neuronkit-ranks-{os.getpid()}.log"
+    log.write_text("")
+    os.environ[RANK_LOG] = str(log)
+    server = start_rank_server(log, dict(os.environ))
+    os.environ["PYTHON_EXEC"] = server.executable
+    _RANK_SERVER.append(server)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many ranks the session's server forked and declined, and where its log is."""
+    if _RANK_SERVER:
+        log = Path(os.environ[RANK_LOG])
+        lines = log.read_text().splitlines()
+        forked, declined = (sum(f" {word}" in line for line in lines) for word in ("forked ", "declined: "))
+        terminalreporter.write_line(f"PYTHON_EXEC (torchrun's ranks): {forked} forked from the warm server, {declined} in a real "
+                                    f"interpreter (PYTHON_EXEC's log: {log})")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the rank server with the session (a pytest killed outright: the server exits when its pid is gone)."""
+    while _RANK_SERVER:
+        _RANK_SERVER.pop().close()
+        os.environ.pop("PYTHON_EXEC", None)
 
 
 @pytest.fixture(scope="session")
