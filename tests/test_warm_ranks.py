@@ -34,14 +34,19 @@ def _noted(marker: str) -> list[str]:
 
 
 def test_a_forked_rank_has_the_device_and_reads_its_own_environment(tmp_path: Path) -> None:
-    """The server imported torch without the device: each rank installs it, reading its own variables."""
+    """The server imported torch without the device: each rank installs it, reading its own variables. A
+    TORCHINDUCTOR_CACHE_DIR set to torch's default (torch._dynamo writes it when imported, so a torchrun that
+    compiled first passes it on) is what the server's imports set themselves: still forked."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
     marker = uuid.uuid4().hex
     code = (f"# {marker}\nimport json, os, sys, torch\n"
             "print(json.dumps([os.getppid(), os.environ['LOCAL_RANK'], torch.neuron.device_count(), "
             "torch.ones(2, device='neuron').sum().item(), 'neuronkit.device' in sys.modules]))")
     seen = []
     for local_rank, cores in (("0", "0-1"), ("1", "0-2")):
-        proc = _launch(["-u", "-c", code], tmp_path, {"LOCAL_RANK": local_rank, "NEURON_RT_VISIBLE_CORES": cores})
+        proc = _launch(["-u", "-c", code], tmp_path, {"LOCAL_RANK": local_rank, "NEURON_RT_VISIBLE_CORES": cores,
+                                                       "TORCHINDUCTOR_CACHE_DIR": os.path.abspath(default_cache_dir())})
         assert proc.returncode == 0, proc.stderr
         seen.append(json.loads(proc.stdout))
     assert [s[1:] for s in seen] == [["0", 2, 2.0, True], ["1", 3, 2.0, True]]

@@ -268,9 +268,15 @@ def differences(imported_under: dict[str, str], env: dict[str, str],
     return sorted(k for k in keys if not k.startswith(may_differ) and imported_under.get(k) != env.get(k))
 
 
-def _decline(role: Role, imported_under: dict[str, str], request: dict[str, Any]) -> str | None:
-    """Why `request` cannot be forked (noted), or None; a command's request gets its parsed `command`."""
+def _decline(role: Role, imported_under: dict[str, str], settled: dict[str, str], request: dict[str, Any]) -> str | None:
+    """Why `request` cannot be forked (noted), or None; a command's request gets its parsed `command`.
+    `settled` is the server's environment once it has imported: a command may also carry a variable with the
+    value the imports set it to themselves (torch._dynamo writes its default TORCHINDUCTOR_CACHE_DIR into the
+    environment when imported, torch/_dynamo/package.py: so does every process that imported it, and the
+    torchrun that starts a rank inherits it), which a fresh interpreter would read and keep as it is."""
     differ = differences(imported_under, request["env"], role.may_differ)
+    if role.commands:
+        differ = [k for k in differ if request["env"].get(k) != settled.get(k)]
     if differ:
         what = "command" if role.commands else "kernel"
         return (f"the {what}'s environment sets {', '.join(differ)} otherwise than the server imported under: "
@@ -299,6 +305,7 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
     idle imports while no request waits; returns the request in a forked child, None in the server when
     it is done."""
     stopping: list[bool] = []
+    settled = dict(os.environ)
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
@@ -314,7 +321,7 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                 conn.settimeout(REQUEST_TIMEOUT_S)
                 request = _receive(conn)
                 conn.settimeout(None)
-                reason = _decline(role, imported_under, request) if request else None
+                reason = _decline(role, imported_under, settled, request) if request else None
                 if request is None or reason:
                     for fd in request["fds"] if request else []:
                         os.close(fd)
