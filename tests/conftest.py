@@ -70,10 +70,13 @@ def __getattr__(name: str):
 RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor")
 # torchrun's per-worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py `_start_workers`,
 # elastic/multiprocessing/api.py: TORCHELASTIC_ERROR_FILE), the device's and runtime's (read when the device
-# is installed, in the rank), pytest's per-test ones. None is read while RANK_IMPORTS are imported.
+# is installed, in the rank), pytest's per-test ones, and `accelerate launch`'s (ACCELERATE_MIXED_PRECISION,
+# ACCELERATE_DYNAMO_*: read by accelerate, which RANK_IMPORTS do not import). None is read while RANK_IMPORTS
+# are imported (checked by tracing os.environ's reads during those imports, torch 2.13.0: they read
+# TORCHINDUCTOR_*, TORCHDYNAMO_*, TORCH_COMPILE_*, SYMPY_*, ... and tqdm's TQDM_*).
 RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
-                   "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_")
+                   "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
 # torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch

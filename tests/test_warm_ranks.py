@@ -61,7 +61,7 @@ def late():
     print("thread done", flush=True)
 threading.Thread(target=late).start()
 atexit.register(lambda: print("atexit ran"))
-print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "name": __name__, "file": globals().get("__file__"),
+print(json.dumps({"argv": sys.argv, "path": sys.path[:2], "name": __name__, "file": globals().get("__file__"),
                   "spec": getattr(__spec__, "name", None), "cwd": os.getcwd(), "stdin": sys.stdin.read()}))
 sys.stdout.write("unbuffered ")
 sys.stderr.write("to stderr\\n")
@@ -71,10 +71,11 @@ EXIT
 
 @pytest.mark.parametrize(("form", "ending"), [
     ("-m", ""), ("script", "raise SystemExit(3)"), ("-c", "raise SystemExit('a message')"),
-    ("script", "def f():\n    1 / 0\nf()"), ("-m", "raise KeyboardInterrupt")])
+    ("script", "def f():\n    1 / 0\nf()"), ("-m", "raise KeyboardInterrupt"), ("-m", "import helper")])
 def test_a_forked_command_runs_as_the_interpreter_runs_it(tmp_path: Path, form: str, ending: str) -> None:
     """Output, error output and exit status of a forked command equal a real interpreter's, for each way
-    torchrun (or a user) names the program; the command imports no torch, so the real one is cheap."""
+    torchrun (or a user) names the program, with PYTHONPATH adding a directory (as `neuronkit port --run`
+    does for the script's own modules); the command imports no torch, so the real one is cheap."""
     marker = uuid.uuid4().hex
     package = tmp_path / "pkg"
     package.mkdir()
@@ -82,10 +83,13 @@ def test_a_forked_command_runs_as_the_interpreter_runs_it(tmp_path: Path, form: 
     source = f"# {marker}\n" + MODULE.replace("EXIT", ending)
     (package / "job.py").write_text(source)
     target = {"-m": ["-m", "pkg.job"], "script": ["pkg/job.py"], "-c": ["-c", source]}[form]
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper.py").write_text("print('helper from', __file__)")
+    path = os.pathsep.join(filter(None, [str(tmp_path / "lib"), os.environ.get("PYTHONPATH")]))
     args = ["-u", *target, "--flag", marker]
-    forked = _launch(args, tmp_path, input="from stdin")
+    forked = _launch(args, tmp_path, {"PYTHONPATH": path}, input="from stdin")
     real = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          input="from stdin", env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          input="from stdin", env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path})
     assert (forked.returncode, forked.stdout, forked.stderr) == (real.returncode, real.stdout, real.stderr)
     assert _noted(marker) == ["forked"]
     assert "atexit ran" in real.stdout and "thread done" in real.stdout

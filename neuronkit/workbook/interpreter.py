@@ -22,6 +22,10 @@ the forked child, whose streams, working directory and environment are already t
   uncaught exception's traceback and status 1 (KeyboardInterrupt: killed by SIGINT), then non-daemon
   threads joined, atexit handlers run and the streams flushed (status 120 if that fails), then `os._exit`.
 
+PYTHONPATH may add entries before the server's own (`path`): the child puts them where the interpreter
+would (after sys.path[0]), unless one holds a module of the same name as one the server imported (which a
+fresh interpreter would have taken from there), or a sitecustomize/usercustomize, or is relative.
+
 Output is unbuffered only: the server itself runs with `-u` (its streams, which the child keeps on its new
 descriptors, are decided at start-up), so a command without `-u` (or PYTHONUNBUFFERED) is declined.
 """
@@ -47,16 +51,21 @@ KINDS = {"-m": "module", "-c": "code"}
 @dataclass(frozen=True)
 class Command:
     """A parsed `python` command line: `kind` is module, code or script; `target` the module name, the code
-    or the script's path as given; `args` what follows it (sys.argv[1:])."""
+    or the script's path as given; `args` what follows it (sys.argv[1:]); `path` the PYTHONPATH entries it
+    adds to the server's."""
 
     kind: str
     target: str
     args: tuple[str, ...]
+    path: tuple[str, ...] = ()
 
 
 def parse(argv: list[str], cwd: str, env: dict[str, str]) -> Command | str:
     """The command `python ARGV` runs in directory `cwd` with environment `env`, or why a fork cannot stand in
-    for it (a line for the server's log)."""
+    for it (a line for the server's log). Called in the server, whose environment and modules it compares."""
+    path = added_path(env.get("PYTHONPATH", ""), os.environ.get("PYTHONPATH", ""))
+    if isinstance(path, str):
+        return path
     options = 0
     while options < len(argv) and argv[options] == "-u":
         options += 1
@@ -66,12 +75,32 @@ def parse(argv: list[str], cwd: str, env: dict[str, str]) -> Command | str:
         return "no command: an interactive interpreter"
     head, rest = argv[options], argv[options + 1:]
     if head in KINDS:
-        return Command(KINDS[head], rest[0], tuple(rest[1:])) if rest else f"{head} without its argument"
+        return Command(KINDS[head], rest[0], tuple(rest[1:]), path) if rest else f"{head} without its argument"
     if head.startswith("-"):
         return f"interpreter option {head}"
     if not os.path.isfile(os.path.join(cwd, head)):  # a directory, a zip, or missing: python says which
         return f"{head} is not a file"
-    return Command("script", head, tuple(rest))
+    return Command("script", head, tuple(rest), path)
+
+
+def added_path(requested: str, served: str) -> tuple[str, ...] | str:
+    """The entries PYTHONPATH `requested` adds before the server's `served`, or why they cannot be added to a
+    process that has imported already (see the module docstring)."""
+    entries, own = requested.split(os.pathsep) if requested else [], served.split(os.pathsep) if served else []
+    if entries[len(entries) - len(own):] != own:
+        return f"PYTHONPATH {requested!r} does not end with the server's {served!r}"
+    added = tuple(entries[:len(entries) - len(own)])
+    imported = {name.partition(".")[0] for name in sys.modules} | {"sitecustomize", "usercustomize"}
+    for entry in added:
+        if not os.path.isabs(entry):
+            return f"PYTHONPATH entry {entry!r} is relative"
+        try:
+            names = {name.partition(".")[0] for name in os.listdir(entry)}
+        except OSError:
+            continue  # a missing directory: the interpreter finds nothing there either
+        if names & imported:
+            return f"PYTHONPATH entry {entry} holds {', '.join(sorted(names & imported))}, imported by the server"
+    return added
 
 
 def run(command: Command, argv: list[str]) -> NoReturn:
@@ -108,7 +137,8 @@ def _reseed() -> None:
 
 
 def _execute(command: Command, main: types.ModuleType) -> None:
-    """Set sys.argv and sys.path[0] as the interpreter does for `command`, then run it in `main`."""
+    """Set sys.argv and sys.path as the interpreter does for `command`, then run it in `main`."""
+    sys.path[0:0] = command.path
     if command.kind == "module":
         sys.argv = ["-m", *command.args]  # runpy puts the module's path in sys.argv[0]
         sys.path.insert(0, os.getcwd())

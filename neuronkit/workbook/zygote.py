@@ -84,7 +84,8 @@ def available() -> bool:
 
 LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
 # torch's switch for loading device backends when it is imported: off in a command server, whose children
-# load them (interpreter.run) under their own environment; so it may differ in a command's.
+# load them (interpreter.run) under their own environment; so it may differ in a command's, as may PYTHONPATH,
+# whose entries the child adds itself (interpreter.added_path).
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
@@ -185,7 +186,7 @@ class Role:
 def _role(options: argparse.Namespace) -> Role:
     """The role the command-line options give: a kernel server unless `--python`."""
     if options.python:
-        return Role(True, tuple(options.imports), (), (*options.may_differ, AUTOLOAD), options.log)
+        return Role(True, tuple(options.imports), (), (*options.may_differ, AUTOLOAD, "PYTHONPATH"), options.log)
     return Role(False, IMPORTS, IDLE_IMPORTS if options.stage_modules else (), MAY_DIFFER, None)
 
 
