@@ -62,21 +62,27 @@ def __getattr__(name: str):
 # PYTHON_EXEC is a stand-in for the interpreter that asks one server, which imported RANK_IMPORTS once (without
 # the device), to fork the rank (neuronkit.workbook.zygote.CommandServer: the notebooks' kernel fork server in
 # its `--python` role); each rank loads the device itself, reading its own environment, and runs as
-# `python -u ...` would (neuronkit.workbook.interpreter). ~2.5 CPU-s of torch and ~3 of dynamo and DTensor
-# saved per rank. A rank whose environment differs from the server's other than in RANK_MAY_DIFFER (read when
+# `python -u ...` would (neuronkit.workbook.interpreter). ~2.5 CPU-s of torch, ~2 of dynamo and DTensor and
+# ~2.3 of transformers saved per rank. A rank whose environment differs from the server's other than in RANK_MAY_DIFFER (read when
 # used, not when imported), or any command the server cannot stand in for, runs in a real interpreter; the
 # server notes each fork and decline in its log (counted at the end of the session). Opt out by setting
 # PYTHON_EXEC yourself (e.g. to .venv/bin/python): it is left as it is.
-RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor")
+# transformers (which imports accelerate) and the classes the ranks' tiny-qwen3 resolves to. None of them looks
+# at the registered devices when imported (transformers' and accelerate's neuron checks run when called; the
+# availability checks cached at import are CUDA's, XPU's, NPU's, MPS's and XLA's) or starts a thread.
+RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transformers", "transformers.modeling_utils",
+                "transformers.models.auto.modeling_auto", "transformers.models.qwen3.modeling_qwen3")
 # torchrun's per-worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py `_start_workers`,
 # elastic/multiprocessing/api.py: TORCHELASTIC_ERROR_FILE), the device's and runtime's (read when the device
-# is installed, in the rank), pytest's per-test ones, and `accelerate launch`'s (ACCELERATE_MIXED_PRECISION,
-# ACCELERATE_DYNAMO_*: read by accelerate, which RANK_IMPORTS do not import). None is read while RANK_IMPORTS
-# are imported (checked by tracing os.environ's reads during those imports, torch 2.13.0: they read
-# TORCHINDUCTOR_*, TORCHDYNAMO_*, TORCH_COMPILE_*, SYMPY_*, ... and tqdm's TQDM_*).
+# is installed, in the rank), pytest's per-test ones, and the two `accelerate launch` sets that accelerate reads
+# when its state is made (ACCELERATE_MIXED_PRECISION, ACCELERATE_DYNAMO_*). None is read while RANK_IMPORTS
+# are imported (checked by tracing os.environ's reads during those imports, torch 2.13.0, transformers
+# 5: they read TORCHINDUCTOR_*, TORCHDYNAMO_*, TORCH_COMPILE_*, SYMPY_*, HF_*, TRANSFORMERS_*, tqdm's TQDM_*,
+# and accelerate's ACCELERATE_LOG_LEVEL, ACCELERATE_USE_MEGATRON_LM, ACCELERATE_ENABLE_RICH: those stay equal).
 RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
-                   "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_")
+                   "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
+                   "ACCELERATE_DYNAMO_")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
 # torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch
