@@ -79,10 +79,13 @@ RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transform
 # are imported (checked by tracing os.environ's reads during those imports, torch 2.13.0, transformers
 # 5: they read TORCHINDUCTOR_*, TORCHDYNAMO_*, TORCH_COMPILE_*, SYMPY_*, HF_*, TRANSFORMERS_*, tqdm's TQDM_*,
 # and accelerate's ACCELERATE_LOG_LEVEL, ACCELERATE_USE_MEGATRON_LM, ACCELERATE_ENABLE_RICH: those stay equal).
+# Besides, the terminal's size, COLUMNS and LINES, which pytest-xdist's workers have and its controller has not:
+# read when shutil.get_terminal_size is called, and while imported only by accelerate/commands/menu/helpers.py
+# (the width of `accelerate config`'s interactive menu, which no rank shows).
 RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
                    "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
-                   "ACCELERATE_DYNAMO_")
+                   "ACCELERATE_DYNAMO_", "COLUMNS", "LINES")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
 # torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch
