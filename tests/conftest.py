@@ -23,6 +23,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
+# The notebook kernels' OpenMP wait policy (neuronkit.workbook.kernel.KERNEL_ENV), read by libgomp when torch
+# loads, for every process of the session: so that the torchrun ranks a notebook starts (07) have the rank
+# server's start-up environment too and are forked (below). It decides only whether idle OpenMP threads spin
+# or sleep, never a result.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,13 +84,18 @@ RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transform
 # are imported (checked by tracing os.environ's reads during those imports, torch 2.13.0, transformers
 # 5: they read TORCHINDUCTOR_*, TORCHDYNAMO_*, TORCH_COMPILE_*, SYMPY_*, HF_*, TRANSFORMERS_*, tqdm's TQDM_*,
 # and accelerate's ACCELERATE_LOG_LEVEL, ACCELERATE_USE_MEGATRON_LM, ACCELERATE_ENABLE_RICH: those stay equal).
+# A rank a notebook starts (07) has its kernel's variables besides: jupyter_client's (JPY_), the tests' kernelspec
+# folder (JUPYTER_PATH), matplotlib's inline backend (MPLBACKEND: matplotlib is not imported), debugpy's
+# (PYDEVD_: not imported) and the terminal ipykernel declares (TERM, CLICOLOR, CLICOLOR_FORCE, FORCE_COLOR,
+# PAGER, GIT_PAGER): none is read while RANK_IMPORTS are imported (TERM only passes through tqdm's scan).
 # Besides, the terminal's size, COLUMNS and LINES, which pytest-xdist's workers have and its controller has not:
 # read when shutil.get_terminal_size is called, and while imported only by accelerate/commands/menu/helpers.py
 # (the width of `accelerate config`'s interactive menu, which no rank shows).
 RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
                    "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
-                   "ACCELERATE_DYNAMO_", "COLUMNS", "LINES")
+                   "ACCELERATE_DYNAMO_", "COLUMNS", "LINES", "JPY_", "JUPYTER_PATH", "MPLBACKEND", "PYDEVD_", "TERM",
+                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
 # torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch

@@ -26,6 +26,12 @@ PYTHONPATH may add entries before the server's own (`path`): the child puts them
 would (after sys.path[0]), unless one holds a module of the same name as one the server imported (which a
 fresh interpreter would have taken from there), or a sitecustomize/usercustomize, or is relative.
 
+What still differs from a fresh interpreter, knowingly: the modules the server imported are imported
+already, before the device was installed (the server imports only modules that read no per-rank variable
+and look at no device when imported); every fork shares the server's string-hash secret (a fresh
+interpreter draws its own unless PYTHONHASHSEED is set); `sys.flags.unbuffered` reads 0; the process's
+parent is the server, not the launcher (which stands in for it: signals, exit status).
+
 Output is unbuffered only: the server itself runs with `-u` (its streams, which the child keeps on its new
 descriptors, are decided at start-up), so a command without `-u` (or PYTHONUNBUFFERED) is declined.
 """
