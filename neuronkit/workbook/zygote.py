@@ -292,13 +292,16 @@ def _decline(role: Role, imported_under: dict[str, str], settled: dict[str, str]
     return None
 
 
-def _note(role: Role, line: str, request: dict[str, Any] | None = None) -> None:
-    """Note a fork or a decline: in the role's log with the request's arguments, else (kernels) on stderr."""
+def _note(role: Role, line: str, request: dict[str, Any] | None = None, declined: bool = False) -> None:
+    """Note a fork, a decline or the server's state: in the role's log with the request's arguments, else
+    (kernels) a decline on stderr."""
     if role.log is None:
-        print(f"neuronkit fork server: {line}", file=sys.stderr)
+        if declined:
+            print(f"neuronkit fork server: {line}", file=sys.stderr)
         return
     with open(role.log, "a") as log:
-        log.write(f"{os.getpid()} {line}: {json.dumps(request['argv'] if request else None)}\n")
+        log.write(f"{os.getpid()} {'declined: ' if declined else ''}{line}: "
+                  f"{json.dumps(request['argv'] if request else None)}\n")
 
 
 def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int, role: Role) -> dict[str, Any] | None:
@@ -327,7 +330,7 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                     for fd in request["fds"] if request else []:
                         os.close(fd)
                     if reason:
-                        _note(role, f"declined: {reason}", request)
+                        _note(role, reason, request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
@@ -345,13 +348,12 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                 if AT_FORK[-1] > 1:  # the kernel may hang on a lock another thread held: an ordinary one instead
                     _kill(pid)
                     os.waitpid(pid, 0)
-                    _note(role, f"declined: {AT_FORK[-1]} threads when forking, where a fork copies one: "
-                          f"starting an ordinary {'interpreter' if role.commands else 'kernel'}", request)
+                    _note(role, f"{AT_FORK[-1]} threads when forking, where a fork copies one: "
+                          f"starting an ordinary {'interpreter' if role.commands else 'kernel'}", request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
-                if role.commands:
-                    _note(role, f"forked {pid}", request)
+                _note(role, f"forked {pid}", request)
                 _send(conn, f"pid {pid}")
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
