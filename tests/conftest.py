@@ -67,14 +67,16 @@ def __getattr__(name: str):
 # PYTHON_EXEC is a stand-in for the interpreter that asks one server, which imported RANK_IMPORTS once (without
 # the device), to fork the rank (neuronkit.workbook.zygote.CommandServer: the notebooks' kernel fork server in
 # its `--python` role); each rank loads the device itself, reading its own environment, and runs as
-# `python -u ...` would (neuronkit.workbook.interpreter). ~2.5 CPU-s of torch, ~2 of dynamo and DTensor and
-# ~2.3 of transformers saved per rank. A rank whose environment differs from the server's other than in RANK_MAY_DIFFER (read when
-# used, not when imported), or any command the server cannot stand in for, runs in a real interpreter; the
-# server notes each fork and decline in its log (counted at the end of the session). Opt out by setting
-# PYTHON_EXEC yourself (e.g. to .venv/bin/python): it is left as it is.
-# transformers (which imports accelerate) and the classes the ranks' tiny-qwen3 resolves to. None of them looks
-# at the registered devices when imported (transformers' and accelerate's neuron checks run when called; the
-# availability checks cached at import are CUDA's, XPU's, NPU's, MPS's and XLA's) or starts a thread.
+# `python -u ...` would (neuronkit.workbook.interpreter). A rank whose environment differs from the server's
+# other than in RANK_MAY_DIFFER (read when used, not when imported), or any command the server cannot stand
+# in for, runs in a real interpreter; the server notes each fork and decline in its log (counted at the end
+# of the session). Opt out by setting PYTHON_EXEC yourself (e.g. to .venv/bin/python): it is left as it is.
+#
+# torch, dynamo, DTensor, transformers (which imports accelerate) and the classes the ranks' tiny-qwen3
+# resolves to: a forked rank that loads tiny-qwen3 costs 0.7 CPU-s past the fork, 3.0 with only the first
+# three preloaded. None of them looks at the registered devices when imported (transformers' and
+# accelerate's neuron checks run when called; the availability checks cached at import are CUDA's, XPU's,
+# NPU's, MPS's and XLA's) or leaves a thread.
 RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transformers", "transformers.modeling_utils",
                 "transformers.models.auto.modeling_auto", "transformers.models.qwen3.modeling_qwen3")
 # torchrun's per-worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py `_start_workers`,
