@@ -11,6 +11,7 @@ import re
 import select
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Iterator
@@ -22,6 +23,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
+# The notebook kernels' OpenMP wait policy (neuronkit.workbook.kernel.KERNEL_ENV), read by libgomp when torch
+# loads, for every process of the session: so that the torchrun ranks a notebook starts (07) have the rank
+# server's start-up environment too and are forked (below). It decides only whether idle OpenMP threads spin
+# or sleep, never a result.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,6 +59,101 @@ def __getattr__(name: str):
 
         return TwoLayerMLP
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# --- torchrun's worker processes (ranks) forked from one warm server -----------------------------------------
+# torchrun starts each rank as `[os.getenv("PYTHON_EXEC", sys.executable), "-u", script-or-"-m module", ...]`
+# (torch/distributed/run.py; accelerate's launcher goes through the same config). For the whole session,
+# PYTHON_EXEC is a stand-in for the interpreter that asks one server, which imported RANK_IMPORTS once (without
+# the device), to fork the rank (neuronkit.workbook.zygote.CommandServer: the notebooks' kernel fork server in
+# its `--python` role); each rank loads the device itself, reading its own environment, and runs as
+# `python -u ...` would (neuronkit.workbook.interpreter). A rank whose environment differs from the server's
+# other than in RANK_MAY_DIFFER (read when used, not when imported), or any command the server cannot stand
+# in for, runs in a real interpreter; the server notes each fork and decline in its log (counted at the end
+# of the session). Opt out by setting PYTHON_EXEC yourself (e.g. to .venv/bin/python): it is left as it is.
+#
+# torch, dynamo, DTensor, transformers (which imports accelerate) and the classes the ranks' tiny-qwen3
+# resolves to: a forked rank that loads tiny-qwen3 costs 0.7 CPU-s past the fork, 3.0 with only the first
+# three preloaded. None of them looks at the registered devices when imported (transformers' and
+# accelerate's neuron checks run when called; the availability checks cached at import are CUDA's, XPU's,
+# NPU's, MPS's and XLA's) or leaves a thread.
+RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transformers", "transformers.modeling_utils",
+                "transformers.models.auto.modeling_auto", "transformers.models.qwen3.modeling_qwen3")
+# torchrun's per-worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py `_start_workers`,
+# elastic/multiprocessing/api.py: TORCHELASTIC_ERROR_FILE), the device's and runtime's (read when the device
+# is installed, in the rank), pytest's per-test ones, and the two `accelerate launch` sets that accelerate reads
+# when its state is made (ACCELERATE_MIXED_PRECISION, ACCELERATE_DYNAMO_*). None is read while RANK_IMPORTS
+# are imported (checked by tracing os.environ's reads during those imports, torch 2.13.0, transformers
+# 5: they read TORCHINDUCTOR_*, TORCHDYNAMO_*, TORCH_COMPILE_*, SYMPY_*, HF_*, TRANSFORMERS_*, tqdm's TQDM_*,
+# and accelerate's ACCELERATE_LOG_LEVEL, ACCELERATE_USE_MEGATRON_LM, ACCELERATE_ENABLE_RICH: those stay equal).
+# A rank a notebook starts (07) has its kernel's variables besides: jupyter_client's (JPY_), the tests' kernelspec
+# folder (JUPYTER_PATH), matplotlib's inline backend (MPLBACKEND: matplotlib is not imported), debugpy's
+# (PYDEVD_: not imported) and the terminal ipykernel declares (TERM, CLICOLOR, CLICOLOR_FORCE, FORCE_COLOR,
+# PAGER, GIT_PAGER): none is read while RANK_IMPORTS are imported (TERM only passes through tqdm's scan).
+# Besides, the terminal's size, COLUMNS and LINES, which pytest-xdist's workers have and its controller has not:
+# read when shutil.get_terminal_size is called, and while imported only by accelerate/commands/menu/helpers.py
+# (the width of `accelerate config`'s interactive menu, which no rank shows).
+RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                   "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
+                   "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
+                   "ACCELERATE_DYNAMO_", "COLUMNS", "LINES", "JPY_", "JUPYTER_PATH", "MPLBACKEND", "PYDEVD_", "TERM",
+                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER")
+# Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
+RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
+# torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch
+# loads): the server imports under it, and a rank with another value runs in a real interpreter.
+RANK_ENV = {"OMP_NUM_THREADS": "1"}
+
+
+@functools.cache
+def _zygote():
+    """neuronkit/workbook/zygote.py loaded by path: importing the package would import torch, which pytest-xdist's
+    controller never pays for (`__getattr__` above); the module itself needs only the standard library."""
+    spec = importlib.util.spec_from_file_location("_neuronkit_zygote", ROOT / "neuronkit" / "workbook" / "zygote.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclass looks its module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def start_rank_server(log: Path, env: dict[str, str]):
+    """A started CommandServer forking ranks under `env` (with RANK_ENV), noting its forks and declines in `log`."""
+    return _zygote().CommandServer({**env, **RANK_ENV}, RANK_IMPORTS, RANK_MAY_DIFFER, str(log))
+
+
+_RANK_SERVER: list = []  # the session's, in the process that started it
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the session's first process (xdist's controller, or the only one with `-n 0`): start the rank server
+    and export PYTHON_EXEC before the workers start, so that they and every process they start (notebook
+    kernels, whose environment is a copy) inherit it. Where ranks cannot fork (not Linux), or PYTHON_EXEC is
+    set already, nothing changes."""
+    if hasattr(config, "workerinput") or "PYTHON_EXEC" in os.environ or not _zygote().available():
+        return
+    log = Path(tempfile.gettempdir()) / f"neuronkit-ranks-{os.getpid()}.log"
+    log.write_text("")
+    os.environ[RANK_LOG] = str(log)
+    server = start_rank_server(log, dict(os.environ))
+    os.environ["PYTHON_EXEC"] = server.executable
+    _RANK_SERVER.append(server)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many ranks the session's server forked and declined, and where its log is."""
+    if _RANK_SERVER:
+        log = Path(os.environ[RANK_LOG])
+        lines = log.read_text().splitlines()
+        forked, declined = (sum(f" {word}" in line for line in lines) for word in ("forked ", "declined: "))
+        terminalreporter.write_line(f"PYTHON_EXEC (torchrun's ranks): {forked} forked from the warm server, {declined} in a real "
+                                    f"interpreter (PYTHON_EXEC's log: {log})")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the rank server with the session (a pytest killed outright: the server exits when its pid is gone)."""
+    while _RANK_SERVER:
+        _RANK_SERVER.pop().close()
+        os.environ.pop("PYTHON_EXEC", None)
 
 
 @pytest.fixture(scope="session")

@@ -336,7 +336,10 @@ def test_unknown_scenarios_are_refused_before_launching():
 
 
 @pytest.mark.subprocess
-def test_a_failing_job_names_its_error(tmp_path):
+def test_a_failing_job_names_its_error(tmp_path, monkeypatch):
+    """On fresh interpreters, as users run torchrun: the one job of the tests whose ranks are not forked from
+    the tests' warm server (PYTHON_EXEC, tests/conftest.py), so the product's real path stays tested."""
+    monkeypatch.delenv("PYTHON_EXEC", raising=False)
     with pytest.raises(RuntimeError, match="Neuron does not support 2 process all_to_all"):
         launch.run(["all_to_all"], nproc=2, timeout=300, out=tmp_path)
 

@@ -9,6 +9,9 @@ same signal), so the kernel manager's liveness polling, timeouts and watchdog se
 the launcher is killed (SIGKILL cannot be forwarded) the server sees its connection close and kills the
 kernel. When there is no server, or it declines (an environment the server did not import under), the
 launcher becomes an ordinary kernel (`python -m ipykernel_launcher`), just slower to start.
+
+`python kernel_launcher.py --python SOCKET ARGS...` does the same for a Python command (a server in its
+`--python` role, `zygote.CommandServer`): `python ARGS` forked, or this interpreter exec'd with ARGS.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 def _ordinary_kernel(arguments: list[str]) -> None:
     """Replace this process with a kernel started the usual way."""
     os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *arguments])
+
+
+def _ordinary_python(arguments: list[str]) -> None:
+    """Replace this process with the interpreter running `python ARGUMENTS`."""
+    os.execv(sys.executable, [sys.executable, *arguments])
 
 
 def _ask(path: str, arguments: list[str]) -> tuple[socket.socket, int] | None:
@@ -59,11 +67,13 @@ def _line(conn: socket.socket) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """Launch through the server at argv[0], forward signals, and return the kernel's exit code."""
-    path, arguments = argv[0], argv[1:]
+    """Launch through the server at argv[0] (after `--python`: a command's), forward signals, and return the
+    kernel's (command's) exit code."""
+    command = argv[:1] == ["--python"]
+    path, arguments = argv[int(command)], argv[int(command) + 1:]
     forked = _ask(path, arguments)
     if forked is None:
-        _ordinary_kernel(arguments)
+        (_ordinary_python if command else _ordinary_kernel)(arguments)
     conn, pid = forked
 
     def forward(signum: int, _frame: object) -> None:

@@ -17,12 +17,21 @@ the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is decl
 starts an ordinary kernel instead; so does a kernel forked while the server had a second thread (the
 fork is killed at once). Linux only (`available()`); elsewhere the runner keeps warm kernels.
 
-    python -m neuronkit.workbook.zygote FD DIR PID   # what ForkServer starts: FD its listening socket, in
-                                                      # DIR, for the runner PID
+The same server forks plain Python commands in its `--python` role (`CommandServer`, which the tests use for
+torchrun's worker processes): `executable` stands in for the interpreter (torchrun's PYTHON_EXEC), the
+server imports the modules it is given with the device's autoload off, and each child runs its command as
+the interpreter would (`neuronkit.workbook.interpreter`), loading the device itself; its environment may
+differ from the server's only in the variables it is given (read when used, not when imported), and what it
+forks and declines is noted in a log file (the command's own stderr is the requester's).
+
+    python -m neuronkit.workbook.zygote FD DIR PID [--stage-modules]  # what ForkServer starts: FD its
+                                                                       # listening socket, in DIR, for PID
+    python -u -m neuronkit.workbook.zygote FD DIR PID --python --import=MOD... --may-differ=PREFIX... --log=FILE
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import selectors
@@ -32,10 +41,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from neuronkit.workbook.kernel_launcher import HEADER
 
 # Modules every notebook imports (kernel.PRELOAD's) and the kernel's own; imported once, by the server.
 # Only modules whose import does the same with or without a kernel's shell: not matplotlib's inline backend,
@@ -74,23 +82,22 @@ def available() -> bool:
     return sys.platform == "linux" and hasattr(os, "fork") and hasattr(socket, "send_fds")
 
 
-class ForkServer:
-    """The server process and the kernelspec that starts kernels through it. `kernel_spec_manager` finds
-    kernel `name` (this interpreter, launched through the server); the server imports under environment
-    `env`, which should be the kernels' own (it declines kernels with another); `close()` stops it."""
+LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
+# torch's switch for loading device backends when it is imported: off in a command server, whose children
+# load them (interpreter.run) under their own environment; so it may differ in a command's, as may PYTHONPATH,
+# whose entries the child adds itself (interpreter.added_path).
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
-    def __init__(self, name: str, display_name: str, env: dict[str, str], stage_modules: bool = False) -> None:
-        from jupyter_client.kernelspec import KernelSpecManager
 
-        self._dir = Path(tempfile.mkdtemp(prefix="neuronkit-kernels-"))
+class _Server:
+    """A server process listening on `socket` in its own directory, which `close()` stops and removes."""
+
+    def __init__(self, prefix: str) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix=prefix))
         self.socket = str(self._dir / "zygote.sock")
-        spec = self._dir / "kernels" / name
-        spec.mkdir(parents=True)
-        launcher = Path(__file__).with_name("kernel_launcher.py")
-        argv = [sys.executable, "-I", "-S", str(launcher), self.socket, "-f", "{connection_file}"]
-        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": display_name,
-                                                      "language": "python", "interrupt_mode": "signal"}))
-        self.kernel_spec_manager = KernelSpecManager(kernel_dirs=[str(spec.parent)])
+
+    def _start(self, env: dict[str, str], options: list[str], interpreter_options: tuple[str, ...] = ()) -> None:
+        """Bind the socket, then start the server on it under `env` with command-line `options`."""
         # Listening before the server even imports neuronkit (which imports torch): a kernel asked for
         # early waits in the queue instead of finding no server and starting the slow way.
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -104,9 +111,8 @@ class ForkServer:
         # In its own empty directory (`-m` puts the working directory first on sys.path) and its own
         # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
-            self._process = subprocess.Popen([sys.executable, "-m", "neuronkit.workbook.zygote",
-                                              str(listener.fileno()), str(self._dir), str(os.getpid()),
-                                              *(["--stage-modules"] if stage_modules else [])],
+            self._process = subprocess.Popen([sys.executable, *interpreter_options, "-m", "neuronkit.workbook.zygote",
+                                              str(listener.fileno()), str(self._dir), str(os.getpid()), *options],
                                              pass_fds=[listener.fileno()],
                                              stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
                                              start_new_session=True)
@@ -123,16 +129,79 @@ class ForkServer:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def _preload(parent: int) -> bool:
-    """Import IMPORTS as a kernel would see them: the cwd out of sys.path (ipykernel_launcher does the
-    same), matplotlib's inline backend chosen. False as soon as process `parent` is gone (seconds of
-    imports for a runner that stopped meanwhile, e.g. on bad input)."""
+class ForkServer(_Server):
+    """The server process and the kernelspec that starts kernels through it. `kernel_spec_manager` finds
+    kernel `name` (this interpreter, launched through the server); the server imports under environment
+    `env`, which should be the kernels' own (it declines kernels with another); `close()` stops it."""
+
+    def __init__(self, name: str, display_name: str, env: dict[str, str], stage_modules: bool = False) -> None:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        super().__init__("neuronkit-kernels-")
+        spec = self._dir / "kernels" / name
+        spec.mkdir(parents=True)
+        argv = [sys.executable, "-I", "-S", str(LAUNCHER), self.socket, "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": display_name,
+                                                      "language": "python", "interrupt_mode": "signal"}))
+        self.kernel_spec_manager = KernelSpecManager(kernel_dirs=[str(spec.parent)])
+        self._start(env, ["--stage-modules"] if stage_modules else [])
+
+
+class CommandServer(_Server):
+    """A server that forks Python commands (`python -u -m MODULE ...`, a script, `-c CODE`): `executable` is
+    an executable that runs `python ARGS` through it, or in a real interpreter when it declines (set it as
+    torchrun's PYTHON_EXEC). The server imports `imports` under `env` with the device's autoload off and
+    PYTHON_EXEC set to `executable`; it forks a command whose environment differs from that only in
+    variables starting with one of `may_differ` (read when used, never when imported), and notes each fork
+    and decline in file `log`. `close()` stops it."""
+
+    def __init__(self, env: dict[str, str], imports: tuple[str, ...], may_differ: tuple[str, ...], log: str) -> None:
+        super().__init__("neuronkit-python-")
+        # The launcher, with its socket, as a script run by this interpreter (-I -S); not through a shell,
+        # which would change the environment (PWD) the server compares and the command gets.
+        self.executable = str(self._dir / "python")
+        Path(self.executable).write_text(f"#!{sys.executable} -IS\nimport runpy, sys\n"
+                                         f"sys.argv[1:1] = ['--python', {self.socket!r}]\n"
+                                         f"runpy.run_path({str(LAUNCHER)!r}, run_name='__main__')\n")
+        os.chmod(self.executable, 0o755)
+        self._start({**env, AUTOLOAD: "0", "PYTHON_EXEC": self.executable},
+                    ["--python", *(f"--import={m}" for m in imports), *(f"--may-differ={p}" for p in may_differ),
+                     f"--log={log}"], interpreter_options=("-u",))
+
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a server forks: kernels, or Python commands (`commands`); the modules it imports first and
+    while idle, the variable prefixes a request's environment may set otherwise, and the file where forks
+    and declines are noted (None: declines on stderr)."""
+
+    commands: bool
+    imports: tuple[str, ...]
+    idle_imports: tuple[str, ...]
+    may_differ: tuple[str, ...]
+    log: str | None
+
+
+def _role(options: argparse.Namespace) -> Role:
+    """The role the command-line options give: a kernel server unless `--python`."""
+    if options.python:
+        return Role(True, tuple(options.imports), (), (*options.may_differ, AUTOLOAD, "PYTHONPATH"), options.log)
+    return Role(False, IMPORTS, IDLE_IMPORTS if options.stage_modules else (), MAY_DIFFER, None)
+
+
+def _preload(parent: int, role: Role) -> bool:
+    """Import the role's modules as its children would see them: the cwd out of sys.path (ipykernel_launcher
+    does the same; a command puts its own first), for kernels matplotlib's inline backend chosen. False as
+    soon as process `parent` is gone (seconds of imports for a runner that stopped meanwhile, e.g. on bad
+    input)."""
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
-    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+    if not role.commands:
+        os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     import importlib
 
-    for module in IMPORTS:
+    for module in role.imports:
         if os.getppid() != parent:
             return False
         importlib.import_module(module)
@@ -152,6 +221,8 @@ def _import_one(pending: list[str]) -> None:
 
 def _receive(conn: socket.socket) -> dict[str, Any] | None:
     """One launcher's request: argv, cwd, env, and its stdin/stdout/stderr as `fds`; None if malformed."""
+    from neuronkit.workbook.kernel_launcher import HEADER  # here: this module loads without the package
+
     try:
         head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
     except OSError:
@@ -190,23 +261,60 @@ def threads() -> int:
 AT_FORK: list[int] = []
 
 
-def differences(imported_under: dict[str, str], env: dict[str, str]) -> list[str]:
-    """Variables, other than the per-kernel ones, that a kernel's environment sets differently."""
+def differences(imported_under: dict[str, str], env: dict[str, str],
+                may_differ: tuple[str, ...] = MAY_DIFFER) -> list[str]:
+    """Variables, other than those starting with `may_differ` (the per-kernel ones), that a kernel's or
+    command's environment sets differently."""
     keys = {*imported_under, *env}
-    return sorted(k for k in keys if not k.startswith(MAY_DIFFER) and imported_under.get(k) != env.get(k))
+    return sorted(k for k in keys if not k.startswith(may_differ) and imported_under.get(k) != env.get(k))
 
 
-def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
-           idle_imports: tuple[str, ...]) -> dict[str, Any] | None:
-    """Fork a kernel per request until told to stop or orphaned (process `parent` gone), importing
-    `idle_imports` while no request waits; returns the request in a forked child, None in the server when
+def _decline(role: Role, imported_under: dict[str, str], settled: dict[str, str], request: dict[str, Any]) -> str | None:
+    """Why `request` cannot be forked (noted), or None; a command's request gets its parsed `command`.
+    `settled` is the server's environment once it has imported: a command may also carry a variable with the
+    value the imports set it to themselves (torch._dynamo writes its default TORCHINDUCTOR_CACHE_DIR into the
+    environment when imported, torch/_dynamo/package.py: so does every process that imported it, and the
+    torchrun that starts a rank inherits it), which a fresh interpreter would read and keep as it is."""
+    differ = differences(imported_under, request["env"], role.may_differ)
+    if role.commands:
+        differ = [k for k in differ if request["env"].get(k) != settled.get(k)]
+    if differ:
+        what = "command" if role.commands else "kernel"
+        return (f"the {what}'s environment sets {', '.join(differ)} otherwise than the server imported under: "
+                f"starting an ordinary {'interpreter' if role.commands else 'kernel'}")
+    if role.commands:
+        from neuronkit.workbook import interpreter
+
+        command = interpreter.parse(request["argv"], request["cwd"], request["env"])
+        if isinstance(command, str):
+            return f"{command}: starting an ordinary interpreter"
+        request["command"] = command
+    return None
+
+
+def _note(role: Role, line: str, request: dict[str, Any] | None = None, declined: bool = False) -> None:
+    """Note a fork, a decline or the server's state: in the role's log with the request's arguments, else
+    (kernels) a decline on stderr."""
+    if role.log is None:
+        if declined:
+            print(f"neuronkit fork server: {line}", file=sys.stderr)
+        return
+    with open(role.log, "a") as log:
+        log.write(f"{os.getpid()} {'declined: ' if declined else ''}{line}: "
+                  f"{json.dumps(request['argv'] if request else None)}\n")
+
+
+def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int, role: Role) -> dict[str, Any] | None:
+    """Fork a child per request until told to stop or orphaned (process `parent` gone), importing the role's
+    idle imports while no request waits; returns the request in a forked child, None in the server when
     it is done."""
     stopping: list[bool] = []
+    settled = dict(os.environ)
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     kernels: dict[int, socket.socket | None] = {}  # kernel pid -> its launcher's connection
-    pending = list(idle_imports)
+    pending = list(role.idle_imports)
     while not stopping and os.getppid() == parent:
         events = selector.select(0 if pending else POLL_S)
         if not events and pending:
@@ -217,13 +325,12 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                 conn.settimeout(REQUEST_TIMEOUT_S)
                 request = _receive(conn)
                 conn.settimeout(None)
-                differ = differences(imported_under, request["env"]) if request else []
-                if request is None or differ:
+                reason = _decline(role, imported_under, settled, request) if request else None
+                if request is None or reason:
                     for fd in request["fds"] if request else []:
                         os.close(fd)
-                    if differ:
-                        print(f"neuronkit fork server: the kernel's environment sets {', '.join(differ)} otherwise "
-                              "than the server imported under: starting an ordinary kernel", file=sys.stderr)
+                    if reason:
+                        _note(role, reason, request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
@@ -241,11 +348,12 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                 if AT_FORK[-1] > 1:  # the kernel may hang on a lock another thread held: an ordinary one instead
                     _kill(pid)
                     os.waitpid(pid, 0)
-                    print(f"neuronkit fork server: {AT_FORK[-1]} threads when forking, where a fork copies one: "
-                          "starting an ordinary kernel", file=sys.stderr)
+                    _note(role, f"{AT_FORK[-1]} threads when forking, where a fork copies one: "
+                          f"starting an ordinary {'interpreter' if role.commands else 'kernel'}", request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
+                _note(role, f"forked {pid}", request)
                 _send(conn, f"pid {pid}")
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
@@ -290,9 +398,9 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _become_kernel(request: dict[str, Any]) -> None:
-    """In the forked child: take over the launcher's streams, directory and environment, then run the
-    kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
+def _take_over(request: dict[str, Any]) -> None:
+    """In the forked child: take over the launcher's streams, directory and environment, with the signal
+    handlers of a fresh interpreter."""
     for signum, handler in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
         signal.signal(signum, handler)
     for target, fd in enumerate(request["fds"]):
@@ -301,6 +409,24 @@ def _become_kernel(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+
+
+def _become_command(request: dict[str, Any]) -> None:
+    """In a command server's forked child: run the request's command as the interpreter would; never
+    returns. The command imports neuronkit itself, as in a fresh interpreter (the server imported the
+    package to run this module: nothing of it is kept)."""
+    from neuronkit.workbook import interpreter
+
+    _take_over(request)
+    for name in [m for m in sys.modules if m == "neuronkit" or m.startswith("neuronkit.")]:
+        del sys.modules[name]
+    interpreter.run(request["command"], request["argv"])
+
+
+def _become_kernel(request: dict[str, Any]) -> None:
+    """In the forked child: take over the launcher's streams, directory and environment, then run the
+    kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
+    _take_over(request)
     # A fresh process seeds these from the OS; forks would share the server's. (Python's `random` reseeds
     # itself after a fork; the neuron devices' generators are created and seeded at first use, after it.)
     if "numpy.random" in sys.modules:
@@ -313,26 +439,55 @@ def _become_kernel(request: dict[str, Any]) -> None:
     kernelapp.launch_new_instance(argv=[*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
 
 
+def _options(argv: list[str]) -> argparse.Namespace:
+    """The server's command line (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m neuronkit.workbook.zygote")
+    parser.add_argument("fd", type=int, help="the listening socket's descriptor")
+    parser.add_argument("dir", help="the server's directory, removed when it is done")
+    parser.add_argument("parent", type=int, help="the pid whose end ends the server")
+    parser.add_argument("--stage-modules", action="store_true", help="kernels: import IDLE_IMPORTS while idle")
+    parser.add_argument("--python", action="store_true", help="fork Python commands, not kernels")
+    parser.add_argument("--import", dest="imports", action="append", default=[], help="commands: a module to import")
+    parser.add_argument("--may-differ", action="append", default=[], help="commands: a variable prefix")
+    parser.add_argument("--log", help="commands: the file where forks and declines are noted")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
-    """Import, then serve on the listening socket whose descriptor is argv[0] (ForkServer's, bound
-    before this process started, so connections have queued meanwhile); when done, remove directory
-    argv[1] (socket and kernelspec), which a runner killed outright could not. The runner's pid is argv[2],
-    not this process's parent as it reads at start-up: a runner gone before then would leave it orphaned
-    from the start, and it would serve forever. `--stage-modules`: import IDLE_IMPORTS while idle (a
-    workbook run's server, whose later kernels run the stage notebooks)."""
-    imported_under, parent = dict(os.environ), int(argv[2])
-    listener = socket.socket(fileno=int(argv[0]))
+    """Import, then serve on the listening socket whose descriptor is `fd` (bound before this process
+    started, so connections have queued meanwhile); when done, remove directory `dir` (socket and
+    kernelspec), which a runner killed outright could not. The runner's pid is `parent`, not this process's
+    parent as it reads at start-up: a runner gone before then would leave it orphaned from the start, and it
+    would serve forever. `--stage-modules`: import IDLE_IMPORTS while idle (a workbook run's server, whose
+    later kernels run the stage notebooks). `--python`: fork commands (CommandServer), after checking that
+    the device was not loaded here (its children load it)."""
+    options = _options(argv)
+    role, imported_under = _role(options), dict(os.environ)
+    listener = socket.socket(fileno=options.fd)
     request = None
-    if _preload(parent):
+    if _preload(options.parent, role) and not (role.commands and _device_loaded(role)):
         os.register_at_fork(after_in_parent=lambda: AT_FORK.append(threads()))
-        request = _serve(listener, imported_under, parent, IDLE_IMPORTS if "--stage-modules" in argv else ())
+        request = _serve(listener, imported_under, options.parent, role)
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
-        shutil.rmtree(argv[1], ignore_errors=True)
+        shutil.rmtree(options.dir, ignore_errors=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+    if role.commands:
+        _become_command(request)
     _become_kernel(request)
     return 0
+
+
+def _device_loaded(role: Role) -> bool:
+    """Whether a device backend was loaded while importing (autoload left on): then the server serves no
+    command, whose device must read its own environment; each launcher finds no server and runs a real
+    interpreter (noted in the log)."""
+    torch = sys.modules.get("torch")
+    loaded = torch is not None and (hasattr(torch, "neuron") or any(m.startswith("neuronkit.device") for m in sys.modules))
+    if loaded:
+        _note(role, f"the device was loaded while importing ({AUTOLOAD}={os.environ.get(AUTOLOAD)}): serving nothing")
+    return loaded
 
 
 if __name__ == "__main__":
