@@ -106,17 +106,20 @@ def test_random_weights_from_a_bare_config(tmp_path):
     assert type(model).__name__ == "Qwen3ForCausalLM" and not model.training
 
 
+# transformers' bars on, as outside make; huggingface_hub warns that make's HF_HUB_DISABLE_PROGRESS_BARS wins
+@pytest.mark.filterwarnings("ignore:Cannot enable progress bars")
 def test_a_saved_random_checkpoint_reports_random_weights_when_loaded(tmp_path, monkeypatch):
     from transformers.utils import logging as hf_logging
 
     bars = []  # whether each progress bar transformers opened would show (outside the tests' TQDM_DISABLE)
     monkeypatch.setattr(hf_logging, "tqdm", lambda *a, _bar=hf_logging.tqdm, **k: (
         bars.append(hf_logging.is_progress_bar_enabled()), _bar(*a, **k))[1])
+    was_on = hf_logging.is_progress_bar_enabled()
     hf_logging.enable_progress_bar()
     try:
         saved = models.save_random_checkpoint("tiny-bert", tmp_path / "random")
     finally:
-        hf_logging.disable_progress_bar()
+        hf_logging.enable_progress_bar() if was_on else hf_logging.disable_progress_bar()
     assert bars and not any(bars), "a 'Writing model shards' bar between `neuronkit run`'s progress lines"
     assert (saved / "tokenizer.json").is_file() and models.load_tokenizer(saved) is not None
     model, weights = models.load_checkpoint(saved)
