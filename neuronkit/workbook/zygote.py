@@ -169,7 +169,6 @@ class CommandServer(_Server):
                      f"--log={log}"], interpreter_options=("-u",))
 
 
-
 @dataclass(frozen=True)
 class Role:
     """What a server forks: kernels, or Python commands (`commands`); the modules it imports first and
