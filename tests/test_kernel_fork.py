@@ -50,10 +50,11 @@ def server():
     started.close()
 
 
-def _start(server, env: dict[str, str] = ENV) -> tuple[KernelManager, object]:
-    """A kernel started through the server, in the runner's kernel environment unless `env` is given."""
+def _start(server, env: dict[str, str] = ENV, **launch) -> tuple[KernelManager, object]:
+    """A kernel started through the server, in the runner's kernel environment unless `env` is given
+    (`launch`: more of the launcher's Popen arguments, e.g. its stderr)."""
     km = KernelManager(kernel_name=kernel.KERNEL_NAME, kernel_spec_manager=server.kernel_spec_manager)
-    km.start_kernel(env=env)
+    km.start_kernel(env=env, **launch)
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=120)
@@ -132,6 +133,27 @@ def test_a_forked_kernels_figures_are_images_shown_or_left_open(server) -> None:
         _stop(km, kc)
     displays = [m["content"]["data"] for m in shown if m["msg_type"] == "display_data"]
     assert len(displays) == 2 and all("image/png" in data for data in displays), displays
+
+
+def test_logging_from_the_servers_imports_reaches_the_notebook_not_the_terminal(server, tmp_path: Path) -> None:
+    """transformers' and torch's log handlers, made while the server imported them, write where a kernel
+    that imported them writes: to the cell's output. On the server's stderr (the runner's terminal) a
+    sliced run's load report was printed between `neuronkit run`'s progress lines (ipykernel echoes the
+    descriptor output it captures)."""
+    terminal = tmp_path / "launcher-stderr.txt"
+    with terminal.open("w") as stderr:
+        km, kc = _start(server, stderr=stderr)
+        try:
+            out = _run(kc, "import logging, torch._logging\n"
+                           "from transformers.utils import logging as hf_logging\n"
+                           "hf_logging.get_logger('transformers.modeling_utils').warning('LOAD REPORT (transformers)')\n"
+                           "logging.getLogger('torch._dynamo').warning('graph break (torch)')\n"
+                           "import sys; sys.stderr.flush()")
+        finally:
+            _stop(km, kc)
+    text, error = out
+    assert error is None and "LOAD REPORT (transformers)" in text and "graph break (torch)" in text, out
+    assert "LOAD REPORT" not in terminal.read_text() and "graph break" not in terminal.read_text()
 
 
 def test_the_server_forks_with_one_thread(server) -> None:

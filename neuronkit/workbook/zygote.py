@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import selectors
 import shutil
@@ -435,7 +436,27 @@ def _become_kernel(request: dict[str, Any]) -> None:
     from ipykernel import kernelapp
 
     sys.argv = [sys.argv[0], *request["argv"]]
-    kernelapp.launch_new_instance(argv=[*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
+    server_handlers = _standard_stream_handlers()
+    app = kernelapp.IPKernelApp.instance()  # what kernelapp.launch_new_instance does, with one step between
+    app.initialize([*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
+    for handler, name in server_handlers:
+        handler.setStream(getattr(sys, name))
+    app.start()
+
+
+def _standard_stream_handlers() -> list[tuple[logging.StreamHandler, str]]:
+    """The logging handlers that write to the process's own stdout or stderr, with the name of that stream:
+    those the server's imports made (transformers' and torch's, made when imported with `StreamHandler()`,
+    which takes sys.stderr at that moment). In a kernel that imported them itself they would hold its
+    streams, which send what they are given to the notebook; the forked kernel's get them once it has made
+    its streams. Left on the process's stderr (the kernel's launcher's, the runner's terminal), their records
+    (e.g. transformers' load report) reached the notebook only through ipykernel's capture of the descriptor,
+    which echoes what it captures to the terminal too."""
+    loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(v, logging.Logger))]
+    streams = {id(sys.__stdout__): "stdout", id(sys.__stderr__): "stderr"}
+    return [(h, streams[id(h.stream)]) for lg in loggers for h in lg.handlers
+            if type(h) is logging.StreamHandler and id(h.stream) in streams]
 
 
 def _options(argv: list[str]) -> argparse.Namespace:
