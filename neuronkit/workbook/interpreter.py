@@ -13,8 +13,8 @@ the forked child, whose streams, working directory and environment are already t
 - the device backends are loaded as `import torch` loads them at its end (torch/__init__.py:
   `if _is_device_backend_autoload_enabled(): _import_device_backends()`), reading this process's
   environment: the server imported torch with TORCH_DEVICE_BACKEND_AUTOLOAD=0, so every variable the
-  device reads when it is installed (LOCAL_RANK, NEURON_RT_VISIBLE_CORES, ...) is read here, before the
-  command's first line (a command that changes them before it imports torch would be seen otherwise: none
+  device reads when it is installed (LOCAL_RANK, NEURON_RT_VISIBLE_CORES, ...) is read here, with the
+  command's sys.path and sys.argv already set, before the command's first line (a command that changes them before it imports torch would be seen otherwise: none
   of the tests' does);
 - the default generators reseeded from the OS, as a fresh process seeds them (torch seeds its CPU generator
   at start-up; Python's `random` reseeds itself after a fork);
@@ -23,8 +23,9 @@ the forked child, whose streams, working directory and environment are already t
   threads joined, atexit handlers run and the streams flushed (status 120 if that fails), then `os._exit`.
 
 PYTHONPATH may add entries before the server's own (`path`): the child puts them where the interpreter
-would (after sys.path[0]), unless one holds a module of the same name as one the server imported (which a
-fresh interpreter would have taken from there), or a sitecustomize/usercustomize, or is relative.
+would (after sys.path[0]), unless one holds a module of the same name as one the server imported and the
+child keeps (which a fresh interpreter would have taken from there; neuronkit itself is imported afresh,
+`forget_own`), or a sitecustomize/usercustomize, or is relative.
 
 What still differs from a fresh interpreter, knowingly: the modules the server imported are imported
 already, before the device was installed (the server imports only modules that read no per-rank variable
@@ -52,6 +53,8 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 KINDS = {"-m": "module", "-c": "code"}
+# The package the server imported only to run itself: a forked command imports it afresh (`forget_own`).
+OWN = "neuronkit"
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def added_path(requested: str, served: str) -> tuple[str, ...] | str:
     if entries[len(entries) - len(own):] != own:
         return f"PYTHONPATH {requested!r} does not end with the server's {served!r}"
     added = tuple(entries[:len(entries) - len(own)])
-    imported = {name.partition(".")[0] for name in sys.modules} | {"sitecustomize", "usercustomize"}
+    imported = {name.partition(".")[0] for name in sys.modules} - {OWN} | {"sitecustomize", "usercustomize"}
     for entry in added:
         if not os.path.isabs(entry):
             return f"PYTHONPATH entry {entry!r} is relative"
@@ -109,6 +112,13 @@ def added_path(requested: str, served: str) -> tuple[str, ...] | str:
     return added
 
 
+def forget_own() -> None:
+    """Drop this package's modules, which the server imported to run itself: the command imports it as a
+    fresh interpreter would, from wherever its sys.path finds it first (a PYTHONPATH entry it adds included)."""
+    for name in [m for m in sys.modules if m == OWN or m.startswith(f"{OWN}.")]:
+        del sys.modules[name]
+
+
 def run(command: Command, argv: list[str]) -> NoReturn:
     """Run `command` (parsed from `argv`) in this forked process as the interpreter would, and exit as it
     would: never returns."""
@@ -117,6 +127,7 @@ def run(command: Command, argv: list[str]) -> NoReturn:
     sys.modules["__main__"] = main
     sys.orig_argv = [sys.executable, *argv]
     _reseed()
+    _start(command)  # before the device loads: its import finds neuronkit where the command's sys.path does
     try:
         torch = sys.modules.get("torch")
         if torch is not None and torch._is_device_backend_autoload_enabled():
@@ -142,21 +153,28 @@ def _reseed() -> None:
         sys.modules["torch"].default_generator.seed()
 
 
-def _execute(command: Command, main: types.ModuleType) -> None:
-    """Set sys.argv and sys.path as the interpreter does for `command`, then run it in `main`."""
+def _start(command: Command) -> None:
+    """Set sys.argv and sys.path as the interpreter has them for `command` when it starts."""
     sys.path[0:0] = command.path
     if command.kind == "module":
         sys.argv = ["-m", *command.args]  # runpy puts the module's path in sys.argv[0]
         sys.path.insert(0, os.getcwd())
-        runpy._run_module_as_main(command.target, alter_argv=True)
     elif command.kind == "code":
         sys.argv = ["-c", *command.args]
         sys.path.insert(0, "")
+    else:
+        sys.argv = [command.target, *command.args]
+        sys.path.insert(0, os.path.dirname(os.path.realpath(os.path.abspath(command.target))))
+
+
+def _execute(command: Command, main: types.ModuleType) -> None:
+    """Run `command` in `main` (sys.argv and sys.path set: `_start`)."""
+    if command.kind == "module":
+        runpy._run_module_as_main(command.target, alter_argv=True)
+    elif command.kind == "code":
         exec(compile(command.target, "<string>", "exec"), main.__dict__)
     else:
         path = os.path.abspath(command.target)
-        sys.argv = [command.target, *command.args]
-        sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
         main.__file__, main.__cached__ = path, None
         main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
         with io.open_code(path) as source:

@@ -418,8 +418,7 @@ def _become_command(request: dict[str, Any]) -> None:
     from neuronkit.workbook import interpreter
 
     _take_over(request)
-    for name in [m for m in sys.modules if m == "neuronkit" or m.startswith("neuronkit.")]:
-        del sys.modules[name]
+    interpreter.forget_own()
     interpreter.run(request["command"], request["argv"])
 
 
