@@ -9,6 +9,7 @@ that does not fit gets an error naming its size and the budget, never a silent C
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any, Mapping
 
 import torch
@@ -18,6 +19,8 @@ from neuronkit.post_import import when_imported
 from neuronkit.units import format_bytes
 
 _BRIDGED_MODULE = "transformers.integrations.accelerate"
+# Where from_pretrained calls the bridged `_get_device_map`, under a name it imported from there.
+_CALLER_MODULE = "transformers.modeling_utils"
 _ACCELERATE_LOGGER = "accelerate.utils.modeling"
 _DTYPE_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8, torch.int8: 1}
 
@@ -161,6 +164,16 @@ def _patch(module) -> None:
         module._get_device_map = _refuse_partial_placement(original, module)
 
 
+def _rebind(caller) -> None:
+    """Give from_pretrained's module the bridged `_get_device_map`: it imported the name, so a device installed
+    after it was imported (autoload off, then the device loaded by hand; or a process forked from one that
+    imported transformers first) would leave it calling the original, which places what does not fit on the
+    CPU or disk without a word."""
+    bridged = getattr(sys.modules.get(_BRIDGED_MODULE), "_get_device_map", None)
+    if getattr(bridged, "__wrapped__", None) is not None and caller.__dict__.get("_get_device_map") is bridged.__wrapped__:
+        caller._get_device_map = bridged
+
+
 class _NeuronCoreIds(logging.Filter):
     """accelerate checks integer device ids against CUDA's device count alone, so the bridge's `{0: HBM}`
     makes it log "Device 0 is not available" although the model lands on neuron:0; that line is dropped
@@ -175,6 +188,7 @@ class _NeuronCoreIds(logging.Filter):
 def install_auto_device_map_bridge() -> None:
     """Make transformers' `device_map="auto"` see the neuron device's HBM (now or when it is imported)."""
     when_imported(_BRIDGED_MODULE, _patch)
+    when_imported(_CALLER_MODULE, _rebind)
     accelerate_logger = logging.getLogger(_ACCELERATE_LOGGER)
     if not any(isinstance(f, _NeuronCoreIds) for f in accelerate_logger.filters):
         accelerate_logger.addFilter(_NeuronCoreIds())
