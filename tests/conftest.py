@@ -8,11 +8,11 @@ import importlib.util
 import json
 import os
 import re
-import select
 import subprocess
 import sys
 import tempfile
 import textwrap
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -152,6 +152,13 @@ def pytest_terminal_summary(terminalreporter) -> None:
                                     f"interpreter (PYTHON_EXEC's log: {log})")
 
 
+def rank_server_noted(marker: str, lines: bool = False) -> list[str]:
+    """What the session's rank server did with the commands whose arguments contain `marker`, in order
+    ("forked", "declined"), or (`lines`) its log lines about them."""
+    noted = [line for line in Path(os.environ[RANK_LOG]).read_text().splitlines() if marker in line]
+    return noted if lines else [line.split(":")[0].split()[1] for line in noted]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Stop the rank server with the session (a pytest killed outright: the server exits when its pid is gone)."""
     while _RANK_SERVER:
@@ -226,7 +233,7 @@ def forked_kernels(tmp_path_factory) -> Iterator[ForkedKernels]:
 # - a session fixture named here groups the tests using it (a test in two groups runs with both at once).
 # A new expensive session fixture: add its name here. Cheap ones (the zoo, ~1 s) are built per worker.
 # A test that needs anything else to run on one worker with others: `@pytest.mark.xdist_group("name")`.
-SHARED_SESSION_FIXTURES = ("forked_kernels", "_fork_server")
+SHARED_SESSION_FIXTURES = ("forked_kernels",)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -267,84 +274,30 @@ def run_python(tmp_path):
     return run
 
 
-class ForkedPython:
-    """Snippets run in forks of one process that imported torch without its device (tests/fork_server.py): each
-    child loads the device as `import torch` would and creates its state afresh, reading the variables it was
-    given, without paying torch's import (~3 CPU-s) again. The server is started on first use.
-
-    `env()` is the environment the server started with, which snippets extend: the test process's own changes
-    since (transformers' generate() sets TOKENIZERS_PARALLELISM in it) would otherwise make the server refuse
-    a snippet depending on which tests ran before it on this worker."""
-
-    def __init__(self) -> None:
-        self._server: subprocess.Popen | None = None
-        self._env: dict[str, str] = {}
-        self._pending = b""
-
-    def env(self) -> dict[str, str]:
-        """The server's environment (a copy), starting it first if it has not started."""
-        if self._server is None:
-            self._env = dict(os.environ)
-            self._server = subprocess.Popen([sys.executable, "-c", (ROOT / "tests" / "fork_server.py").read_text()],
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, cwd=ROOT,
-                                            env=self._env)
-        return dict(self._env)
-
-    def run(self, code: str, env: dict[str, str], cwd: Path, folder: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-        """`code` run with environment `env` (best `env()` extended) in `cwd`; its output is kept in `folder`. As
-        `subprocess.run` would return it (text output); a snippet the server refuses (a start-up variable) is
-        an error of the test."""
-        self.env()
-        out, err = folder / "forked.stdout", folder / "forked.stderr"
-        request = {"code": code, "env": env, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
-        self._server.stdin.write(json.dumps(request).encode() + b"\n")
-        first = self._reply(timeout)
-        if "refused" in first:
-            raise AssertionError(f"cannot fork this snippet: {first['refused']}")
-        try:
-            done = self._reply(timeout)
-        except TimeoutError:
-            os.kill(first["pid"], 9)
-            self._reply(10)
-            raise
-        return subprocess.CompletedProcess(["forked", "-c", code], done["rc"], out.read_text(), err.read_text())
-
-    def _reply(self, timeout: float) -> dict:
-        """The server's next reply line (read unbuffered: select() must not miss a line read ahead)."""
-        while b"\n" not in self._pending:
-            ready, _, _ = select.select([self._server.stdout], [], [], timeout)
-            if not ready:
-                raise TimeoutError(f"no reply from the fork server in {timeout} s")
-            chunk = os.read(self._server.stdout.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"the fork server ended ({self._server.wait()})")
-            self._pending += chunk
-        line, self._pending = self._pending.split(b"\n", 1)
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.stdin.close()
-            self._server.wait(timeout=60)
-
-
 @pytest.fixture(scope="session")
-def _fork_server() -> Iterator[ForkedPython]:
-    server = ForkedPython()
-    yield server
-    server.close()
+def _snippet_env() -> dict[str, str]:
+    """The environment snippets start from: this process's when the first one runs (the test process's own
+    changes since, e.g. transformers' generate() setting TOKENIZERS_PARALLELISM, would otherwise decide
+    whether a snippet is forked by which tests ran before it), as torchrun's ranks have it (RANK_ENV)."""
+    return {**os.environ, **RANK_ENV}
 
 
 @pytest.fixture
-def forked_python(_fork_server, tmp_path):
+def forked_python(_snippet_env, tmp_path):
     """`run_python`'s twin for a snippet whose subject is the device's state in a new process, not the
-    interpreter's start: the same snippet, environment and checks, in a fork of a process that has imported
-    torch only (ForkedPython). A variable read while torch is imported makes it refuse: use `run_python`."""
+    interpreter's start: the same snippet, environment and checks, run through PYTHON_EXEC as a rank is, so
+    forked from the session's rank server (which imported torch without its device): the child loads the device
+    as `import torch` would and creates its state afresh, reading the variables it was given. A snippet the
+    server declines (a variable read while torch is imported) is an error of the test: use `run_python`."""
 
     def run(code: str, env: dict[str, str] | None = None, check: bool = True,
             cwd: Path = ROOT) -> subprocess.CompletedProcess:
-        full_env = {**_fork_server.env(), "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff"), **(env or {})}
-        proc = _fork_server.run(textwrap.dedent(code), full_env, cwd, tmp_path)
+        full_env = {**_snippet_env, "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff"), **(env or {})}
+        marker = uuid.uuid4().hex  # sys.argv[1], naming the snippet in the server's log
+        proc = subprocess.run([os.environ.get("PYTHON_EXEC", sys.executable), "-u", "-c", textwrap.dedent(code), marker],
+                              env=full_env, capture_output=True, text=True, timeout=300, cwd=cwd)
+        if RANK_LOG in os.environ and rank_server_noted(marker) != ["forked"]:
+            raise AssertionError(f"cannot fork this snippet: {rank_server_noted(marker, lines=True)}")
         if check and proc.returncode != 0:
             raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc

@@ -3,9 +3,9 @@ host collectives streams.
 
 What torch decides while it is imported (autoload itself, its TORCH_DEVICE_BACKEND_AUTOLOAD switch, an import
 order) is seen in a fresh interpreter (`run_python`). What the device reads when it is installed or used runs
-in a fork of a process that has imported torch without the device (`forked_python`, tests/fork_server.py):
-the child installs the device as autoload does, so its state (cores, HBM budget, streams) is created from the
-child's own variables, as in a fresh process."""
+in a fork of a process that has imported torch without the device (`forked_python`: the rank server behind
+tests/conftest.py's PYTHON_EXEC): the child installs the device as autoload does, so its state (cores, HBM
+budget, streams) is created from the child's own variables, as in a fresh process."""
 
 from __future__ import annotations
 

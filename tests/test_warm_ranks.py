@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RANK_LOG
+from conftest import RANK_LOG, rank_server_noted
 
 pytestmark = [pytest.mark.subprocess,
               pytest.mark.skipif(RANK_LOG not in os.environ, reason="no rank server in this session (PYTHON_EXEC set, or not Linux)")]
@@ -26,11 +26,6 @@ def _launch(args: list[str], cwd: Path, env: dict[str, str] | None = None, **kwa
     """`python ARGS` as torchrun starts a rank: through PYTHON_EXEC, with the tests' environment plus `env`."""
     return subprocess.run([os.environ["PYTHON_EXEC"], *args], cwd=cwd, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, **kwargs)
-
-
-def _noted(marker: str) -> list[str]:
-    """The server's log lines about commands whose arguments contain `marker`."""
-    return [line.split(":")[0].split()[1] for line in Path(os.environ[RANK_LOG]).read_text().splitlines() if marker in line]
 
 
 def test_a_forked_rank_has_the_device_and_reads_its_own_environment(tmp_path: Path) -> None:
@@ -50,7 +45,7 @@ def test_a_forked_rank_has_the_device_and_reads_its_own_environment(tmp_path: Pa
         assert proc.returncode == 0, proc.stderr
         seen.append(json.loads(proc.stdout))
     assert [s[1:] for s in seen] == [["0", 2, 2.0, True], ["1", 3, 2.0, True]]
-    assert _noted(marker) == ["forked", "forked"]
+    assert rank_server_noted(marker) == ["forked", "forked"]
     assert seen[0][0] == seen[1][0] != os.getpid(), "not forked by the one server"
 
 
@@ -91,7 +86,7 @@ def test_a_forked_command_runs_as_the_interpreter_runs_it(tmp_path: Path, form: 
     real = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           input="from stdin", env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path})
     assert (forked.returncode, forked.stdout, forked.stderr) == (real.returncode, real.stdout, real.stderr)
-    assert _noted(marker) == ["forked"]
+    assert rank_server_noted(marker) == ["forked"]
     assert "atexit ran" in real.stdout and "thread done" in real.stdout
 
 
