@@ -76,7 +76,8 @@ def __getattr__(name: str):
 # resolves to: a forked rank that loads tiny-qwen3 costs 0.7 CPU-s past the fork, 3.0 with only the first
 # three preloaded. None of them looks at the registered devices when imported (transformers' and
 # accelerate's neuron checks run when called; the availability checks cached at import are CUDA's, XPU's,
-# NPU's, MPS's and XLA's) or leaves a thread.
+# NPU's, MPS's and XLA's) or leaves a thread. What the device changes in them when it installs, it changes
+# also where they were imported before it (neuronkit.placement's device_map bridge).
 RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transformers", "transformers.modeling_utils",
                 "transformers.models.auto.modeling_auto", "transformers.models.qwen3.modeling_qwen3")
 # torchrun's per-worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py `_start_workers`,
