@@ -305,6 +305,11 @@ class _HostCall:
             self.target = value.index if value.index is not None else native.current_device()
             return _CPU
         if isinstance(value, torch.Generator) and value.device.type == "neuron":
+            if not self.kernel.native:
+                # S's boxed CPU fallback hands the generator to the CPU kernel unchanged, whose
+                # check_generator<CPUGeneratorImpl> refuses it (NeuronBindings.cpp:232-246,484; torch 2.13
+                # ATen/core/Generator.h:152-156): every random op S does not lower, which is all of them.
+                raise RuntimeError("Expected a 'cpu' device type for generator but found 'neuron'")
             self.generator = value
             return None
         if name == "pin_memory" and value:

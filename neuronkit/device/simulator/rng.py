@@ -2,9 +2,10 @@
 
 Each logical core has a default generator, and `torch.Generator(device='neuron:N')` makes new ones (native
 runtime, csrc/generator.cpp): Philox-style seed and offset, as S's. A random op with a core's default
-generator draws from the host's default generator, as S's CPU fallbacks do; with an explicit device
-generator, from a host generator keyed by its seed and offset, the host's own state restored afterwards
-(csrc/generator.cpp `lend_generator`; the native per-op path lends a core's default generator itself).
+generator draws from the host's default generator, as S's CPU fallbacks do (csrc/generator.cpp
+`lend_generator`; the native per-op path lends a core's default generator itself). An explicit device
+generator handed to a random op is refused, as S's boxed CPU fallback passes it to the CPU kernel
+(kernel.py `_HostCall.convert`); S lowers no random op that takes one, so `draw` lends it to none today.
 """
 
 from __future__ import annotations
