@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch._C import DispatchKey
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -34,6 +35,9 @@ from neuronkit.policy import CPU_FALLBACK, INPUT_FALLBACK, NATIVE, Precondition,
 
 ROOT = "<root>"
 BACKWARD = "<backward>"
+GENERATE = "<generate>"
+# What the device's attention makes of padding (op_support.toml [[finding]]s).
+FULLY_MASKED_ROW, BATCHED_GENERATION = "sdpa_fully_masked_row", "sdpa_batched_generation"
 SHAPES_KEPT = 8  # distinct input-shape signatures kept per op
 # What the device runs for SDPA on 4-D inputs (behaviour doc §4): its fused kernel, where CPU picks
 # flash/efficient/math kernels of its own.
@@ -359,7 +363,8 @@ class _FunctionLevel(TorchFunctionMode):
         with self.recorder._dispatch_hidden():
             out = func(*args, **kwargs)
         inputs = _tensors([named.get(n) for n in ("query", "key", "value", "attn_mask")])
-        self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs))
+        self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs),
+                              _padding_categories(named, query, self.recorder._scope))
         return out
 
     def _dropout(self, func, args, kwargs):
@@ -378,6 +383,21 @@ class _FunctionLevel(TorchFunctionMode):
             out = func(*args, **kwargs)
         self.recorder._record(NATIVE_DROPOUT, [x, out], 1)
         return out
+
+
+def _padding_categories(named: dict[str, Any], query: torch.Tensor, scope: str) -> tuple[str, ...]:
+    """What the device's attention makes of this call's padding (S: python_ops/torch_mlir/ops/
+    scaled_dot_product_attention.py:67-72 computes exp(x - max) per query row): a mask with a fully masked
+    row (every key masked: a left-padded position) gives NaN there; a batched call inside generate() is where
+    left padding is the rule. A fake mask (a weightless audit) has no values to show a masked row."""
+    mask = named.get("attn_mask")
+    if isinstance(mask, torch.Tensor) and not (mask.is_meta or isinstance(mask, FakeTensor)) and mask.numel():
+        masked = mask.logical_not() if mask.dtype is torch.bool else torch.isneginf(mask)
+        if bool(masked.all(-1).any()):
+            return (FULLY_MASKED_ROW,)
+    if scope == GENERATE and query.shape[0] > 1:
+        return (BATCHED_GENERATION,)
+    return ()
 
 
 def _refusals(checked: tuple[Precondition, ...], call: dict[str, Any]) -> tuple[str, ...]:

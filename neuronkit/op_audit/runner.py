@@ -27,7 +27,7 @@ import neuronkit
 from neuronkit import inputs as example, models
 from neuronkit.evidence import AuditedModel
 from neuronkit.op_audit.classify import classify
-from neuronkit.op_audit.recorder import BACKWARD, OpRecorder
+from neuronkit.op_audit.recorder import BACKWARD, GENERATE, OpRecorder
 from neuronkit.op_audit.report import AuditReport
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.errors import NeuronkitInputError
@@ -35,7 +35,6 @@ from neuronkit.policy import load_policy
 from neuronkit.run_config import DEFAULTS
 
 OPTIMIZER = "<optimizer>"
-GENERATE = "<generate>"
 
 
 def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_inputs: Any = None, *,

@@ -120,15 +120,15 @@ HF_CASES = ["llama (padded batch)", "mistral (sliding window)", "gemma3 (sliding
 
 @pytest.mark.parametrize("name", HF_CASES)
 def test_hf_padded_and_sliding_window_batches_run_and_match_cpu(name, monkeypatch):
-    """S: SdpBackendSelection.cpp:35-47 (masked SDPA lowers) and python_ops/torch_mlir/ops/misc.py:86-130
+    """S: SdpBackendSelection.cpp:35-47 (masked SDPA lowers; right-padded, see the left-padded test below) and python_ops/torch_mlir/ops/misc.py:86-130
     (histc lowers for any dtype: transformers' MoE routers call it on int32 off CPU). The MoE experts'
     unaligned grouped matmuls are let through with TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 (utils.py:128-134;
     test_preconditions.py has the refusal)."""
     if "MoE" in name:
         monkeypatch.setenv("TORCH_NEURONX_SKIP_OP_PRECONDITIONS", "1")
     model = _tiny(name)
-    ids = torch.tensor([[0, 0, 5, 6, 7, 8, 9, 10], [1, 2, 3, 4, 5, 6, 7, 8]])
-    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1], [1] * 8])
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10, 0, 0], [1, 2, 3, 4, 5, 6, 7, 8]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0], [1] * 8])  # right padding: no query row is fully masked
     with torch.no_grad():
         expected = model(input_ids=ids, attention_mask=mask).logits
         got = model.to(N)(input_ids=ids.to(N), attention_mask=mask.to(N)).logits
@@ -138,10 +138,78 @@ def test_hf_padded_and_sliding_window_batches_run_and_match_cpu(name, monkeypatc
 @pytest.mark.parametrize("name", ["llama (padded batch)", "mistral (sliding window)"])
 def test_audit_finds_no_blocker_in_masked_attention(name):
     """S: SdpBackendSelection.cpp:35-47: a masked 4-D SDPA is the native fused kernel, not a blocker."""
-    report = audit(_tiny(name), {"input_ids": torch.tensor([[0, 5, 6, 7]]),
-                                 "attention_mask": torch.tensor([[0, 1, 1, 1]])})
+    report = audit(_tiny(name), {"input_ids": torch.tensor([[5, 6, 7, 0]]),
+                                 "attention_mask": torch.tensor([[1, 1, 1, 0]])})
     assert report.summary.blockers == []
     assert report.op("aten::_scaled_dot_product_fused_attention_overrideable").classification == "native"
+
+
+def test_a_fully_masked_row_is_nan_as_in_the_source():
+    """S: python_ops/torch_mlir/ops/scaled_dot_product_attention.py:67-72 (max_logits = max(logits),
+    exp(logits - max_logits)): a query row whose keys are all masked is -inf - -inf, NaN, in the output and
+    the log-sum-exp; PyTorch's own kernels give zeros there (_safe_softmax). The other rows are unchanged."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=g) for _ in range(3))
+    allowed = torch.ones(4, 4, dtype=torch.bool).tril()
+    allowed[0] = False  # row 0: every key masked (a left-padded position)
+    out, lse = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        q.to(N), k.to(N), v.to(N), allowed.to(N), 0.0, False)[:2]
+    want_out, want_lse = _s_compute_attention(q, k, v, 8 ** -0.5, allowed)
+    assert want_out[:, :, 0].isnan().all() and out.cpu()[:, :, 0].isnan().all() and lse.cpu()[:, :, 0].isnan().all()
+    torch.testing.assert_close(out.cpu(), want_out, rtol=1e-6, atol=1e-6, equal_nan=True)
+    torch.testing.assert_close(lse.cpu(), want_lse, rtol=0, atol=1e-6, equal_nan=True)
+    public = F.scaled_dot_product_attention(q.to(N), k.to(N), v.to(N), attn_mask=allowed.to(N))
+    assert public.cpu()[:, :, 0].isnan().all() and not public.cpu()[:, :, 1:].isnan().any()
+    assert not F.scaled_dot_product_attention(q, k, v, attn_mask=allowed).isnan().any()  # the CPU: zeros
+
+
+LEFT = {"input_ids": torch.tensor([[0, 0, 5, 6, 7], [1, 2, 3, 4, 5]]),
+        "attention_mask": torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])}
+RIGHT = {"input_ids": torch.tensor([[5, 6, 7, 0, 0], [1, 2, 3, 4, 5]]),
+         "attention_mask": torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])}
+
+
+def test_a_left_padded_batch_gives_nan_logits_for_the_padded_sequence():
+    """S: scaled_dot_product_attention.py:67-72 on every layer (the fidelity review's repro/r1, a tiny
+    2-layer Llama with GQA): the pad positions' rows are NaN, and at the next layer 0 x NaN reaches every
+    real token of the padded sequence; the unpadded sequence matches the CPU. Right padding leaves no row
+    fully masked: the whole batch matches the CPU."""
+    model = _tiny("llama (padded batch)")
+    with torch.no_grad():
+        cpu = {name: model(**batch).logits for name, batch in (("left", LEFT), ("right", RIGHT))}
+        model.to(N)
+        dev = {name: model(**{k: v.to(N) for k, v in batch.items()}).logits.cpu()
+               for name, batch in (("left", LEFT), ("right", RIGHT))}
+    assert dev["left"][0].isnan().all()  # the padded sequence, real tokens included
+    torch.testing.assert_close(dev["left"][1], cpu["left"][1], atol=1e-4, rtol=1e-4)
+    assert not cpu["left"].isnan().any()
+    torch.testing.assert_close(dev["right"], cpu["right"], atol=1e-4, rtol=1e-4)
+
+
+def test_the_audit_names_a_fully_masked_row_with_its_remedy():
+    """S: scaled_dot_product_attention.py:67-72 (fidelity review §5.1): a run whose attention mask has a
+    fully masked row is a blocker on the SDPA call sites, with the remedy (right padding, or a finite mask
+    value); a right-padded batch has none. A weightless audit (fake tensors) cannot see mask values."""
+    model = _tiny("llama (padded batch)")
+    left = audit(model, LEFT)
+    (finding,) = left.findings_in("sdpa_fully_masked_row")
+    assert finding.severity == "blocker" and finding.op == "aten::_scaled_dot_product_fused_attention_overrideable"
+    assert finding.module_paths == ["model.layers.0.self_attn", "model.layers.1.self_attn"]
+    assert "padding_side" in finding.remedy and "finfo" in finding.remedy and "NaN" in finding.message
+    right = audit(model, RIGHT)
+    assert right.findings_in("sdpa_fully_masked_row") == [] and right.summary.blockers == []
+
+
+def test_batched_generation_is_a_finding():
+    """S: scaled_dot_product_attention.py:67-72: batched generate() pads prompts of different lengths on the
+    left, where the device's attention gives NaN; an audit with generate=True on a batch of more than one
+    prompt says so (a warning on the SDPA calls inside generate()), a single prompt does not."""
+    model = _tiny("llama (padded batch)")
+    batch = audit(model, {"input_ids": torch.tensor([[1, 2, 3], [4, 5, 6]])}, generate=True, max_new_tokens=2)
+    (finding,) = batch.findings_in("sdpa_batched_generation")
+    assert finding.severity == "warn" and "eager" in finding.remedy
+    single = audit(model, {"input_ids": torch.tensor([[1, 2, 3]])}, generate=True, max_new_tokens=2)
+    assert single.findings_in("sdpa_batched_generation") == []
 
 
 def _s_compute_attention(q, k, v, scale, mask):

@@ -47,29 +47,24 @@ at::Tensor logits_of(const at::Tensor& query, const at::Tensor& key, const std::
   return logits;
 }
 
-// Zeros for the rows with every key masked (a left-padded query; their log-sum-exp is -inf), as PyTorch's
-// `_safe_softmax` gives; S's decomposition would give NaN there (exp(-inf - -inf)): not verified on
-// hardware, listed as a known difference in docs/fidelity.md.
-at::Tensor zero_dead_rows(at::Tensor probs, const at::Tensor& lse) {
-  auto dead = at::isneginf(lse);
-  return dead.any().item<bool>() ? probs.masked_fill_(dead.unsqueeze(-1), 0.0) : probs;
-}
-
-// The forward softmax as S computes it (compute_attention: the row maximum out, exp, the sum, probabilities
-// as exp / sum, lse = max + log(sum)), in place over `logits`; returns (probabilities, lse).
+// The forward softmax as S computes it (compute_attention, python_ops/torch_mlir/ops/
+// scaled_dot_product_attention.py:67-72: the row maximum out, exp, the sum, probabilities as exp / sum,
+// lse = max + log(sum)), in place over `logits`; returns (probabilities, lse). A row with every key masked (a
+// pad position of a left-padded batch) has max -inf, so exp(-inf - -inf) makes it NaN, as on the device:
+// S has no guard there (PyTorch's `_safe_softmax` gives zeros), and the NaN output rows reach the real
+// tokens at the next layer (0 x NaN). NaN passes the clamp and the threshold of `floored_exp_` unchanged.
 std::pair<at::Tensor, at::Tensor> softmax_and_lse(at::Tensor logits) {
   auto max = at::amax(logits, {-1}, /*keepdim=*/true);
-  max.masked_fill_(at::isinf(max), 0.0);  // a dead row: exp(-inf - 0) is 0, its lse -inf
   auto exp = floored_exp_(logits.sub_(max));
   auto sum = exp.sum(-1, /*keepdim=*/true);
   auto lse = (max + at::log(sum)).squeeze(-1);
-  return {zero_dead_rows(exp.div_(sum), lse), lse};
+  return {exp.div_(sum), lse};
 }
 
 // The backward's probabilities from the forward's lse (S compute_attention_backward: exp(logits - lse)),
-// in place over `logits`.
+// in place over `logits`; NaN for a fully masked row, whose lse is NaN.
 at::Tensor probabilities(at::Tensor logits, const at::Tensor& lse) {
-  return zero_dead_rows(floored_exp_(logits.sub_(lse.unsqueeze(-1))), lse);
+  return floored_exp_(logits.sub_(lse.unsqueeze(-1)));
 }
 
 // `values` in `layout`'s dtype and memory layout, as the op's meta kernel promises (a traced graph views
