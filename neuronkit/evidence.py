@@ -299,6 +299,10 @@ class EagerForward:
                                     "`.to()` copies or `generate()`), fallbacks not included")
     neff_cache: NeffCache = fact("NEFF cache", factory=NeffCache)
     memory: DeviceMemory = fact("Device memory", factory=DeviceMemory)
+    fully_masked_attention: list[str] = fact(
+        "Attention with fully masked rows", doc="module paths whose attention mask had a query row with every key "
+        "masked (left padding): the device's attention makes it NaN (op_support.toml sdpa_fully_masked_row); "
+        "looked for when the device's outputs have NaN the CPU's have not", factory=list)
 
 
 @dataclass

@@ -31,6 +31,8 @@ from neuronkit.evidence import CompileCheck, CompiledGraph, CompileTiming, Compi
     CpuCheck, DeviceMemory, EagerForward, EagerGeneration, EagerTraining, GraphBreak, ModelSlice, NeffCache, \
     Parity, ParityRow, ReferenceOutput, rows
 from neuronkit.graph_compile import compare
+from neuronkit.op_audit.recorder import FULLY_MASKED_ROW, fully_masked_attention
+from neuronkit.policy import load_policy
 from neuronkit.graph_compile.backend import neuron_backend
 from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit import timing
@@ -457,7 +459,7 @@ def _stage_eager(s: _Session, record: EagerForward) -> tuple[str, str]:
     rows, top1 = record.parity.outputs, record.parity.top1_agreement
     bad = [r.name for r in rows if not r.ok]
     if bad:
-        return "fail", f"{', '.join(bad)} off the CPU reference ({_worst(rows)})"
+        return "fail", f"{', '.join(bad)} off the CPU reference ({_worst(rows)}){_masked_rows_note(s, out, record)}"
     notes = _top1_note(top1, s.tol)
     if untied:
         notes.append(f".to('neuron') untied {len(untied)} shared parameter group(s) (re-tied for the check): the "
@@ -760,6 +762,22 @@ def _first_sentence(text: str) -> str:
     text = " ".join(text.split())
     end = text.find(". ")
     return text if end < 0 else text[:end + 1]
+
+
+def _masked_rows_note(s: _Session, out: Any, record: EagerForward) -> str:
+    """Why the device's outputs have NaN where the CPU's have none, when the cause is a fully masked attention
+    row (a left-padded batch): the attention modules, the category and its remedy; "" otherwise."""
+    if not any(t.isnan().any() for _, t in compare.named_outputs(out) if t.is_floating_point()):
+        return ""
+    with torch.no_grad(), s.cpu_mode():
+        paths = fully_masked_attention(s.cpu_model, lambda: call(s.cpu_model, s.inputs, **s.extra))
+    record.fully_masked_attention = paths
+    if not paths:
+        return ""
+    where = ", ".join(paths[:2]) + (f" and {len(paths) - 2} more" if len(paths) > 2 else "")
+    policy = load_policy()
+    return (f"; NaN from attention rows with every key masked (left padding) in {where} [{FULLY_MASKED_ROW}]: "
+            f"{policy.remedies[FULLY_MASKED_ROW]}")
 
 
 def _parity(s: _Session, out: Any) -> Parity:

@@ -385,6 +385,15 @@ class _FunctionLevel(TorchFunctionMode):
         return out
 
 
+def fully_masked_attention(model: nn.Module, run: Callable[[], Any]) -> list[str]:
+    """The module paths of `model` whose attention had a query row with every key masked (the NaN rows of
+    S's attention: `_padding_categories`) while `run()` called it, on any device."""
+    with OpRecorder(model) as recorder:
+        run()
+    stats = recorder.ops.get(NEURON_SDPA)
+    return list(stats.features.get(FULLY_MASKED_ROW, {})) if stats is not None else []
+
+
 def _padding_categories(named: dict[str, Any], query: torch.Tensor, scope: str) -> tuple[str, ...]:
     """What the device's attention makes of this call's padding (S: python_ops/torch_mlir/ops/
     scaled_dot_product_attention.py:67-72 computes exp(x - max) per query row): a mask with a fully masked
