@@ -76,6 +76,14 @@ def test_training_matches_one_cpu_process(two_ranks, scenario):
 
 
 @pytest.mark.subprocess
+def test_ddp_communication_hooks_fail_as_the_source_records(two_ranks):
+    """S: tests/pytorch_tests/specs/ddp_spec.json:113,149 marks every DDP comm-hook test failing with this
+    error ([TODO-FIX post Beta]); plain DDP trains (test_training_matches_one_cpu_process)."""
+    for result in _each(two_ranks, "ddp"):
+        assert result["comm_hook_error"] == "Neuron backend doesn't support acquiring a stream from pool"
+
+
+@pytest.mark.subprocess
 def test_fsdp2_holds_half_the_parameters_on_each_core(two_ranks):
     for result in _each(two_ranks, "fsdp2"):
         assert result["local_param_bytes"] == result["full_param_bytes"] // 2

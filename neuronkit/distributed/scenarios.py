@@ -120,14 +120,18 @@ def ddp() -> dict[str, Any]:
     reference, ref_losses = _reference(tokens)
     model = DistributedDataParallel(_model().to(_device()), device_ids=[torch.neuron.current_device()])
     losses = _train(model, _local_slice(tokens, rank, world).to(_device()))
-    # A communication hook (Future.then on the collective's future): S's guard serves the stream it asks for
-    # (csrc/core/NeuronGuardImpl.h getStreamFromGlobalPool), although its ddp_spec.json still marks hooks xfail.
+    # A communication hook (Future.then on the collective's future) fails as S's own DDP tests record it
+    # (tests/pytorch_tests/specs/ddp_spec.json:113,149: no stream from the pool for the callback).
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     hooked = DistributedDataParallel(_model().to(_device()), device_ids=[torch.neuron.current_device()])
     hooked.register_comm_hook(dist.group.WORLD, default_hooks.allreduce_hook)
-    _train(hooked, _local_slice(tokens, rank, world).to(_device()))
-    return {"param_diff": max(_param_diff(model.module, reference), _param_diff(hooked.module, reference)),
-            "losses": losses, "reference_losses": ref_losses}
+    try:
+        _train(hooked, _local_slice(tokens, rank, world).to(_device()))
+        hook_error = None
+    except RuntimeError as exc:
+        hook_error = str(exc).splitlines()[0]
+    return {"param_diff": _param_diff(model.module, reference), "losses": losses, "reference_losses": ref_losses,
+            "comm_hook_error": hook_error}
 
 
 def fsdp2() -> dict[str, Any]:

@@ -327,8 +327,11 @@ def staged_wait(work: Work) -> None:
 
 
 def _completed(outputs: list[torch.Tensor] | None = None) -> Work:
-    """A finished Work whose future holds `outputs` (gloo's own Work may not be waited on twice)."""
-    future: torch.futures.Future = torch.futures.Future()
+    """A finished Work whose future holds `outputs` (gloo's own Work may not be waited on twice): a device
+    future, as S's process group returns, so a callback chained on it (`Future.then`, every DDP communication
+    hook) asks the device for a pooled stream, which it refuses (csrc/device.cpp getStreamFromGlobalPool)."""
+    devices = sorted({str(t.device) for t in outputs or () if isinstance(t, torch.Tensor) and t.device.type == "neuron"})
+    future: torch.futures.Future = torch.futures.Future(devices=devices)
     future.set_result(outputs or [])
     return torch._C._distributed_c10d._create_work_from_future(future)
 

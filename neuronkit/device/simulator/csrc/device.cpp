@@ -123,8 +123,11 @@ struct NeuronGuard final : c10::impl::DeviceGuardImplInterface {
 
   c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
 
-  c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+  // A pooled stream (what Future.then asks for, so every DDP communication hook) is refused as S's own DDP
+  // tests record it (tests/pytorch_tests/specs/ddp_spec.json:113,149, "[TODO-FIX post Beta]"), although S's
+  // guard header would create one: the recorded failure is what a team meets on the device.
+  c10::Stream getStreamFromGlobalPool(c10::Device /*d*/, bool /*high_priority*/) const override {
+    TORCH_CHECK(false, "Neuron backend doesn't support acquiring a stream from pool");
   }
 
   c10::Stream getNewStream(c10::Device d, int /*priority*/) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
