@@ -51,7 +51,7 @@ if __name__ == "__main__":  # torch's own dispatcher, without an out-of-tree dev
 
 import torch  # noqa: E402
 
-from neuronkit.policy import returns_view  # noqa: E402  (with autoload off: no device is registered)
+from neuronkit.policy import later_registration_wins, returns_view  # noqa: E402  (autoload off: no device)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "neuronkit" / "data" / "op_verdicts.json"
@@ -186,6 +186,18 @@ def view_whitelist(tree: dict[str, str]) -> tuple[frozenset[str], str]:
     return frozenset(names), f"{_WHITELIST_FILE}:{start + 1}-{end + 1}"
 
 
+# What each registration stage is (S python_ops/__init__.py:85-98 registers them in this order).
+_KINDS = {0: "c++", 1: "common", 2: "xla", 3: "torch-mlir"}
+
+
+def _winner(entries: list[Registration], later_wins: bool) -> Registration:
+    """The registration the dispatcher keeps: a Python one over C++; of the Python stages the first
+    (torch <= 2.12) or the last (torch >= 2.13) registered."""
+    if later_wins:
+        return max(entries, key=lambda e: (e.stage != 0, e.stage))
+    return min(entries, key=lambda e: (e.stage == 0, e.stage))
+
+
 def _has(name: str, key: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
 
@@ -209,10 +221,13 @@ def verdicts(mirror: Path, commit: str) -> dict:
         view = returns_view(name)
         if name in registered:
             entries = registered[name]
-            # Python replaces a C++ kernel; of the Python ones the first stage wins (torch.library refuses a
-            # second Python kernel for the same key: S's later registration fails, auto_registration.py:380).
-            # @neuron_op ones of one name are one operation, tried by priority (auto_registration.py:96-113).
-            winner = min(entries, key=lambda e: (e.stage == 0, e.stage))
+            # Python replaces a C++ kernel. Of the Python ones, which wins depends on torch
+            # (`policy.later_registration_wins`): up to 2.12 torch.library refused a second Python kernel for
+            # the same key (S's later registration failed and was swallowed, torch_mlir/operation_registry.py:
+            # 136-146), so the first stage won; from 2.13 (PR #182293, allow_override=True) the later one
+            # overrides it. @neuron_op ones of one name are one operation, tried by priority
+            # (auto_registration.py:96-113).
+            winner = _winner(entries, later_registration_wins(torch.__version__))
             row = {"verdict": "view" if view and winner.stage == 0 else "native",
                    "source": ", ".join([winner.source] + sorted({e.source for e in entries} - {winner.source}))}
             priorities = sorted({e.priority for e in entries if e.stage == winner.stage and e.priority is not None})
@@ -221,6 +236,12 @@ def verdicts(mirror: Path, commit: str) -> dict:
             static = static_scalars(name, winner.static) if winner.static else []
             if static:
                 row["static"] = static
+            stages = sorted({e.stage for e in entries if e.stage > 0})
+            if len(stages) > 1:  # registered twice in Python: each rule's winner, for another torch (policy.py)
+                row["registrations"] = {
+                    rule: {"kernel": _KINDS[chosen.stage], "source": chosen.source,
+                           "static": static_scalars(name, chosen.static) if chosen.static else []}
+                    for rule, chosen in (("first", _winner(entries, False)), ("later", _winner(entries, True)))}
         elif _has(name, "CompositeImplicitAutograd"):
             row = {"verdict": "composite",
                    "source": "torch: CompositeImplicitAutograd kernel (decomposes above the device); S registers none"}
@@ -237,7 +258,8 @@ def verdicts(mirror: Path, commit: str) -> dict:
         rows[name] = row
     counts = {v: sum(r["verdict"] == v for r in rows.values()) for v in VERDICTS}
     meta = {"source": REPO, "commit": commit, "torch": torch.__version__.split("+", 1)[0],
-            "generator": "data/build_op_table.py", "counts": counts}
+            "generator": "data/build_op_table.py", "counts": counts,
+            "winner": "later" if later_registration_wins(torch.__version__) else "first"}
     return {"meta": meta, "unattached": dict(sorted(unattached.items())), "overloads": rows}
 
 

@@ -34,6 +34,10 @@ INPUT_FALLBACK = "input_fallback"
 
 
 RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
+# From torch 2.13 `torch.library.Library.impl` overrides an earlier Python kernel of the same op and key
+# (PyTorch PR #182293, allow_override=True: torch 2.13 torch/library.py:438,474); before, the second
+# registration raised, and S swallowed the error (torch_mlir/operation_registry.py:136-146).
+LATER_REGISTRATION_WINS_FROM = (2, 13)
 # An overload's verdict in data/op_verdicts.json, the device's own registrations first.
 VERDICTS = ("native", "view", "composite", "cpu_fallback")
 
@@ -91,6 +95,7 @@ class Precondition:
     feature: str
     remedy: str
     source: str
+    kernel: str = ""  # the one of S's kernels it belongs to ("xla"): it applies only where that kernel wins
 
 
 def _feature(entry: dict, gap: bool) -> _Feature:
@@ -105,8 +110,11 @@ def _feature(entry: dict, gap: bool) -> _Feature:
 class Policy:
     """Classifies ATen ops and dtypes against the support table."""
 
-    def __init__(self, table: dict, verdicts: dict) -> None:
+    def __init__(self, table: dict, verdicts: dict, torch_version: str = torch.__version__) -> None:
         self.meta: dict = table.get("meta", {})
+        # Which of S's two Python registrations of an overload wins under this torch (`registrations` in
+        # op_verdicts.json): the first up to torch 2.12, the later (torch-mlir) one from 2.13.
+        self.winner = "later" if later_registration_wins(torch_version) else "first"
         self.verdict_meta: dict = verdicts["meta"]
         # Every ATen overload (`aten::add.Tensor`, `aten::clone` for a default one): {verdict, source, ...}.
         self.overloads: dict[str, dict] = verdicts["overloads"]
@@ -131,9 +139,12 @@ class Policy:
             for wide, narrow in dtypes.items() if wide in ("float64", "int64")
         }
         preconditions = [Precondition(p["op"], p["check"], p["category"], p["unknown_category"], p["feature"],
-                                      p["remedy"], p["source"]) for p in table.get("precondition", [])]
+                                      p["remedy"], p["source"], p.get("kernel", "")) for p in table.get("precondition", [])]
+        # Those of a kernel another registration overrides under this torch do not apply.
         self.preconditions: dict[str, tuple[Precondition, ...]] = {}
         for p in preconditions:
+            if p.kernel and self.winning_kernel(p.op) != p.kernel:
+                continue
             self.preconditions[p.op] = self.preconditions.get(p.op, ()) + (p,)
         self.complex_dtypes = frozenset(getattr(torch, d) for d in dtypes["complex"])
         self.complex_remedy: str = dtypes["complex_remedy"]
@@ -178,7 +189,20 @@ class Policy:
     def static_scalars(self, name: str) -> tuple[str, ...]:
         """The Scalar arguments S keys the overload's NEFF by value (its torch-mlir registration's static
         arguments, data/op_verdicts.json `static`); every other Python number is a 0-d input of the NEFF."""
-        return tuple(self.overloads.get(qualified_name(name), {}).get("static", ()))
+        row = self.overloads.get(qualified_name(name), {})
+        registrations = row.get("registrations")
+        if registrations is not None:
+            return tuple(registrations[self.winner]["static"])
+        return tuple(row.get("static", ()))
+
+    def winning_kernel(self, name: str) -> str | None:
+        """Which of S's kernels serves an overload S registers twice in Python under this torch (`xla`,
+        `torch-mlir`, `common`), None for one registered once (or not at all)."""
+        qualified = qualified_name(name)
+        rows = [self.overloads[qualified]] if qualified in self.overloads else [
+            row for key, row in self.overloads.items() if key.split(".", 1)[0] == qualified]  # a base name: any
+        registrations = next((row["registrations"] for row in rows if "registrations" in row), None)
+        return registrations[self.winner]["kernel"] if registrations else None
 
     @functools.lru_cache(maxsize=None)
     def rule(self, name: str) -> Rule:
@@ -231,6 +255,20 @@ class Policy:
         return None
 
 
+def torch_at_least(version: str, minimum: tuple[int, int]) -> bool:
+    """Whether torch `version` ("2.13.0", "2.14.1+cpu") is `minimum` (major, minor) or newer."""
+    parts = version.split("+", 1)[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= minimum
+    except (IndexError, ValueError):
+        return True  # an unparsable development build: the newest rules
+
+
+def later_registration_wins(version: str) -> bool:
+    """Whether a later Python registration of an op overrides an earlier one under torch `version`."""
+    return torch_at_least(version, LATER_REGISTRATION_WINS_FROM)
+
+
 def qualified_name(name: str) -> str:
     """`aten.add.Tensor` / `add.Tensor` / `aten::add.default` -> `aten::add.Tensor` / `aten::add`."""
     if name.startswith(("aten::", "aten.")):
@@ -257,16 +295,17 @@ def returns_view(qualified: str) -> bool:
     return any(r.alias_info is not None and not r.alias_info.is_write for r in overload(qualified)._schema.returns)
 
 
-@functools.lru_cache(maxsize=1)
-def load_policy() -> Policy:
-    """The policy from `data/op_support.toml` and `data/op_verdicts.json`, parsed once per process."""
+@functools.lru_cache(maxsize=2)
+def load_policy(torch_version: str = torch.__version__) -> Policy:
+    """The policy from `data/op_support.toml` and `data/op_verdicts.json`, parsed once per process; for
+    another torch than the running one (which registration of S wins), `torch_version`."""
     path = data_dir() / "op_support.toml"
     try:
         with path.open("rb") as fh:
             table = tomllib.load(fh)
         path = data_dir() / "op_verdicts.json"
         with path.open("rb") as fh:
-            return Policy(table, json.load(fh))
+            return Policy(table, json.load(fh), torch_version)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit."

@@ -139,11 +139,49 @@ def grouped_mm_compiled(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | N
     return torch.bmm(blocks, b[expert]).reshape(tokens, b.shape[2])
 
 
+def topk_xla(call: dict[str, Any]) -> Outcome | None:
+    """S python_ops/xla_ops/topk_xla.py:71-119 `TopKXLAImpl.can_handle`: k a positive int no larger than the
+    dimension, the last dimension, largest=True, a float32/float16/bfloat16 input; else no implementation
+    takes the call (S registers only this one under the XLA winner)."""
+    x, k, dim, largest = call["self"], call.get("k"), call.get("dim", -1), call.get("largest", True)
+    size = x.shape[dim] if x.dim() else 1
+    if dim < 0:
+        dim += max(x.dim(), 1)
+    if not isinstance(k, int) or k <= 0 or k > size:
+        return Outcome("reject", f"the XLA topk takes 0 < k <= {size} (k={k})")
+    if dim != max(x.dim(), 1) - 1:
+        return Outcome("reject", f"the XLA topk takes the last dimension only (dim={dim})")
+    if not largest:
+        return Outcome("reject", "the XLA topk takes largest=True only")
+    if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return Outcome("reject", f"the XLA topk takes float32, float16 or bfloat16 (not {x.dtype})")
+    return None
+
+
+def fused_adamw_xla(call: dict[str, Any]) -> Outcome | None:
+    """S python_ops/xla_ops/fused_adamw_xla.py:123: `assert grad_scale is None and found_inf is None` inside
+    the kernel's try, so a GradScaler's step fails there and a release build runs it on the CPU."""
+    if call.get("grad_scale") is not None or call.get("found_inf") is not None:
+        return Outcome("reject", "the XLA fused AdamW asserts grad_scale and found_inf are None (a GradScaler)")
+    return None
+
+
+def arithmetic_xla(call: dict[str, Any]) -> Outcome | None:
+    """S python_ops/xla_ops/arithmetic_xla.py:13-40: the other operand a tensor or an int, float or bool."""
+    other = call.get("other")
+    if isinstance(other, complex):
+        return Outcome("reject", "the XLA arithmetic kernels take a tensor, int, float or bool operand (not complex)")
+    return None
+
+
 # How S's torch.compile path computes an op whose eager path has preconditions, by ATen base name.
 COMPILED: dict[str, Callable[..., Any]] = {"_grouped_mm": grouped_mm_compiled}
 
 PREDICATES: dict[str, Callable[[dict[str, Any]], Outcome | None]] = {
     "grouped_mm_offsets": grouped_mm_offsets,
+    "topk_xla": topk_xla,
+    "fused_adamw_xla": fused_adamw_xla,
+    "arithmetic_xla": arithmetic_xla,
 }
 
 

@@ -38,6 +38,7 @@ BACKWARD = "<backward>"
 GENERATE = "<generate>"
 # What the device's attention makes of padding (op_support.toml [[finding]]s).
 FULLY_MASKED_ROW, BATCHED_GENERATION = "sdpa_fully_masked_row", "sdpa_batched_generation"
+SDPA_DTYPE = "sdpa_dtype"  # a query dtype the device's attention takes none of (op_support.toml, call_rules.cpp)
 SHAPES_KEPT = 8  # distinct input-shape signatures kept per op
 # What the device runs for SDPA on 4-D inputs (behaviour doc §4): its fused kernel, where CPU picks
 # flash/efficient/math kernels of its own.
@@ -363,8 +364,10 @@ class _FunctionLevel(TorchFunctionMode):
         with self.recorder._dispatch_hidden():
             out = func(*args, **kwargs)
         inputs = _tensors([named.get(n) for n in ("query", "key", "value", "attn_mask")])
-        self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs),
-                              _padding_categories(named, query, self.recorder._scope))
+        categories = _padding_categories(named, query, self.recorder._scope)
+        if call_rules.fires(SDPA_DTYPE, NEURON_SDPA, {"query": query}):  # the device kernel's own input rule
+            categories += (SDPA_DTYPE,)
+        self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs), categories)
         return out
 
     def _dropout(self, func, args, kwargs):

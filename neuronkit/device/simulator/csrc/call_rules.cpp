@@ -5,6 +5,7 @@
 // S = the pre-release source parmoham-aws/test-repo-parmoham.
 #include "call_rules.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/MemoryFormat.h>
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
@@ -37,11 +38,21 @@ bool channels_last(const c10::IValue& v) {
   return format == c10::MemoryFormat::ChannelsLast || format == c10::MemoryFormat::ChannelsLast3d;
 }
 
-constexpr std::array<CallRule, 4> kRules{{
+// SDPA's device kernel with a query it does not take: S's AttentionOpImpl.can_handle wants float32, float16 or
+// bfloat16 (python_ops/base.py:976-977; the torch-mlir impl asks the same, torch_mlir/ops/
+// scaled_dot_product_attention.py:97-127), and the CPU fallback has no kernel for the overrideable op.
+bool sdpa_dtype(const c10::IValue& v) {
+  if (!v.isTensor()) return false;
+  auto dtype = v.toTensor().scalar_type();
+  return dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16;
+}
+
+constexpr std::array<CallRule, 5> kRules{{
     {"sparse_flag", "sparse", &sparse_flag},
     {"mha_mask", "mask", &mha_mask},
     {"mha_need_weights", "need_weights", &mha_need_weights},
     {"channels_last", "memory_format", &channels_last},
+    {"sdpa_dtype", "query", &sdpa_dtype},
 }};
 
 const CallRule& rule_at(int rule) { return kRules.at(static_cast<size_t>(rule)); }
