@@ -52,3 +52,30 @@ def test_a_second_shape_turns_dynamic_and_is_rejected_as_in_the_source(monkeypat
     with pytest.raises(BackendCompilerFailed, match="dynamic=False"):
         compiled(torch.randn(3, 8, device="neuron"))
     assert torch._dynamo.config.automatic_dynamic_shapes  # nothing process-wide changed
+
+
+def _complex_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """Rotary embeddings the Llama 4 / DeepSeek-V2 way: pairs as complex numbers times unit phasors."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    rotated = pairs * torch.polar(torch.ones_like(freqs), freqs)
+    return torch.view_as_real(rotated).flatten(-2)
+
+
+def test_complex_ops_decompose_under_compile_from_torch_2_13(monkeypatch):
+    """Oct docs (env-vars page, 2026-10-14; newer than S, which lacks it): TORCH_NEURONX_COMPLEX_DECOMPOSE
+    decomposes complex ops before lowering, on by default for PyTorch >= 2.13, so a compiled complex RoPE
+    runs and matches the CPU; eager mode still refuses complex math on the device (S: tests/pytorch_tests/
+    specs/aten_spec.json), and so does the compile path with the variable set to 0."""
+    from neuronkit.device.simulator import compiled_graphs
+
+    assert compiled_graphs.complex_decompose("2.13.0") and not compiled_graphs.complex_decompose("2.12.0")
+    x, freqs = torch.randn(2, 4, 8), torch.randn(4, 4)
+    expected = _complex_rope(x, freqs)
+    compiled = torch.compile(_complex_rope, backend="neuron", dynamic=False)
+    torch.testing.assert_close(compiled(x.to("neuron"), freqs.to("neuron")).cpu(), expected)
+    with pytest.raises(RuntimeError, match="Complex data types are not supported on Neuron"):
+        _complex_rope(x.to("neuron"), freqs.to("neuron"))
+    monkeypatch.setenv("TORCH_NEURONX_COMPLEX_DECOMPOSE", "0")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="Complex data types are not supported on Neuron"):
+        torch.compile(_complex_rope, backend="neuron", dynamic=False)(x.to("neuron"), freqs.to("neuron"))

@@ -333,8 +333,9 @@ class _HostCall:
         dt = t.dtype
         if dt is torch.float64 or (dt is torch.int64 and t.numel()):  # an empty int64 has nothing to narrow
             self.wide = True
-        elif dt.is_complex and kernel.native and not kernel.rule.is_view:  # the boxed fallback has no dtype check
-            raise_complex(kernel.name, dt)
+        elif dt.is_complex and kernel.native and not kernel.rule.is_view and not (
+                compiled_graphs.in_compiled_graph and compiled_graphs.complex_decompose()):
+            raise_complex(kernel.name, dt)  # the boxed fallback has no dtype check; a compiled graph decomposes
         return to_cpu(t)
 
 
