@@ -19,6 +19,8 @@ from neuronkit.policy import (
     CPU_FALLBACK,
     FLOAT64_EMULATED,
     FINDING_SEVERITIES,
+    HOST_ROUND_TRIP,
+    HOST_SYNC,
     INT64_EMULATED,
     NATIVE,
     Policy,
@@ -26,6 +28,8 @@ from neuronkit.policy import (
 )
 
 DTYPE_CATEGORIES = (FLOAT64_EMULATED, INT64_EMULATED, COMPLEX_DTYPE)
+# Categories a call adds beside the op's own (they never replace it): its dtypes, host work inside a native op.
+EXTRA_CATEGORIES = DTYPE_CATEGORIES + (HOST_SYNC, HOST_ROUND_TRIP)
 _EMULATED = {FLOAT64_EMULATED: torch.float64, INT64_EMULATED: torch.int64}
 CLASSIFICATIONS = ("native", "cpu_fallback", "blocked")
 _RUNTIME_PHRASES = {"raise": "raises", "cpu_fallback": "falls back to CPU", "decompose": "decomposes into native ops",
@@ -78,7 +82,7 @@ def _categories(name: str, stats: OpStats, policy: Policy) -> dict[str, dict[str
     """The op's own category first (its rule, or a call-level blocker such as a mask in the MHA fast path or a sparse
     input), then any other category seen on its calls, each with the module paths it occurred at."""
     rule = policy.rule(name)
-    call_level = {c: p for c, p in stats.features.items() if c not in DTYPE_CATEGORIES}
+    call_level = {c: p for c, p in stats.features.items() if c not in EXTRA_CATEGORIES}
     own = rule.category
     if own in (NATIVE, CPU_FALLBACK) and call_level:
         own = min(call_level, key=policy.categories.index)

@@ -61,6 +61,7 @@ class _OpInfo(NamedTuple):
     decompose: DispatchKey | None  # the composite kernel of an op the device never receives: its parts are recorded
     documented: bool  # a documented gap: recorded itself even when it decomposes
     preconditions: tuple[Precondition, ...]  # S's can_handle checks of a registered op
+    host: tuple[str, ...]  # host work inside the native op on every call (`host_sync`, `host_round_trip`)
 
 
 @dataclass
@@ -216,7 +217,9 @@ class OpRecorder:
                          and not rule.blocked and not checks
                          and not is_nki_op(name))  # an NKI op is one device kernel, recorded as itself
             checked = self._policy.preconditions.get(base, ()) if native else ()
-            info = _OpInfo(name, checks, composite if decompose else None, bool(rule.documented), checked)
+            host = self._policy.host_transfer(qualified) if native else None
+            info = _OpInfo(name, checks, composite if decompose else None, bool(rule.documented), checked,
+                           (host,) if host else ())
         self._infos[func] = info
         return info
 
@@ -315,11 +318,11 @@ class _DispatchLevel(TorchDispatchMode):
             with self:
                 return func._op_dk(info.decompose, *args, **kwargs)
         out = func(*args, **kwargs)
-        categories = ()
+        categories = info.host
         if info.checks or info.preconditions:
             call = call_rules.bind(tuple(a.name for a in func._schema.arguments), args, kwargs)
             qualified = call_rules.qualified_name(func)
-            categories = tuple(category for fn, category in info.checks if call_rules.fires(fn, qualified, call))
+            categories += tuple(category for fn, category in info.checks if call_rules.fires(fn, qualified, call))
             categories += _refusals(info.preconditions, call)
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
@@ -364,7 +367,8 @@ class _FunctionLevel(TorchFunctionMode):
         with self.recorder._dispatch_hidden():
             out = func(*args, **kwargs)
         inputs = _tensors([named.get(n) for n in ("query", "key", "value", "attn_mask")])
-        categories = _padding_categories(named, query, self.recorder._scope)
+        with self.recorder.paused():  # the check's own ops are not the model's
+            categories = _padding_categories(named, query, self.recorder._scope)
         if call_rules.fires(SDPA_DTYPE, NEURON_SDPA, {"query": query}):  # the device kernel's own input rule
             categories += (SDPA_DTYPE,)
         self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs), categories)

@@ -58,7 +58,8 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
         `trace_path`, `parquet_path` (op events), `summary_path`, `run_dir`, `overhead`
         (`profiled_ms`, `plain_ms`, `ratio`: median step times; `reading`: `high` at HIGH_OVERHEAD or
         more, else `low`), `est_trn2_step_us` (every op's roofline estimate summed per step), `fallbacks` (`name`, `calls`,
-        `bytes_copied`), `events` (op events profiled), `steps`, `warmup` and `hardware` (the
+        `bytes_copied`), `host_transfers` (the same for native ops with host work inside: a host sync or a
+        round trip, neuronkit/data/op_support.toml), `events` (op events profiled), `steps`, `warmup` and `hardware` (the
         roofline's peaks and their source).
 
     Example:
@@ -123,6 +124,8 @@ def _summary(export: ProfileExport, plain_ms: float, profiled_ms: float, steps: 
         "est_trn2_step_us": float(summary["est_trn2_us"].sum()) / steps if len(summary) else None,
         "fallbacks": [{"name": r.name, "calls": int(r.calls), "bytes_copied": int(r.fallback_bytes)}
                       for r in fallbacks.itertuples()],
+        "host_transfers": [{"name": r.name, "calls": int(r.host_transfers), "bytes_copied": int(r.host_bytes)}
+                           for r in summary[summary["host_transfers"] > 0].itertuples()],
         "events": len(export.events), "steps": steps, "warmup": warmup,
         "hardware": {"chip": peaks.chip, "logical_nc_config": peaks.logical_nc_config,
                      "bf16_flops_per_s": peaks.flops_per_s["bf16"], "hbm_bytes_per_s": peaks.hbm_bytes_per_s,

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neuronkit.nki.cost import EngineEstimate
-from neuronkit.policy import CPU_FALLBACK, NATIVE
+from neuronkit.policy import CPU_FALLBACK, HOST_ROUND_TRIP, NATIVE, load_policy
 from neuronkit.profiling.correlate import DeviceOp
 
 EVENTS_NAME = "op_events.parquet"
@@ -42,6 +42,11 @@ EVENTS_SCHEMA = pa.schema([
     _field("bytes_in", pa.int64(), "bytes of tensor inputs"),
     _field("bytes_out", pa.int64(), "bytes of tensor outputs"),
     _field("fallback_bytes", pa.int64(), "host<->device bytes a fallback copies (inputs + outputs); 0 if native"),
+    _field("host_transfer", pa.string(), "host work inside a native op (op_support.toml [[host_transfer]]): "
+           "host_sync (a data-dependent check or .item() waits for the device) or host_round_trip (the kernel "
+           "copies its tensors to the host and back); null for none", nullable=True),
+    _field("host_bytes", pa.int64(), "host<->device bytes a native op's host round trip copies (inputs + "
+           "outputs); 0 otherwise"),
     _field("flops", pa.int64(), "FLOPs of matmul-class ops from shapes; 0 otherwise"),
     _field("est_trn2_ns", pa.float64(), "ESTIMATE: roofline time on one Trainium2 logical NeuronCore"),
     _field("bound", pa.string(), "ESTIMATE: compute or memory, from the roofline"),
@@ -67,6 +72,8 @@ SUMMARY_SCHEMA = pa.schema([
     _field("flops", pa.int64(), "total FLOPs (matmul-class ops)"),
     _field("bytes_moved", pa.int64(), "total bytes in + out"),
     _field("fallback_bytes", pa.int64(), "total host<->device bytes copied by fallbacks"),
+    _field("host_transfers", pa.int64(), "calls with host work inside the native op (a host sync or round trip)"),
+    _field("host_bytes", pa.int64(), "total host<->device bytes copied by native ops' host round trips"),
     _field("distinct_neffs", pa.int64(), "distinct NEFF cache keys"),
     _field("nki_est_us", pa.float64(), "ESTIMATE for an NKI kernel: total estimated engine time of its launches "
            "(device_time_us is the interpreter's host time); null for other ops", nullable=True),
@@ -76,8 +83,10 @@ SUMMARY_SCHEMA = pa.schema([
 def events_frame(ops: list[DeviceOp]) -> pd.DataFrame:
     """One row per op event, in EVENTS_SCHEMA's columns."""
     rows = []
+    policy = load_policy()
     for op in ops:
         e, est = op.event, op.estimate
+        host = None if e.fallback else policy.host_transfer(e.name if e.overload == "default" else f"{e.name}.{e.overload}")
         rows.append({
             "seq": op.seq, "name": e.name, "overload": e.overload,
             "classification": CPU_FALLBACK if e.fallback else NATIVE, "category": e.category,
@@ -86,6 +95,7 @@ def events_frame(ops: list[DeviceOp]) -> pd.DataFrame:
             "module_path": op.captured.module_path, "cache_key": e.cache_key, "cache_hit": e.cache_hit,
             "bytes_in": e.bytes_in, "bytes_out": e.bytes_out,
             "fallback_bytes": e.bytes_in + e.bytes_out if e.fallback else 0,
+            "host_transfer": host, "host_bytes": e.bytes_in + e.bytes_out if host == HOST_ROUND_TRIP else 0,
             "flops": est.flops, "est_trn2_ns": est.ns, "bound": est.bound,
             "roofline_compute_ns": est.compute_ns, "roofline_memory_ns": est.memory_ns,
             "cpu_op_id": op.cpu.id if op.cpu else None,
@@ -119,6 +129,8 @@ def summary_frame(events: pd.DataFrame) -> pd.DataFrame:
         "flops": grouped["flops"].sum(),
         "bytes_moved": grouped["bytes_in"].sum() + grouped["bytes_out"].sum(),
         "fallback_bytes": grouped["fallback_bytes"].sum(),
+        "host_transfers": grouped["host_transfer"].count(),
+        "host_bytes": grouped["host_bytes"].sum(),
         "distinct_neffs": grouped["cache_key"].nunique(),
         "nki_est_us": grouped["nki_est_ns"].sum(min_count=1) / 1000,
     }).reset_index()
