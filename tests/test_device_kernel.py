@@ -211,3 +211,11 @@ def test_the_python_path_keys_narrows_and_maps_results_with_the_native_mechanics
     fresh = native.device_results("aten::neg", host.neg(), [x], 0)
     assert fresh.device == x.device and fresh.cpu().tolist() == (-x).cpu().tolist()
     assert not {"signature", "_narrow", "_one", "rebind"} & set(vars(kernel))
+
+
+def test_a_zero_tensor_result_becomes_zeros_on_the_device():
+    """The gradient of sign/sgn is a ZeroTensor (`_efficientzerotensor`, no memory): through the device's CPU
+    fallback it arrives as real zeros, as S's boxed fallback copies it (reading it used to crash)."""
+    x = torch.randn(5, device=N, requires_grad=True)
+    (grad,) = torch.autograd.grad(torch.sgn(x).sum(), [x])
+    assert grad.device.type == "neuron" and torch.equal(grad.cpu(), torch.zeros(5))

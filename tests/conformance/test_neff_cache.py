@@ -24,13 +24,13 @@ def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
 
 
 def test_scalar_arguments_are_inputs_not_part_of_the_key():
-    """Fidelity audit row 8 for Scalar-typed arguments (`alpha`, `value`): an optimizer's
+    """Fidelity audit row 8 for Scalar-typed arguments (`value`): an optimizer's
     `addcdiv_(..., value=-step_size)` reuses one NEFF as the step size changes. S: `add.Scalar` is not
     registered (op_verdicts.json: its CompositeExplicitAutograd kernel calls add.Tensor with the number
     wrapped), so it shares `x + n`'s NEFF."""
     x, y = torch.randn(4, 3, device=N), torch.rand(4, 3, device=N) + 1
     assert _new_entries(lambda: [x.addcdiv(x, y, value=0.5), x.addcdiv(x, y, value=-0.25)]) == 1
-    assert _new_entries(lambda: [torch.add(x, y, alpha=2), torch.add(x, y, alpha=3)]) == 1
+    # `add`'s alpha is static under the torch-mlir kernel that wins on torch 2.13 (test_registrations.py)
     _new_entries(lambda: x + 7)
     assert _new_entries(lambda: [torch.ops.aten.add.Scalar(x, 2), torch.ops.aten.add.Scalar(x, 5)]) == 0
 

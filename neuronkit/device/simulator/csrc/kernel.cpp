@@ -415,16 +415,26 @@ at::Tensor view_of(const at::Tensor& base, const at::Tensor& r) {
                                           r.sym_strides(), r.sym_storage_offset());
 }
 
+// A host result as a device tensor over its memory. A ZeroTensor (`_efficientzerotensor`, the gradient of
+// sgn, sign, ...) has no memory to point at: it becomes real zeros, as S's boxed fallback copies it to the
+// device (found by the OpInfo sweep: wrapping its null data crashed the first read).
+at::Tensor on_device(const at::Tensor& t, int target) {
+  if (C10_UNLIKELY(t._is_zerotensor())) {
+    return wrap(at::zeros(t.sizes(), t.options().device(at::kCPU)), target);
+  }
+  return wrap(t, target);
+}
+
 c10::IValue fresh_result(const c10::IValue& value, int target) {
   if (target < 0) return value;  // `device=` named the host
   if (value.isTensor()) {
     const auto& t = value.toTensor();
-    return t.defined() && t.device().is_cpu() ? c10::IValue(wrap(t, target)) : value;
+    return t.defined() && t.device().is_cpu() ? c10::IValue(on_device(t, target)) : value;
   }
   if (value.isTensorList()) {
     auto list = value.toTensorList().vec();
     for (auto& t : list) {
-      if (t.defined() && t.device().is_cpu()) t = wrap(t, target);
+      if (t.defined() && t.device().is_cpu()) t = on_device(t, target);
     }
     return c10::IValue(c10::List<at::Tensor>(list));
   }
