@@ -17,7 +17,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # tests' modules again (~0.5-1 CPU-s apiece; pytest's rewritten test modules are cached the same way).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup build-deps system-deps workbook test bench clean
+.PHONY: setup build-deps system-deps workbook test bench opinfo clean
 
 setup: $(STAMP)
 
@@ -69,6 +69,12 @@ workbook: setup
 
 test: setup system-deps
 	$(PY) -m pytest
+
+# PyTorch's OpInfo suite on the simulated device, every (OpInfo, dtype) pair (`make test` runs a sample of it):
+# writes tests/conformance/opinfo_counts.json and regenerates docs/fidelity.md from it.
+opinfo: setup
+	$(PY) -m tests.conformance.opinfo
+	$(PY) tests/conformance/build_page.py
 
 bench: setup
 	$(PY) bench/bench_device.py

@@ -18,6 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PAGE = ROOT / "docs" / "fidelity.md"
+SAMPLED_SHARE = 0.05  # tests/conformance/opinfo.py's sampled run (kept here: the page renders without torch)
 
 
 def _cell(text: str) -> str:
@@ -35,9 +36,14 @@ def _policy_rows(table: dict) -> list[str]:
         rows.append(f"| `{entry['category']}`: {_cell(entry['feature'])} | | {entry.get('runtime', 'run')} | "
                     f"{_cell(entry['source'])} |")
     for entry in table.get("precondition", []):
-        rows.append(f"| `{entry['category']}` (precondition of `{entry['op']}`, `{entry['check']}`): "
+        kernel = f"; only where S's {entry['kernel']} kernel wins the registration" if entry.get("kernel") else ""
+        rows.append(f"| `{entry['category']}` (precondition of `{entry['op']}`, `{entry['check']}`{kernel}): "
                     f"{_cell(entry['feature'])} | | raise (S's error); inputs no implementation takes: CPU "
                     f"fallback (`input_fallback`) | {_cell(entry['source'])} |")
+    for entry in table.get("host_transfer", []):
+        ops = ", ".join(f"`{op}`" for op in entry["ops"])
+        rows.append(f"| `host_{entry['kind']}` (host transfer): {ops} | | run (natively, with host work on every "
+                    f"call) | {_cell(entry['source'])} |")
     return rows
 
 
@@ -59,9 +65,45 @@ def _verdict_rows(verdicts: dict) -> list[str]:
     return lines
 
 
+def _opinfo_rows() -> list[str]:
+    """The last full OpInfo sweep's counts (`make opinfo` writes opinfo_counts.json)."""
+    path = HERE / "opinfo_counts.json"
+    if not path.exists():
+        return ["No full sweep recorded yet: run `make opinfo`."]
+    counts = json.loads(path.read_text())
+    lines = [
+        f"PyTorch's OpInfo database (`op_db`, torch {counts['torch']}) on `neuron` against the CPU "
+        "(`tests/conformance/opinfo.py`): every OpInfo at float32, bfloat16, float16, int32, int64 and bool where "
+        f"the CPU supports it, up to {counts['per_pair']} samples each, forward, and backward in float32 where the "
+        "op has a gradient. Each sample's expected outcome is generated: the CPU run under the op audit's recorder "
+        "classified by the same policy the device reads (all native: the CPU's result within the dtype's "
+        "tolerance and no fallback; an op without a lowering: the same result and that fallback recorded; a gap: "
+        "S's error). `make test` runs one sample of a fixed "
+        f"{round(100 * SAMPLED_SHARE)}% of the (OpInfo, dtype) pairs (`test_opinfo.py`); `make opinfo` runs them "
+        "all and rewrites the counts below.",
+        "",
+        "| outcome | samples |",
+        "|---|---|",
+        f"| all samples | {counts['samples']} |",
+        f"| same as the CPU, native | {counts['same']} |",
+        f"| same as the CPU, the predicted fallback recorded | {counts['fallback']} |",
+        f"| raises, as S does | {counts['raise']} |",
+        f"| a known difference (below) | {counts['known']} |",
+        f"| unexpected | {counts['unexpected']} |",
+    ]
+    if counts.get("known_by_difference"):
+        lines += ["", "Known differences met: " + "; ".join(
+            f"{n} × {_cell(what.split(':', 1)[0] if what.startswith('OpInfo') else what)[:90]}"
+            for what, n in counts["known_by_difference"].items()) + "."]
+    return lines
+
+
 def _difference_row(difference: dict) -> str:
     scope = ""
-    if difference.get("overloads"):
+    if difference.get("opinfo"):
+        ops = ", ".join(f"`{n}`" for n in difference["opinfo"]) if "*" not in difference["opinfo"] else "any OpInfo"
+        scope = f" (OpInfo samples: {ops}; {', '.join(difference['opinfo_outcomes'])})"
+    elif difference.get("overloads"):
         scope = f" ({len(difference['overloads'])}: " + ", ".join(f"`{n}`" for n in difference["overloads"]) + ")"
     elif difference.get("categories"):
         scope = " (overloads of the rules " + ", ".join(f"`{c}`" for c in difference["categories"]) + ")"
@@ -110,6 +152,10 @@ def render() -> str:
         "## The hand-kept policy and its evidence",
         "",
         *_policy_rows(table),
+        "",
+        "## PyTorch's OpInfo suite on the device",
+        "",
+        *_opinfo_rows(),
         "",
         "## Modelled behaviours, each with a conformance test",
         "",
