@@ -31,7 +31,7 @@ FLOAT64_EMULATED = "float64_emulated"
 INT64_EMULATED = "int64_emulated"
 COMPLEX_DTYPE = "complex_dtype"
 INPUT_FALLBACK = "input_fallback"
-HOST_SYNC, HOST_ROUND_TRIP = "host_sync", "host_round_trip"  # host work inside a native op ([[host_transfer]])
+HOST_SYNC, HOST_ROUND_TRIP = "host_sync", "host_round_trip"  # op_support.toml [[host_transfer]] categories
 
 
 RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
@@ -169,21 +169,11 @@ class Policy:
         for p in preconditions:
             self.features[p.category] = p.feature
             self.features[p.unknown_category] = p.feature + " (not decidable from shapes alone: checked on the device)"
-        # Host work inside native ops, by base name or `name.overload`: (category, source).
-        self.host_transfers: dict[str, tuple[str, str]] = {
-            op: (HOST_SYNC if entry["kind"] == "sync" else HOST_ROUND_TRIP, entry["source"])
-            for entry in table.get("host_transfer", []) for op in entry["ops"]}
-        self.features[HOST_SYNC] = "a host sync on every call (a data-dependent check or .item() waits for the device)"
-        self.features[HOST_ROUND_TRIP] = "a host round trip inside a native kernel (its tensors copied to the CPU and back)"
-        self.remedies[HOST_SYNC] = (
-            "Runs on the device, but each call waits for it to finish: keep such ops out of per-token and per-step "
-            "loops, or pass indices you know are in range with TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 (bounds "
-            "checks only).")
-        self.remedies[HOST_ROUND_TRIP] = (
-            "Runs as a native op, but copies its tensors to the host and back on every call (no fallback is "
-            "logged): expect the transfer in eager step time. argsort(stable=False) avoids it; in a hot backward, "
-            "a range slice (x[:, i:i + 1]) differentiates through slice_backward, which the device lowers, where "
-            "x[:, i] takes select_backward.")
+        # Host work inside native ops ([[host_transfer]]), by base name or `name.overload`: its category.
+        self.host_transfers: dict[str, str] = {}
+        for entry in table.get("host_transfer", []):
+            self.host_transfers.update(dict.fromkeys(entry["ops"], entry["category"]))
+            self.features[entry["category"]], self.remedies[entry["category"]] = entry["feature"], entry["remedy"]
         # Documented gaps by category: where each is documented and what the device does at run time.
         self.gaps: dict[str, Rule] = {f.category: f.rule(f.category) for f in features if f.documented}
 
@@ -215,7 +205,7 @@ class Policy:
         """`host_sync` or `host_round_trip` when the native op does host work on every call, else None."""
         qualified = qualified_name(name)
         found = self.host_transfers.get(qualified.removeprefix("aten::")) or self.host_transfers.get(base_name(name))
-        return found[0] if found is not None and self.runs_natively(name) else None
+        return found if found is not None and self.runs_natively(name) else None
 
     def winning_kernel(self, name: str) -> str | None:
         """Which of S's kernels serves an overload S registers twice in Python under this torch (`xla`,

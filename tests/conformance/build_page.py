@@ -42,8 +42,8 @@ def _policy_rows(table: dict) -> list[str]:
                     f"fallback (`input_fallback`) | {_cell(entry['source'])} |")
     for entry in table.get("host_transfer", []):
         ops = ", ".join(f"`{op}`" for op in entry["ops"])
-        rows.append(f"| `host_{entry['kind']}` (host transfer): {ops} | | run (natively, with host work on every "
-                    f"call) | {_cell(entry['source'])} |")
+        rows.append(f"| `{entry['category']}` (host transfer): {_cell(entry['feature'])}: {ops} | | run (natively, "
+                    f"with host work on every call) | {_cell(entry['source'])} |")
     return rows
 
 
