@@ -99,6 +99,8 @@ class OpRecorder:
         self.ops: dict[str, OpStats] = {}
         self.label_autograd = False
         self._model = model
+        # Left padding is the rule of batched generation for decoder-only models (an encoder pads on the right).
+        self._pads_left = not getattr(getattr(model, "config", None), "is_encoder_decoder", False)
         self._policy = load_policy()
         self._stack: list[str] = []
         self._scope = ROOT
@@ -368,7 +370,7 @@ class _FunctionLevel(TorchFunctionMode):
             out = func(*args, **kwargs)
         inputs = _tensors([named.get(n) for n in ("query", "key", "value", "attn_mask")])
         with self.recorder.paused():  # the check's own ops are not the model's
-            categories = _padding_categories(named, query, self.recorder._scope)
+            categories = _padding_categories(named, query, self.recorder._scope, self.recorder._pads_left)
         if call_rules.fires(SDPA_DTYPE, NEURON_SDPA, {"query": query}):  # the device kernel's own input rule
             categories += (SDPA_DTYPE,)
         self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs), categories)
@@ -401,17 +403,18 @@ def fully_masked_attention(model: nn.Module, run: Callable[[], Any]) -> list[str
     return list(stats.features.get(FULLY_MASKED_ROW, {})) if stats is not None else []
 
 
-def _padding_categories(named: dict[str, Any], query: torch.Tensor, scope: str) -> tuple[str, ...]:
+def _padding_categories(named: dict[str, Any], query: torch.Tensor, scope: str, pads_left: bool) -> tuple[str, ...]:
     """What the device's attention makes of this call's padding (S: python_ops/torch_mlir/ops/
     scaled_dot_product_attention.py:67-72 computes exp(x - max) per query row): a mask with a fully masked
-    row (every key masked: a left-padded position) gives NaN there; a batched call inside generate() is where
-    left padding is the rule. A fake mask (a weightless audit) has no values to show a masked row."""
+    row (every key masked: a left-padded position) gives NaN there; a batched call inside a decoder-only
+    model's generate() is where left padding is the rule. A fake mask (a weightless audit) has no values to
+    show a masked row."""
     mask = named.get("attn_mask")
     if isinstance(mask, torch.Tensor) and not (mask.is_meta or isinstance(mask, FakeTensor)) and mask.numel():
         masked = mask.logical_not() if mask.dtype is torch.bool else torch.isneginf(mask)
         if bool(masked.all(-1).any()):
             return (FULLY_MASKED_ROW,)
-    if scope == GENERATE and query.shape[0] > 1:
+    if scope == GENERATE and pads_left and query.shape[0] > 1:
         return (BATCHED_GENERATION,)
     return ()
 
