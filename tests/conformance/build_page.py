@@ -92,9 +92,8 @@ def _opinfo_rows() -> list[str]:
         f"| unexpected | {counts['unexpected']} |",
     ]
     if counts.get("known_by_difference"):
-        lines += ["", "Known differences met: " + "; ".join(
-            f"{n} × {_cell(what.split(':', 1)[0] if what.startswith('OpInfo') else what)[:90]}"
-            for what, n in counts["known_by_difference"].items()) + "."]
+        lines += ["", "Known differences met (`opinfo_label` in the table below): " + "; ".join(
+            f"{label}, {n}" for label, n in counts["known_by_difference"].items()) + "."]
     return lines
 
 

@@ -112,6 +112,7 @@ class Known:
     what: str
 
     detail: str  # text the outcome's detail must contain ("" for any)
+    label: str  # a few words naming it in the counts
 
     def covers(self, case: Case, outcome: str, detail: str) -> bool:
         return (("*" in self.ops or case.name in self.ops or case.op.name in self.ops)
@@ -123,7 +124,7 @@ def known_differences() -> list[Known]:
     with (HERE / "known_differences.toml").open("rb") as fh:
         entries = tomllib.load(fh)["difference"]
     return [Known(frozenset(d["opinfo"]), frozenset(d.get("opinfo_dtypes", ())), frozenset(d["opinfo_outcomes"]),
-                  d["what"], d.get("opinfo_detail", "")) for d in entries if "opinfo" in d]
+                  d["what"], d.get("opinfo_detail", ""), d["opinfo_label"]) for d in entries if "opinfo" in d]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -310,7 +311,7 @@ def run_case(case: Case, known: list[Known]) -> Result | None:
         return Result(case, expected, outcome)
     for entry in known:
         if entry.covers(case, outcome, detail):
-            return Result(case, expected, "known", entry.what)
+            return Result(case, expected, "known", entry.label)
     return Result(case, expected, "unexpected", f"{outcome}: {detail}" if detail else outcome)
 
 
