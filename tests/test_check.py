@@ -317,18 +317,19 @@ def test_cli_bad_input_exits_2(main, argv, expected, capsys):
 
 def test_a_left_padded_batch_fails_eager_and_names_the_masked_rows(main, tmp_path, capsys):
     """`neuronkit check` on a left-padded batch (S's attention makes a fully masked row NaN,
-    torch_mlir/ops/scaled_dot_product_attention.py:67-72): the eager stage fails naming the attention modules,
-    the category and the remedy; the same batch padded on the right passes."""
+    torch_mlir/ops/scaled_dot_product_attention.py:67-72): the eager and generate stages fail naming the
+    attention modules, the category and the remedy; the same batch padded on the right passes."""
     from safetensors.torch import save_file
 
     ids, mask = torch.tensor([[5, 6, 7, 8, 0, 0], [1, 2, 3, 4, 5, 6]]), torch.tensor([[1, 1, 1, 1, 0, 0], [1] * 6])
     save_file({"input_ids": ids, "attention_mask": mask}, str(tmp_path / "right.safetensors"))
     save_file({"input_ids": ids.roll(2, 1), "attention_mask": mask.roll(2, 1)}, str(tmp_path / "left.safetensors"))
     out = tmp_path / "left.json"
-    assert main(["check", "tiny-qwen3", "--inputs", str(tmp_path / "left.safetensors"), "--stages", "eager",
+    assert main(["check", "tiny-qwen3", "--inputs", str(tmp_path / "left.safetensors"), "--stages", "eager,generate",
                  "--json", str(out)]) == 1
     printed = capsys.readouterr().out
     assert "[sdpa_fully_masked_row]" in printed and "padding_side" in printed and "model.layers.0.self_attn" in printed
+    assert printed.count("[sdpa_fully_masked_row]") == 2  # eager, and generate() on the first (padded) prompt
     eager = next(s for s in json.loads(out.read_text())["stages"] if s["stage"] == "eager")
     assert eager["evidence"]["fully_masked_attention"] == ["model.layers.0.self_attn", "model.layers.1.self_attn"]
     assert main(["check", "tiny-qwen3", "--inputs", str(tmp_path / "right.safetensors"), "--stages", "eager"]) == 0

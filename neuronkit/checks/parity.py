@@ -506,7 +506,7 @@ def _stage_generate(s: _Session, record: EagerGeneration) -> tuple[str, str]:
     if diverge is None:
         return "pass", f"greedy generate(): {len(cpu_tokens)} identical tokens{note}"
     status = "fail" if s.dtype is torch.float32 else "warn"
-    return status, f"greedy generate() diverges from CPU at new token {diverge}"
+    return status, f"greedy generate() diverges from CPU at new token {diverge}{_masked_rows_text(_fully_masked(s, prompt))}"
 
 
 @_step("train")
@@ -769,9 +769,18 @@ def _masked_rows_note(s: _Session, out: Any, record: EagerForward) -> str:
     row (a left-padded batch): the attention modules, the category and its remedy; "" otherwise."""
     if not any(t.isnan().any() for _, t in compare.named_outputs(out) if t.is_floating_point()):
         return ""
+    record.fully_masked_attention = _fully_masked(s, s.inputs)
+    return _masked_rows_text(record.fully_masked_attention)
+
+
+def _fully_masked(s: _Session, inputs: Any) -> list[str]:
+    """The CPU model's attention modules that see a fully masked row on `inputs` (one forward, recorded)."""
     with torch.no_grad(), s.cpu_mode():
-        paths = fully_masked_attention(s.cpu_model, lambda: call(s.cpu_model, s.inputs, **s.extra))
-    record.fully_masked_attention = paths
+        return fully_masked_attention(s.cpu_model, lambda: call(s.cpu_model, inputs, **s.extra))
+
+
+def _masked_rows_text(paths: list[str]) -> str:
+    """"; NaN from attention rows ... [sdpa_fully_masked_row]: <remedy>", or "" for no such module."""
     if not paths:
         return ""
     where = ", ".join(paths[:2]) + (f" and {len(paths) - 2} more" if len(paths) > 2 else "")
