@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PAGE = ROOT / "docs" / "fidelity.md"
-SAMPLED_SHARE = 0.05  # tests/conformance/opinfo.py's sampled run (kept here: the page renders without torch)
+SAMPLED_SHARE = 0.03  # tests/conformance/opinfo.py's sampled run (kept here: the page renders without torch)
 
 
 def _cell(text: str) -> str:

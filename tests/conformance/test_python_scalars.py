@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from neuronkit.device.simulator import kernel
+from tests.conformance import opinfo
 
 N = torch.device("neuron")
 # A Python operand of each kind, and device tensors of each kind it meets.
@@ -18,9 +19,7 @@ TENSORS = {torch.float32: torch.tensor([[-3.5, 0.0, 2.0], [5.0, -1.0, 9.25]]),
 
 
 def _binary_ufuncs() -> list:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from torch.testing._internal.common_methods_invocations import binary_ufuncs
+    binary_ufuncs = opinfo.opinfo_module().binary_ufuncs
     return [op for op in binary_ufuncs if not op.variant_test_name and not op.name.startswith("_refs")]
 
 
