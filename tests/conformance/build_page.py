@@ -91,6 +91,8 @@ def _opinfo_rows() -> list[str]:
         f"| a known difference (below) | {counts['known']} |",
         f"| unexpected | {counts['unexpected']} |",
     ]
+    lines += ["", f"Last full sweep: {counts['seconds'] // 60} min on this 2-core machine"
+                  + (f"; {counts['amended']}." if counts.get("amended") else ".")]
     if counts.get("known_by_difference"):
         lines += ["", "Known differences met (`opinfo_label` in the table below): " + "; ".join(
             f"{label}, {n}" for label, n in counts["known_by_difference"].items()) + "."]

@@ -13,7 +13,7 @@ def test_sampled_opinfo_samples_behave_as_the_policy_predicts():
     float32 backward. A deterministic SAMPLED_SHARE of the (OpInfo, dtype) pairs, one sample each; an
     outcome the prediction does not give must be a known difference with its S citation."""
     tally = opinfo.sweep(share=opinfo.SAMPLED_SHARE, per_pair=1)
-    assert sum(tally.counts.values()) > 150
+    assert sum(tally.counts.values()) > 80
     assert tally.counts["same"] > 0 and tally.counts["fallback"] > 0 and tally.counts["raise"] > 0
     assert not tally.unexpected, "\n".join(f"{r.case.label}: expected {r.expected}, {r.detail}"
                                            for r in tally.unexpected)
