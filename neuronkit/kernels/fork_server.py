@@ -8,7 +8,7 @@ cache statistics, no op tracking and no notebook variables, and leaves no thread
 starts its thread pool at the first parallel op, the kernel creates its zmq context after the fork). So a
 notebook still cannot see another notebook's state, exactly as with one fresh process per notebook.
 
-How a kernel starts: the kernelspec's command is `kernel_launcher.py` (see there), which sends its
+How a kernel starts: the kernelspec's command is `launcher.py` (see there), which sends its
 arguments, working directory, environment and standard streams over a unix socket; the server forks; the
 child takes them over and runs `ipykernel` as `python -m ipykernel_launcher` would. The server reaps its
 children and tells each launcher its kernel's exit status; it kills a kernel whose launcher went away, and
@@ -17,16 +17,11 @@ the server's (modules read variables when imported, e.g. HF_HUB_OFFLINE) is decl
 starts an ordinary kernel instead; so does a kernel forked while the server had a second thread (the
 fork is killed at once). Linux only (`available()`); elsewhere the runner keeps warm kernels.
 
-The same server forks plain Python commands in its `--python` role (`CommandServer`, which the tests use for
-torchrun's worker processes): `executable` stands in for the interpreter (torchrun's PYTHON_EXEC), the
-server imports the modules it is given with the device's autoload off, and each child runs its command as
-the interpreter would (`neuronkit.workbook.interpreter`), loading the device itself; its environment may
-differ from the server's only in the variables it is given (read when used, not when imported), and what it
-forks and declines is noted in a log file (the command's own stderr is the requester's).
+What a server forks is its `Role`: kernels here; the tests fork torchrun's worker processes from the same
+loop with a role of their own (tests/kernels/rank_server.py), which `serve` runs.
 
-    python -m neuronkit.workbook.zygote FD DIR PID [--stage-modules]  # what ForkServer starts: FD its
-                                                                       # listening socket, in DIR, for PID
-    python -u -m neuronkit.workbook.zygote FD DIR PID --python --import=MOD... --may-differ=PREFIX... --log=FILE
+    python -m neuronkit.kernels.fork_server FD DIR PID [--stage-modules]  # what ForkServer starts: FD its
+                                                                           # listening socket, in DIR, for PID
 """
 
 from __future__ import annotations
@@ -42,7 +37,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +57,10 @@ IMPORTS = ("torch", "transformers", "matplotlib.pyplot", "neuronkit.models", "ne
 # as IMPORTS: not profiling (it imports pandas), nor ipywidgets (it registers with the shell that exists
 # when it is imported).
 IDLE_IMPORTS = ("torch._functorch.aot_autograd", "transformers.modeling_layers", "transformers.masking_utils",
-                "neuronkit.workbook.loading", "neuronkit.checks.parity", "neuronkit.workbook.cpu_baseline",
-                "neuronkit.workbook.eager", "neuronkit.workbook.audit", "neuronkit.workbook.torch_compile",
-                "torch._inductor.debug", "neuronkit.reporting.render")
+                "neuronkit.pipeline.session", "neuronkit.pipeline.check", "neuronkit.stages.cpu_baseline.run",
+                "neuronkit.stages.eager.run", "neuronkit.stages.eager.steps", "neuronkit.stages.audit.run",
+                "neuronkit.stages.compile.run", "neuronkit.stages.compile.steps", "torch._inductor.debug",
+                "neuronkit.reporting.render")
 # Variables that may differ between the server and a kernel: jupyter_client's per-kernel ones (parent pid,
 # session, interrupt event), and ones read only when used, never at import: torch writes its default
 # TORCHINDUCTOR_CACHE_DIR into the environment at first use (torch/_inductor/runtime/cache_dir_utils.py),
@@ -83,22 +78,20 @@ def available() -> bool:
     return sys.platform == "linux" and hasattr(os, "fork") and hasattr(socket, "send_fds")
 
 
-LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
-# torch's switch for loading device backends when it is imported: off in a command server, whose children
-# load them (interpreter.run) under their own environment; so it may differ in a command's, as may PYTHONPATH,
-# whose entries the child adds itself (interpreter.added_path).
-AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+LAUNCHER = Path(__file__).with_name("launcher.py")
 
 
-class _Server:
+class Server:
     """A server process listening on `socket` in its own directory, which `close()` stops and removes."""
 
     def __init__(self, prefix: str) -> None:
         self._dir = Path(tempfile.mkdtemp(prefix=prefix))
-        self.socket = str(self._dir / "zygote.sock")
+        self.socket = str(self._dir / "fork.sock")
 
-    def _start(self, env: dict[str, str], options: list[str], interpreter_options: tuple[str, ...] = ()) -> None:
-        """Bind the socket, then start the server on it under `env` with command-line `options`."""
+    def _start(self, env: dict[str, str], options: list[str], interpreter_options: tuple[str, ...] = (),
+               program: tuple[str, ...] = ("-m", "neuronkit.kernels.fork_server")) -> None:
+        """Bind the socket, then start the server (`program`: this module, or another that `serve`s a role
+        of its own) on it under `env` with command-line `options`."""
         # Listening before the server even imports neuronkit (which imports torch): a kernel asked for
         # early waits in the queue instead of finding no server and starting the slow way.
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -112,7 +105,7 @@ class _Server:
         # In its own empty directory (`-m` puts the working directory first on sys.path) and its own
         # session: a Ctrl-C meant for `neuronkit run` reaches the runner, which shuts the kernels down.
         with listener:
-            self._process = subprocess.Popen([sys.executable, *interpreter_options, "-m", "neuronkit.workbook.zygote",
+            self._process = subprocess.Popen([sys.executable, *interpreter_options, *program,
                                               str(listener.fileno()), str(self._dir), str(os.getpid()), *options],
                                              pass_fds=[listener.fileno()],
                                              stdin=subprocess.DEVNULL, cwd=self._dir, env=env,
@@ -130,7 +123,7 @@ class _Server:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-class ForkServer(_Server):
+class ForkServer(Server):
     """The server process and the kernelspec that starts kernels through it. `kernel_spec_manager` finds
     kernel `name` (this interpreter, launched through the server); the server imports under environment
     `env`, which should be the kernels' own (it declines kernels with another); `close()` stops it."""
@@ -148,57 +141,50 @@ class ForkServer(_Server):
         self._start(env, ["--stage-modules"] if stage_modules else [])
 
 
-class CommandServer(_Server):
-    """A server that forks Python commands (`python -u -m MODULE ...`, a script, `-c CODE`): `executable` is
-    an executable that runs `python ARGS` through it, or in a real interpreter when it declines (set it as
-    torchrun's PYTHON_EXEC). The server imports `imports` under `env` with the device's autoload off and
-    PYTHON_EXEC set to `executable`; it forks a command whose environment differs from that only in
-    variables starting with one of `may_differ` (read when used, never when imported), and notes each fork
-    and decline in file `log`. `close()` stops it."""
-
-    def __init__(self, env: dict[str, str], imports: tuple[str, ...], may_differ: tuple[str, ...], log: str) -> None:
-        super().__init__("neuronkit-python-")
-        # The launcher, with its socket, as a script run by this interpreter (-I -S); not through a shell,
-        # which would change the environment (PWD) the server compares and the command gets.
-        self.executable = str(self._dir / "python")
-        Path(self.executable).write_text(f"#!{sys.executable} -IS\nimport runpy, sys\n"
-                                         f"sys.argv[1:1] = ['--python', {self.socket!r}]\n"
-                                         f"runpy.run_path({str(LAUNCHER)!r}, run_name='__main__')\n")
-        os.chmod(self.executable, 0o755)
-        self._start({**env, AUTOLOAD: "0", "PYTHON_EXEC": self.executable},
-                    ["--python", *(f"--import={m}" for m in imports), *(f"--may-differ={p}" for p in may_differ),
-                     f"--log={log}"], interpreter_options=("-u",))
-
-
-@dataclass(frozen=True)
 class Role:
-    """What a server forks: kernels, or Python commands (`commands`); the modules it imports first and
-    while idle, the variable prefixes a request's environment may set otherwise, and the file where forks
-    and declines are noted (None: declines on stderr)."""
+    """What a server forks, and how: kernels (this class), or another kind of process (a subclass: the tests'
+    torchrun ranks). `imports` it imports first, `idle_imports` while no request waits, `may_differ` the
+    variable prefixes a request's environment may set otherwise; `log` the file where forks and declines are
+    noted (None: declines on stderr)."""
 
-    commands: bool
-    imports: tuple[str, ...]
-    idle_imports: tuple[str, ...]
-    may_differ: tuple[str, ...]
-    log: str | None
+    what = "kernel"
+    log: str | None = None
 
+    def __init__(self, stage_modules: bool = False) -> None:
+        self.imports: tuple[str, ...] = IMPORTS
+        self.idle_imports: tuple[str, ...] = IDLE_IMPORTS if stage_modules else ()
+        self.may_differ: tuple[str, ...] = MAY_DIFFER
 
-def _role(options: argparse.Namespace) -> Role:
-    """The role the command-line options give: a kernel server unless `--python`."""
-    if options.python:
-        return Role(True, tuple(options.imports), (), (*options.may_differ, AUTOLOAD, "PYTHONPATH"), options.log)
-    return Role(False, IMPORTS, IDLE_IMPORTS if options.stage_modules else (), MAY_DIFFER, None)
+    def prepare(self) -> None:
+        """Before the imports: the matplotlib backend ipykernel selects before a notebook's first import."""
+        os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+
+    def ready(self) -> bool:
+        """After the imports: whether to serve (a role that cannot serve says why in its log)."""
+        return True
+
+    def decline(self, imported_under: dict[str, str], settled: dict[str, str], request: dict[str, Any]) -> str | None:
+        """Why `request` cannot be forked (noted), or None: its environment sets a variable otherwise than
+        the server imported under (`settled`: the server's environment once it has imported)."""
+        differ = differences(imported_under, request["env"], self.may_differ)
+        if differ:
+            return (f"the {self.what}'s environment sets {', '.join(differ)} otherwise than the server imported under: "
+                    f"starting an ordinary {self.what}")
+        return None
+
+    def become(self, request: dict[str, Any]) -> None:
+        """In the forked child: take over the launcher's streams, directory and environment, then run the
+        kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
+        _become_kernel(request)
 
 
 def _preload(parent: int, role: Role) -> bool:
     """Import the role's modules as its children would see them: the cwd out of sys.path (ipykernel_launcher
-    does the same; a command puts its own first), for kernels matplotlib's inline backend chosen. False as
-    soon as process `parent` is gone (seconds of imports for a runner that stopped meanwhile, e.g. on bad
-    input)."""
+    does the same; a command puts its own first), the role's own preparation made first. False as soon as
+    process `parent` is gone (seconds of imports for a runner that stopped meanwhile, e.g. on bad input)."""
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
-    if not role.commands:
-        os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+    role.prepare()
     import importlib
 
     for module in role.imports:
@@ -221,7 +207,7 @@ def _import_one(pending: list[str]) -> None:
 
 def _receive(conn: socket.socket) -> dict[str, Any] | None:
     """One launcher's request: argv, cwd, env, and its stdin/stdout/stderr as `fds`; None if malformed."""
-    from neuronkit.workbook.kernel_launcher import HEADER  # here: this module loads without the package
+    from neuronkit.kernels.launcher import HEADER  # here: this module loads without the package
 
     try:
         head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
@@ -269,29 +255,6 @@ def differences(imported_under: dict[str, str], env: dict[str, str],
     return sorted(k for k in keys if not k.startswith(may_differ) and imported_under.get(k) != env.get(k))
 
 
-def _decline(role: Role, imported_under: dict[str, str], settled: dict[str, str], request: dict[str, Any]) -> str | None:
-    """Why `request` cannot be forked (noted), or None; a command's request gets its parsed `command`.
-    `settled` is the server's environment once it has imported: a command may also carry a variable with the
-    value the imports set it to themselves (torch._dynamo writes its default TORCHINDUCTOR_CACHE_DIR into the
-    environment when imported, torch/_dynamo/package.py: so does every process that imported it, and the
-    torchrun that starts a rank inherits it), which a fresh interpreter would read and keep as it is."""
-    differ = differences(imported_under, request["env"], role.may_differ)
-    if role.commands:
-        differ = [k for k in differ if request["env"].get(k) != settled.get(k)]
-    if differ:
-        what = "command" if role.commands else "kernel"
-        return (f"the {what}'s environment sets {', '.join(differ)} otherwise than the server imported under: "
-                f"starting an ordinary {'interpreter' if role.commands else 'kernel'}")
-    if role.commands:
-        from neuronkit.workbook import interpreter
-
-        command = interpreter.parse(request["argv"], request["cwd"], request["env"])
-        if isinstance(command, str):
-            return f"{command}: starting an ordinary interpreter"
-        request["command"] = command
-    return None
-
-
 def _note(role: Role, line: str, request: dict[str, Any] | None = None, declined: bool = False) -> None:
     """Note a fork, a decline or the server's state: in the role's log with the request's arguments, else
     (kernels) a decline on stderr."""
@@ -325,7 +288,7 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                 conn.settimeout(REQUEST_TIMEOUT_S)
                 request = _receive(conn)
                 conn.settimeout(None)
-                reason = _decline(role, imported_under, settled, request) if request else None
+                reason = role.decline(imported_under, settled, request) if request else None
                 if request is None or reason:
                     for fd in request["fds"] if request else []:
                         os.close(fd)
@@ -349,7 +312,7 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                     _kill(pid)
                     os.waitpid(pid, 0)
                     _note(role, f"{AT_FORK[-1]} threads when forking, where a fork copies one: "
-                          f"starting an ordinary {'interpreter' if role.commands else 'kernel'}", request, declined=True)
+                          f"starting an ordinary {role.what}", request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
@@ -411,17 +374,6 @@ def _take_over(request: dict[str, Any]) -> None:
     os.environ.update(request["env"])
 
 
-def _become_command(request: dict[str, Any]) -> None:
-    """In a command server's forked child: run the request's command as the interpreter would; never
-    returns. The command imports neuronkit itself, as in a fresh interpreter (the server imported the
-    package to run this module: nothing of it is kept)."""
-    from neuronkit.workbook import interpreter
-
-    _take_over(request)
-    interpreter.forget_own()
-    interpreter.run(request["command"], request["argv"])
-
-
 def _become_kernel(request: dict[str, Any]) -> None:
     """In the forked child: take over the launcher's streams, directory and environment, then run the
     kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
@@ -459,54 +411,42 @@ def _standard_stream_handlers() -> list[tuple[logging.StreamHandler, str]]:
 
 
 def _options(argv: list[str]) -> argparse.Namespace:
-    """The server's command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m neuronkit.workbook.zygote")
+    """The kernel server's command line (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m neuronkit.kernels.fork_server")
     parser.add_argument("fd", type=int, help="the listening socket's descriptor")
     parser.add_argument("dir", help="the server's directory, removed when it is done")
     parser.add_argument("parent", type=int, help="the pid whose end ends the server")
-    parser.add_argument("--stage-modules", action="store_true", help="kernels: import IDLE_IMPORTS while idle")
-    parser.add_argument("--python", action="store_true", help="fork Python commands, not kernels")
-    parser.add_argument("--import", dest="imports", action="append", default=[], help="commands: a module to import")
-    parser.add_argument("--may-differ", action="append", default=[], help="commands: a variable prefix")
-    parser.add_argument("--log", help="commands: the file where forks and declines are noted")
+    parser.add_argument("--stage-modules", action="store_true", help="import IDLE_IMPORTS while idle")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str]) -> int:
-    """Import, then serve on the listening socket whose descriptor is `fd` (bound before this process
-    started, so connections have queued meanwhile); when done, remove directory `dir` (socket and
+def serve(role: Role, fd: int, folder: str, parent: int) -> None:
+    """Import, then serve `role` on the listening socket whose descriptor is `fd` (bound before this process
+    started, so connections have queued meanwhile); when done, remove directory `folder` (socket and
     kernelspec), which a runner killed outright could not. The runner's pid is `parent`, not this process's
     parent as it reads at start-up: a runner gone before then would leave it orphaned from the start, and it
-    would serve forever. `--stage-modules`: import IDLE_IMPORTS while idle (a workbook run's server, whose
-    later kernels run the stage notebooks). `--python`: fork commands (CommandServer), after checking that
-    the device was not loaded here (its children load it)."""
-    options = _options(argv)
-    role, imported_under = _role(options), dict(os.environ)
-    listener = socket.socket(fileno=options.fd)
+    would serve forever. Never returns: a forked child becomes what the role makes of it, the server exits."""
+    imported_under = dict(os.environ)
+    listener = socket.socket(fileno=fd)
     request = None
-    if _preload(options.parent, role) and not (role.commands and _device_loaded(role)):
+    if _preload(parent, role) and role.ready():
         os.register_at_fork(after_in_parent=lambda: AT_FORK.append(threads()))
-        request = _serve(listener, imported_under, options.parent, role)
+        request = _serve(listener, imported_under, parent, role)
     if request is None:  # the server is done: skip tearing down torch & co. (seconds under load)
-        shutil.rmtree(options.dir, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-    if role.commands:
-        _become_command(request)
-    _become_kernel(request)
+    role.become(request)
+    os._exit(0)
+
+
+def main(argv: list[str]) -> int:
+    """The kernel server: `--stage-modules` imports IDLE_IMPORTS while idle (a workbook run's server, whose
+    later kernels run the stage notebooks)."""
+    options = _options(argv)
+    serve(Role(options.stage_modules), options.fd, options.dir, options.parent)
     return 0
-
-
-def _device_loaded(role: Role) -> bool:
-    """Whether a device backend was loaded while importing (autoload left on): then the server serves no
-    command, whose device must read its own environment; each launcher finds no server and runs a real
-    interpreter (noted in the log)."""
-    torch = sys.modules.get("torch")
-    loaded = torch is not None and (hasattr(torch, "neuron") or any(m.startswith("neuronkit.device") for m in sys.modules))
-    if loaded:
-        _note(role, f"the device was loaded while importing ({AUTOLOAD}={os.environ.get(AUTOLOAD)}): serving nothing")
-    return loaded
 
 
 if __name__ == "__main__":

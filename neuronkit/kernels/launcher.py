@@ -1,7 +1,7 @@
-"""The command a fork-server kernelspec runs: `python kernel_launcher.py SOCKET -f CONNECTION_FILE ...`.
+"""The command a fork-server kernelspec runs: `python launcher.py SOCKET -f CONNECTION_FILE ...`.
 
 Run by path, not as `-m neuronkit...` (the package imports torch, which is what the fork server saves):
-standard library only. It asks the fork server (`neuronkit.workbook.zygote`) listening on SOCKET to fork a
+standard library only. It asks the fork server (`neuronkit.kernels.fork_server`) listening on SOCKET to fork a
 kernel with these arguments, this working directory, this environment and this process's stdin, stdout
 and stderr; then it stands in for that kernel towards jupyter_client: the signals jupyter_client sends it
 (interrupt, terminate) go to the kernel, and it exits as the kernel exits (same code, or killed by the
@@ -10,8 +10,8 @@ the launcher is killed (SIGKILL cannot be forwarded) the server sees its connect
 kernel. When there is no server, or it declines (an environment the server did not import under), the
 launcher becomes an ordinary kernel (`python -m ipykernel_launcher`), just slower to start.
 
-`python kernel_launcher.py --python SOCKET ARGS...` does the same for a Python command (a server in its
-`--python` role, `zygote.CommandServer`): `python ARGS` forked, or this interpreter exec'd with ARGS.
+`launch` does the same for another server's children, with their own fallback (the tests' torchrun ranks:
+`python ARGS` forked, or this interpreter exec'd with ARGS).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import signal
 import socket
 import struct
 import sys
+from typing import Callable
 
 # Request framing, shared with the server: a 4-byte length (sent with the three descriptors), then JSON.
 HEADER = struct.Struct("!I")
@@ -31,11 +32,6 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 def _ordinary_kernel(arguments: list[str]) -> None:
     """Replace this process with a kernel started the usual way."""
     os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *arguments])
-
-
-def _ordinary_python(arguments: list[str]) -> None:
-    """Replace this process with the interpreter running `python ARGUMENTS`."""
-    os.execv(sys.executable, [sys.executable, *arguments])
 
 
 def _ask(path: str, arguments: list[str]) -> tuple[socket.socket, int] | None:
@@ -67,13 +63,17 @@ def _line(conn: socket.socket) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """Launch through the server at argv[0] (after `--python`: a command's), forward signals, and return the
-    kernel's (command's) exit code."""
-    command = argv[:1] == ["--python"]
-    path, arguments = argv[int(command)], argv[int(command) + 1:]
+    """Launch a kernel through the server at argv[0] with the other arguments; its exit code."""
+    return launch(argv[0], argv[1:], _ordinary_kernel)
+
+
+def launch(path: str, arguments: list[str], ordinary: Callable[[list[str]], None]) -> int:
+    """Ask the server at socket `path` to fork a child for `arguments`, forward signals to it, and return its
+    exit code; `ordinary(arguments)` replaces this process when the server forks none."""
     forked = _ask(path, arguments)
     if forked is None:
-        (_ordinary_python if command else _ordinary_kernel)(arguments)
+        ordinary(arguments)
+        return 1  # `ordinary` replaces this process
     conn, pid = forked
 
     def forward(signum: int, _frame: object) -> None:

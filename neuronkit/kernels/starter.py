@@ -1,6 +1,6 @@
 """The Jupyter kernels the notebooks run on: kernelspec `neuronkit` (this environment's Python), started
 one notebook ahead so that kernel start-up and imports overlap the previous notebook's work; on Linux
-each one forked from a process that imported the libraries once (`fork_server`, neuronkit.workbook.zygote).
+each one forked from a process that imported the libraries once (`fork_server`, neuronkit.kernels.fork_server).
 `KernelStarter` is the one interface to the three ways (KERNEL_MODES).
 
 papermill and nbval start the kernel a notebook names; a kernel that resolves to another interpreter
@@ -83,16 +83,16 @@ def _close_early() -> None:
 
 
 def fork_server(name: str, env: dict[str, str], stage_modules: bool = False) -> Any:
-    """A started fork server (`neuronkit.workbook.zygote.ForkServer`) for kernel `name`, importing under
+    """A started fork server (`neuronkit.kernels.fork_server.ForkServer`) for kernel `name`, importing under
     environment `env` (the kernels' own), or None where kernels cannot fork or `name` is another
     interpreter's kernel (the fork server can only fork this one). `stage_modules`: it also imports what the
     stage notebooks import, while idle (a workbook run's kernels)."""
-    from neuronkit.workbook import zygote
+    from neuronkit.kernels import fork_server as server_module
 
-    if not zygote.available() or not _runs_this_python(name):
+    if not server_module.available() or not _runs_this_python(name):
         return None
     try:
-        return zygote.ForkServer(name, DISPLAY_NAME, env, stage_modules)
+        return server_module.ForkServer(name, DISPLAY_NAME, env, stage_modules)
     except OSError:  # e.g. a TMPDIR too long for a unix socket's path: warm kernels serve instead
         return None
 
@@ -160,10 +160,10 @@ def _adopt_early(name: str, env: dict[str, str]) -> Any:
     """The fork server `start_early` started for kernel `name`, or None. One whose environment differs from
     `env` (beyond the per-kernel variables the server ignores) would decline every kernel: it is stopped
     instead."""
-    from neuronkit.workbook import zygote
+    from neuronkit.kernels import fork_server as server_module
 
     early, server = _EARLY.pop(name, ({}, None))
-    if server is not None and zygote.differences(early, env):
+    if server is not None and server_module.differences(early, env):
         server.close()
         return None
     return server

@@ -4,10 +4,13 @@ say why a stage has no result."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.pipeline import STAGE
-from neuronkit.stages import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, kept, skipped, unmet
-from neuronkit.workbook.params import Params
+from neuronkit.pipeline.config import Params
+from neuronkit.pipeline.record import REPORT_HTML, REPORT_JSON, STAGES, RunDir, StageResult, kept, skipped, unmet
+from neuronkit.pipeline.stage import STAGE
+
 
 def start_run(params: Params) -> None:
     """Begin a run in `params.run_dir`: record the parameters and drop the records and report of an earlier
@@ -50,13 +53,14 @@ def blocked_by(run: RunDir, stage: str) -> str | None:
     return None
 
 
-def skip(run: RunDir, stage: str, reason: str) -> StageResult:
+def skip(run: RunDir, stage: str, reason: str) -> StageResult[Any]:
     """Write and return a `skipped` record for `stage` carrying the reason (read back, as every reader sees
     it: its evidence the stage's empty record)."""
-    return kept(run, skipped(stage, reason))
+    record: StageResult[Any] = skipped(stage, reason)
+    return kept(run, record)
 
 
-def begin(params: Params, stage: str) -> StageResult | None:
+def begin(params: Params, stage: str) -> StageResult[Any] | None:
     """Enter a stage: refuse a mismatched run; return the `skipped` record when a prerequisite is
     missing or failed, None when the stage may run."""
     check_same_run(params)

@@ -1,5 +1,5 @@
 """Stage results and the run directory: the one record type every workbook stage and every
-`neuronkit check` stage writes, and the one status set they share.
+`neuronkit check` step writes, and the one status set they share.
 
 Stages never read each other's objects, only these JSON records (and the artefacts they name), so a
 notebook, the CLI and the report all see the same evidence, and a stage that failed still leaves a
@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import math
 import time
-import traceback
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal
+from typing import Any, Generic, Iterable, Literal, TypeVar
 
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.evidence import load
-from neuronkit.pipeline import CHECK_STEPS, STAGE, WORKBOOK
+from neuronkit.pipeline.stage import CHECK_STEPS, STAGE, WORKBOOK
 
 Status = Literal["pass", "warn", "fail", "error", "skipped"]
 # Every status, least to most severe: the order `worst` ranks by (an error outranks a failure, as it
@@ -32,7 +30,7 @@ OK_STATUSES: tuple[str, ...] = ("pass", "warn")  # what a stage that depends on 
 # `neuronkit check`'s steps in order: both from the one stage table (neuronkit/data/stages.toml).
 STAGES: dict[str, str] = {stage.name: stage.number for stage in WORKBOOK}
 CHECK_STAGES: tuple[str, ...] = tuple(step.name for step in CHECK_STEPS)
-# 2: typed evidence per stage (neuronkit/evidence.py), `check` stage records are StageResults, `error`
+# 2: typed evidence per stage (each stage folder's evidence.py), `check` stage records are StageResults, `error`
 # for a stage that raised, compile parity measured against the CPU reference.
 # 3: `check` stages record typed evidence too (each step's Step.evidence: timing is flat, buckets are one
 # BucketPlan with padded tokens and counts per bucket); the eager and compile records extend them.
@@ -43,13 +41,16 @@ SCHEMA_VERSION = 4
 REPORT_HTML, REPORT_JSON = "report.html", "report.json"
 
 
+E = TypeVar("E")
+
+
 def worst(statuses: Iterable[str], default: str = "skipped") -> str:
     """The most severe of `statuses` (STATUSES order), `default` when there are none."""
     return max(statuses, key=STATUSES.index, default=default)
 
 
 @dataclass
-class StageResult:
+class StageResult(Generic[E]):
     """What one stage concluded and the evidence behind it (JSON through `to_dict`, typed again through
     `from_dict`)."""
 
@@ -59,7 +60,7 @@ class StageResult:
     # The stage's typed record (its `Stage.evidence` or `Step.evidence`, neuronkit/data/stages.toml); read
     # back from JSON as the same type, the empty record when the stage recorded none (skipped before it
     # began; None until then).
-    evidence: Any = None
+    evidence: E | None = None
     error: str | None = None
     duration_s: float | None = None
     finished_at: str | None = None
@@ -78,7 +79,7 @@ class StageResult:
         return data
 
     @property
-    def recorded(self) -> Any:
+    def recorded(self) -> E | None:
         """The evidence, None when the stage recorded none (None, or its type's empty record: skipped, or a
         crash before the stage recorded anything)."""
         empty = self.evidence is None or self.evidence == type(self.evidence)()
@@ -90,7 +91,7 @@ class StageResult:
         return self.status in OK_STATUSES
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], evidence: type) -> "StageResult":
+    def from_dict(cls, data: dict[str, Any], evidence: type[E]) -> StageResult[E]:
         """Rebuild a record read from JSON, its evidence as record type `evidence` (the one `load` at the
         JSON boundary), ignoring keys a newer version added; a record of an older schema is refused with
         one line (its evidence has another shape)."""
@@ -101,7 +102,7 @@ class StageResult:
                 f"this one reads version {SCHEMA_VERSION}: run the stage again")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         known["evidence"] = load(evidence, known.get("evidence"))  # {} or absent: the empty record
-        return cls(**known)
+        return StageResult(**known)
 
 
 def json_safe(value: Any) -> Any:
@@ -136,7 +137,7 @@ class RunDir:
     def stage_path(self, stage: str) -> Path:
         return self.stages_dir / STAGE[stage].record_file
 
-    def write(self, result: StageResult) -> Path:
+    def write(self, result: StageResult[Any]) -> Path:
         """Write a stage's record atomically (a reader never sees half a file)."""
         self.stages_dir.mkdir(parents=True, exist_ok=True)
         target = self.stage_path(result.stage)
@@ -145,14 +146,14 @@ class RunDir:
         tmp.replace(target)
         return target
 
-    def read(self, stage: str) -> StageResult | None:
+    def read(self, stage: str) -> StageResult[Any] | None:
         """The stage's record, or None when the stage has not run."""
         path = self.stage_path(stage)
         if not path.exists():
             return None
         return StageResult.from_dict(json.loads(path.read_text()), STAGE[stage].evidence)
 
-    def results(self) -> dict[str, StageResult | None]:
+    def results(self) -> dict[str, StageResult[Any] | None]:
         """Every stage in workbook order, None where no record exists."""
         return {stage: self.read(stage) for stage in STAGES}
 
@@ -181,59 +182,31 @@ class RunDir:
             return None
 
 
-@contextmanager
-def recording(run: RunDir | str | Path | None, stage: str, evidence: Any = None, *, reraise: bool = True,
-              explain: Callable[[BaseException], str | None] | None = None) -> Iterator[dict[str, Any]]:
-    """The one stage executor, for workbook stages and `check()`'s steps alike: run a stage body, always
-    leaving a record. The body fills the yielded dict's `status`, `summary` and `evidence` (the stage's
-    typed record; `evidence` starts it, so a body that fills it as it goes keeps what it found if it
-    raises). An exception becomes an `error` record (its first line, with `explain`'s reason when it
-    gives one); it is re-raised when `reraise` (a notebook stops there), else swallowed (the next check
-    step still runs). The record, written into `run` when given and read back as every reader sees it,
-    is the dict's `result`."""
-    run = RunDir(run) if run is not None and not isinstance(run, RunDir) else run
-    slot: dict[str, Any] = {"status": "pass", "summary": "", "evidence": evidence}
-    start = time.perf_counter()
-    try:
-        yield slot
-    except BaseException as exc:
-        cause = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed names the backend
-        summary = f"{type(cause).__name__}: {_first_line(cause)}"
-        if explain is not None and (why := explain(exc)) is not None:
-            summary += f": {why}"
-        slot["result"] = kept(run, StageResult(stage, "error", summary, slot["evidence"],
-                                                error="".join(traceback.format_exception(exc)),
-                                                duration_s=time.perf_counter() - start, finished_at=now()))
-        if reraise or not isinstance(exc, Exception):
-            raise
-        return
-    slot["result"] = kept(run, StageResult(stage, slot["status"], slot["summary"], slot["evidence"],
-                                            duration_s=time.perf_counter() - start, finished_at=now()))
-
-
-def unmet(needed: str, record: StageResult | None) -> str:
+def unmet(needed: str, record: StageResult[Any] | None) -> str:
     """Why a stage that needs `needed`'s pass/warn record cannot run (`record` is missing, or not ok):
     `eager failed (fail: <its summary>)`, the cause named first."""
     if record is None:
         return f"{needed} has no record"
     outcome = "was skipped" if record.status == "skipped" else "failed"
-    return f"{needed} {outcome} ({record.status}: {_first_line(record.summary)})"
+    return f"{needed} {outcome} ({record.status}: {first_line(record.summary)})"
 
 
-def skipped(stage: str, reason: str, evidence: Any = None) -> StageResult:
+def skipped(stage: str, reason: str, evidence: E | None = None) -> StageResult[E]:
     """The record of a stage that could not run, and why (what it needs did not pass)."""
     return StageResult(stage, "skipped", reason, evidence, error=reason, duration_s=0.0, finished_at=now())
 
 
-def kept(run: RunDir | None, result: StageResult) -> StageResult:
+def kept(run: RunDir | None, result: StageResult[E]) -> StageResult[E]:
     """`result` written into `run` and read back (what every later reader gets), or as it is without a run."""
     if run is None:
         return result
     run.write(result)
-    return run.read(result.stage) or result
+    stored: StageResult[E] | None = run.read(result.stage)
+    return stored or result
 
 
-def _first_line(value: object) -> str:
+def first_line(value: object) -> str:
+    """The first line of a value's text (an exception's message, a summary), or its type's name."""
     text = str(value).strip()
     return text.splitlines()[0] if text else type(value).__name__
 

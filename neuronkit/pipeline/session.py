@@ -1,61 +1,221 @@
-"""The model a stage works on, loaded the same way in every notebook: weights in the run's dtype on the
-CPU, its tokenizer, and the deterministic example inputs every stage compares on."""
+"""The model a run works on, held once per process: the `Session`.
+
+A session is the model on the CPU in the run's dtype (the full model, or the layer slice that fits the
+budget), its tokenizer, the deterministic example inputs every stage compares on, where its weights came
+from, and the run configuration it was built with; a model the notebook put on a neuron core too, which
+the device steps run instead of a copy of their own. `check(session, steps)` runs `neuronkit check`'s steps
+on one. `Session.build` makes one from a MODEL spec or a module (`neuronkit.check`); in a notebook's kernel
+`load(params)` makes the run's once and shares it between the notebook's cells and its stage, and `adopt`
+takes over a model the notebook's own cells loaded with transformers' calls.
+
+The runner's preflight decides what the stages run (the layer slice) and on what (the example inputs)
+once per run, and hands both to the kernels in the run directory (`hand_over`); a notebook run by hand
+decides in its first kernel, and the others read that decision.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import functools
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
-from neuronkit.evidence import CheckStage, ModelSlice, load as load_record
-from neuronkit.stages import StageResult, worst
-from neuronkit.workbook.params import Params
+from neuronkit import inputs as example, models, slicing
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.evidence import ModelSlice, load as load_record
+from neuronkit.graph_compile import compare
+from neuronkit.pipeline.config import DEFAULTS, Params, RunConfig
+from neuronkit.pipeline.host_products import device_products
+from neuronkit.pipeline.reference import Reference
 
 
-@dataclass
-class Subject:
-    """A loaded model and what the stages feed it."""
+@dataclass(frozen=True)
+class Compiled:
+    """A model the caller compiled, `torch.compile(m, backend="neuron")` with `m` a copy of the checked model
+    on the device, and called once for a training step (forward on the check's inputs, with its
+    `forward_extras`, then backward), with what that first call took. The compile step reuses its graphs
+    rather than compiling again, when it can; the graphs it counts are the `torch.neuron.get_dynamo_metrics()`
+    records since the caller's last `reset_dynamo_metrics()`."""
 
-    model: Any  # transformers PreTrainedModel (the checkpoint's own class), eval mode, on the CPU
-    tokenizer: Any  # PreTrainedTokenizerBase or None
-    config: Any  # PretrainedConfig (a layer slice's when the model is one)
-    inputs: dict[str, torch.Tensor]  # neuronkit.inputs.example_inputs: the task's inputs and labels
-    kind: str  # the task: "causal_lm", "masked_lm", "seq2seq_lm", ... (neuronkit.models.TASKS)
-    weights: Any  # neuronkit.models.Weights: where the weights came from, and what did not load
-    model_slice: ModelSlice  # the full model, or the layer slice that fits the budget
-    device_model: Any = None  # the notebook's own copy on a neuron core (`adopt`), which the device checks run
+    module: torch.nn.Module  # the OptimizedModule torch.compile returned
+    forward_s: float  # the first forward call (it compiled the graphs), host seconds
+    backward_s: float  # the first backward (it compiled the backward graphs), host seconds
 
 
-# This kernel's loaded models, by what they are loaded from: the notebook's own cells and its stage share
-# one model, tokenizer and inputs, so each checkpoint file is read once per kernel (the CPU reference and
-# the device checks run the run's own model, in its dtype). A model the notebook's cells loaded themselves,
-# with transformers' own calls, joins it through `adopt`.
-_LOADED: dict[tuple[Any, ...], Subject] = {}
+def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
+    """Keyword arguments of every parity forward: Hugging Face models run without a KV cache (it is not
+    an output worth comparing)."""
+    return {"use_cache": False} if getattr(getattr(model, "config", None), "use_cache", None) is not None else {}
+
+
+class Session:
+    """The model under test and what every stage feeds it (see the module docstring). Per check call,
+    `using` gives a view with what that call brings (the CPU baseline's reference, the caller's compiled
+    model, a device model on the right core)."""
+
+    def __init__(self, name: str, model: torch.nn.Module, inputs: Any, *, config: RunConfig = DEFAULTS,
+                 tokenizer: Any = None, weights: models.Weights | None = None,
+                 model_slice: ModelSlice | None = None) -> None:
+        on_cpu = all(p.device.type == "cpu" for p in model.parameters())
+        self.name = name
+        self._cpu_model: torch.nn.Module | None = model if on_cpu else None
+        # the model on a neuron core: passed there, or the notebook's (`adopt`); the device steps run it
+        self.device_model: torch.nn.Module | None = None if on_cpu else model
+        self.inputs = compare.move_inputs(inputs, "cpu")
+        self.tokenizer = tokenizer
+        self.config = config
+        self.hf_config = getattr(model, "config", None)  # a layer slice's when the model is one
+        self.weights = weights or models.Weights("module")
+        self.model_slice = model_slice  # the full model or the layer slice (None: a module passed in)
+        self.dtype = models.compute_dtype(config.dtype)
+        self.tol = compare.tolerance_for(self.dtype)
+        self.extra = forward_extras(model)
+        # the input embeddings and head held fixed in every backward: on a layer slice they are most of its
+        # parameters, and their gradients would double its memory
+        self.freeze = model_slice is not None and not model_slice.full_model
+        self.reference: Reference | None = None  # the CPU baseline's: the steps are held to it, not run again
+        self.compiled: Compiled | None = None  # what the caller compiled, whose graphs the compile step reuses
+        self.prompts_file: str | None = None  # the prompts the inputs were made from, when a file gave them
+        if on_cpu:
+            model.eval()  # the reference; a model on the device is put in eval mode while it is lent
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The model on the CPU: the one given, or for a model given on the device a copy made (tensor by
+        tensor) the first time something computes on the CPU; the compile step against a saved reference
+        never does, so notebook 04 holds one copy of the weights."""
+        if self._cpu_model is None:
+            assert self.device_model is not None
+            self._cpu_model = compare.device_copy(self.device_model, "cpu")[0].eval()
+        return self._cpu_model
+
+    @functools.cached_property
+    def kind(self) -> str | None:
+        """The task: "causal_lm", "masked_lm", "seq2seq_lm", ... (`neuronkit.models.TASKS`); None for a
+        module that is not a Hugging Face model."""
+        return models.task_of(self.hf_config) if hasattr(self.hf_config, "get_text_config") else None
+
+    def using(self, *, reference: Reference | None = None, compiled: Compiled | None = None,
+              device_model: torch.nn.Module | None = None, freeze: bool | None = None) -> Session:
+        """A view of this session for one check call, with the CPU baseline's `reference` (its inputs
+        replace the session's), the caller's `compiled` model, a `device_model` on the current core with
+        this model's weights, or `freeze` set; the model itself is shared."""
+        if device_model is not None and (not isinstance(device_model, torch.nn.Module) or
+                                         any(p.device.type != "neuron" for p in device_model.parameters())):
+            raise NeuronkitInputError("device_model must be a torch.nn.Module whose parameters are on a neuron device")
+        view = copy.copy(self)
+        if reference is not None:
+            view.reference, view.inputs = reference, reference.inputs
+        if compiled is not None:
+            view.compiled = compiled
+        if device_model is not None:
+            view.device_model = device_model
+        if freeze is not None:
+            view.freeze = freeze
+        return view
+
+    def without_device_model(self) -> Session:
+        """A view whose device steps make their own device copy (the notebook's model is on another core)."""
+        view = copy.copy(self)
+        view._cpu_model, view.device_model = self.model, None
+        return view
+
+    def device_mode(self) -> contextlib.AbstractContextManager[Any]:
+        """Autocast to the checked dtype on the device (fp32: no autocast)."""
+        if self.dtype in (torch.bfloat16, torch.float16):
+            return torch.autocast("neuron", dtype=self.dtype)
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def cpu_mode(self) -> Iterator[None]:
+        """The CPU side's counterpart of `device_mode`: autocast to the checked dtype on the CPU, its matrix
+        products computed as the device computes them (`host_products`)."""
+        with device_products(self.dtype):
+            if self.dtype in (torch.bfloat16, torch.float16):
+                with torch.autocast("cpu", dtype=self.dtype):
+                    yield
+            else:
+                yield
+
+    @classmethod
+    def build(cls, model: Any, inputs: Any = None, *, config: RunConfig = DEFAULTS, tokenizer: Any = None,
+              model_name: str | None = None, random_weights: bool = False) -> Session:
+        """A session for `model`: a MODEL spec (its checkpoint's weights, or random ones; the full model or
+        the layer slice `config` asks for or that fits) or a module, on `inputs` (default: the example inputs
+        `config` shapes; a prompts `.txt` file or a `.safetensors` of named tensors)."""
+        if not isinstance(random_weights, bool):
+            raise NeuronkitInputError(f"random_weights must be True or False, got {random_weights!r}")
+        name = model_name
+        weights, processor, piece = models.Weights("module"), None, None
+        dtype = models.compute_dtype(config.dtype)
+        if isinstance(model, (str, os.PathLike)):
+            name = name or str(model)
+            spec = model
+            model, weights, piece = slicing.load_slice(spec, dtype, layers=config.layers or None,
+                                                       full_model=config.full_model,
+                                                       random_weights=random_weights)  # config first
+            tokenizer = tokenizer if tokenizer is not None else models.load_tokenizer(spec)
+            processor = example.processor_config(spec)
+        elif config.layers or config.full_model:
+            raise NeuronkitInputError("layers and full_model slice a MODEL spec (a checkpoint); a module passed in "
+                                      "runs as it is")
+        prompts, prompts_file = None, None
+        if isinstance(inputs, (str, os.PathLike)) and Path(inputs).suffix == ".txt":
+            inputs, prompts, prompts_file = None, example.read_prompts(inputs), str(inputs)
+        elif isinstance(inputs, (str, os.PathLike)):
+            inputs = example.load_inputs(inputs)
+        if not isinstance(model, torch.nn.Module):
+            raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
+        if inputs is None:
+            inputs = _default_inputs(model, tokenizer, config, processor, prompts)
+        session = cls(name or type(model).__name__, model, inputs, config=config, tokenizer=tokenizer,
+                      weights=weights, model_slice=piece)
+        session.prompts_file = prompts_file
+        return session
+
+
+def _default_inputs(model: torch.nn.Module, tokenizer: Any, config: RunConfig, processor: dict[str, Any] | None,
+                    prompts: list[str] | None) -> dict[str, torch.Tensor]:
+    hf_config = getattr(model, "config", None)
+    if hf_config is None or not hasattr(hf_config, "get_text_config"):
+        raise NeuronkitInputError(f"{type(model).__name__} is not a Hugging Face model: pass inputs=")
+    return example.example_inputs(hf_config, tokenizer, config.batch_size, config.seq_len, processor=processor,
+                                  prompts=prompts)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run's session in a notebook's kernel.
+
+# This kernel's sessions, by what they are loaded from: the notebook's own cells and its stage share one
+# model, tokenizer and inputs, so each checkpoint file is read once per kernel (the CPU reference and the
+# device checks run the run's own model, in its dtype). A model the notebook's cells loaded themselves, with
+# transformers' own calls, joins it through `adopt`.
+_LOADED: dict[tuple[Any, ...], Session] = {}
 _EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}  # tokenizer and example inputs, per run
 
 
-def load(params: Params, dtype: str | None = None) -> Subject:
-    """The run's model (the full model or the layer slice that fits, `neuronkit.slicing`), tokenizer and
-    example inputs (`batch_size` × `seq_len` tokens for text), loaded once per kernel and shared.
+def load(params: Params, dtype: str | None = None) -> Session:
+    """The run's session (the full model or the layer slice that fits, `neuronkit.slicing`; its tokenizer
+    and example inputs, `batch_size` × `seq_len` tokens for text), loaded once per kernel and shared.
 
     `dtype` overrides the run's. Cells that change the model (move it to a device, train it) work on a
     copy, or move it back."""
-    from neuronkit import models
-
-    dtype = dtype or params.dtype
-    key = _key(params, dtype)
+    config = dataclasses.replace(params.config, dtype=dtype or params.config.dtype, stage_options=())
+    key = _key(params.model, config)
     if key not in _LOADED:
         piece = run_slice(params)
-        model, weights, _ = models.load_slice(params.model, dtype, full_model=piece.full_model,
-                                              layers=None if piece.full_model else piece.layers)
-        tokenizer, example = _example(params)
-        _LOADED[key] = Subject(model, tokenizer, model.config, example, models.task_of(model.config), weights, piece)
+        model, weights, _ = slicing.load_slice(params.model, config.dtype, full_model=piece.full_model,
+                                               layers=None if piece.full_model else piece.layers)
+        tokenizer, inputs = _example(params)
+        _LOADED[key] = Session(params.model, model, inputs, config=config, tokenizer=tokenizer, weights=weights,
+                               model_slice=piece)
     return _LOADED[key]
 
 
@@ -81,21 +241,17 @@ class Recipe:
 def recipe(params: Params) -> Recipe:
     """The checkpoint, dtype, layer-slice keywords and example inputs of the run, for cells that load the
     model themselves; `adopt` then hands what they loaded to the stage."""
-    from neuronkit import models
-
     piece = run_slice(params)
-    tokenizer, example = _example(params)
-    return Recipe(str(models.resolve_model(params.model)), models.as_dtype(params.dtype),
+    tokenizer, inputs = _example(params)
+    return Recipe(str(models.resolve_model(params.model)), models.as_dtype(params.config.dtype),
                   {} if piece.full_model else slice_kwargs(models.load_config(params.model), piece.layers),
-                  example, tokenizer, piece)
+                  inputs, tokenizer, piece)
 
 
 def slice_kwargs(config: Any, layers: int | None) -> dict[str, Any]:
     """The `from_pretrained` keywords that build the first `layers` blocks of the model `config`
     describes (`num_hidden_layers=2`, and per-block lists cut to match): the config entries a slice
     changes (`neuronkit.slicing.sliced_config`). transformers then reads only the kept blocks' weights."""
-    from neuronkit import slicing
-
     if layers is None:
         return {}
     sliced, stored = slicing.sliced_config(config, layers), config.to_dict()
@@ -103,7 +259,7 @@ def slice_kwargs(config: Any, layers: int | None) -> dict[str, Any]:
     return {key: getattr(sliced, key) for key in keys if key in stored and getattr(sliced, key) != stored[key]}
 
 
-def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None) -> Subject:
+def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None) -> Session:
     """Make `model`, which the notebook's own cells loaded (`from_pretrained`, on the CPU or on a
     `neuron` device), the model this kernel's stage runs: no second read of the checkpoint.
 
@@ -112,11 +268,7 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
     device-resident model is copied back; the notebook's keeps running where it is). `loading_info`
     (`from_pretrained(..., output_loading_info=True)`) names weights the checkpoint and the class
     disagree on; without it they are the CPU baseline's record's (stage 01 loads with it). A model on a
-    `neuron` core is also what the device checks run (`check(device_model=...)`): no third copy."""
-    from neuronkit import models, slicing
-    from neuronkit.errors import NeuronkitInputError
-    from neuronkit.graph_compile import compare
-
+    `neuron` core is also what the device checks run (the session's `device_model`): no third copy."""
     piece = run_slice(params)
     full = models.load_config(params.model)
     cls = models.model_class(full)
@@ -130,37 +282,38 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
                                   f"{piece.describe()} ({want}): load it with {recipe(params).call(cls.__name__)}")
     dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     name = str(dtype).removeprefix("torch.")
-    if name != params.dtype:
-        raise NeuronkitInputError(f"the model to adopt is in {name}; this run loads it in {params.dtype} "
-                                  f"(from_pretrained(..., dtype=torch.{params.dtype}))")
+    if name != params.config.dtype:
+        raise NeuronkitInputError(f"the model to adopt is in {name}; this run loads it in {params.config.dtype} "
+                                  f"(from_pretrained(..., dtype=torch.{params.config.dtype}))")
     on_device = None
     if any(p.device.type != "cpu" for p in model.parameters()):
         on_device = model  # the learner's copy stays on its device, and the device checks run it
         model = compare.device_copy(model, "cpu")[0]  # tensor by tensor: no second copy on the device
     weights = _weights(params, model, loading_info, full, cls, piece)
-    tokenizer, example = _example(params)
-    subject = Subject(model.eval(), tokenizer, model.config, example, models.task_of(full), weights, piece, on_device)
-    _LOADED[_key(params, name)] = subject
-    return subject
+    tokenizer, inputs = _example(params)
+    config = dataclasses.replace(params.config, stage_options=())
+    session = Session(params.model, model, inputs, config=config, tokenizer=tokenizer, weights=weights,
+                      model_slice=piece)
+    session.device_model = on_device
+    _LOADED[_key(params.model, config)] = session
+    return session
 
 
 def release_copy(params: Params) -> None:
     """Drop the CPU copy `adopt` made of a model the notebook holds on a device, once the stage that compared
     with it is done: the notebook's later cells (its own training loop) get that memory; a later `load`
     reads the checkpoint again."""
-    key = _key(params, params.dtype)
+    key = _key(params.model, dataclasses.replace(params.config, stage_options=()))
     if key in _LOADED and _LOADED[key].device_model is not None:
         del _LOADED[key]
 
 
 def _weights(params: Params, model: Any, info: dict[str, Any] | None, full: Any, cls: type,
-             piece: ModelSlice) -> Any:
+             piece: ModelSlice) -> models.Weights:
     """Where an adopted model's weights came from, and what the checkpoint and its class disagree on."""
-    from neuronkit import models, slicing
-
     if info is None:
         record = params.run.read("cpu_baseline")
-        recorded = record.evidence.weights if record is not None and record.evidence is not None else None
+        recorded = getattr(record.evidence, "weights", None) if record is not None else None
         if recorded is not None and recorded.source:
             return models.Weights(recorded.source, tuple(recorded.missing), tuple(recorded.unexpected))
     source = "random" if getattr(model.config, models.RANDOM_WEIGHTS_KEY, False) is True else "checkpoint"
@@ -170,56 +323,99 @@ def _weights(params: Params, model: Any, info: dict[str, Any] | None, full: Any,
                           tuple(sorted(k for k in info.get("unexpected_keys", ()) if k not in left_out)))
 
 
-def _key(params: Params, dtype: str) -> tuple[Any, ...]:
-    return (params.model, dtype, params.layers, params.full_model, params.batch_size, params.seq_len)
+def _key(model: str, config: RunConfig) -> tuple[Any, ...]:
+    return (model, config.dtype, config.layers, config.full_model, config.batch_size, config.seq_len)
 
 
-def _example(params: Params) -> tuple[Any, dict[str, torch.Tensor]]:
-    """The run's tokenizer and example inputs, made once per kernel (deterministic: every kernel of a run
-    makes the same ones)."""
-    key = (params.model, params.batch_size, params.seq_len)
-    if key not in _EXAMPLES:
-        from neuronkit import inputs, models
+# ---------------------------------------------------------------------------------------------------
+# What the stages run and on what: decided once per run.
 
-        tokenizer = _tokenizer(params.model)
-        _EXAMPLES[key] = tokenizer, inputs.example_inputs(
-            models.load_config(params.model), tokenizer, batch_size=params.batch_size, seq_len=params.seq_len,
-            processor=inputs.processor_config(params.model))
-    return _EXAMPLES[key]
+SLICE_FILE, INPUTS_FILE = "slice.json", "inputs.safetensors"
+
+
+def _slice_request(params: Params) -> dict[str, Any]:
+    config = params.config
+    return {"model": params.model, "layers": config.layers, "full_model": config.full_model, "dtype": config.dtype}
+
+
+def _inputs_request(params: Params) -> dict[str, Any]:
+    return {"model": params.model, "batch_size": params.config.batch_size, "seq_len": params.config.seq_len}
+
+
+def hand_over(params: Params, piece: ModelSlice, inputs: dict[str, torch.Tensor]) -> None:
+    """Record in the run directory (`artifacts/model/`) what the runner's preflight decided: the layer slice
+    the stages run and the example inputs they run on, which every kernel of the run then reads."""
+    from safetensors.torch import save_file
+
+    folder = params.run.artifact_dir("model")
+    _write_slice(folder / SLICE_FILE, _slice_request(params), piece)
+    save_file({k: v.contiguous() for k, v in inputs.items()}, str(folder / INPUTS_FILE),
+              metadata={"request": json.dumps(_inputs_request(params)), "order": json.dumps(list(inputs))})
 
 
 def run_slice(params: Params) -> ModelSlice:
-    """What the run's stages run: planned once per run directory by the first kernel that loads the model
-    and read back by the others (`artifacts/model/slice.json`), so every stage runs the same blocks even
-    when the memory free at its start differs."""
-    from neuronkit import models, slicing
-
-    file = params.run.artifact_dir("model") / "slice.json"
-    request = {"model": params.model, "layers": params.layers, "full_model": params.full_model,
-               "dtype": params.dtype}
+    """What the run's stages run: the runner's decision (`hand_over`), or for notebooks run by hand the
+    first kernel's that loads the model, read back by the others (`artifacts/model/slice.json`), so every
+    stage runs the same blocks even when the memory free at its start differs."""
+    file = params.run.artifact_dir("model") / SLICE_FILE
+    request = _slice_request(params)
     if file.is_file():
         stored = json.loads(file.read_text(encoding="utf-8"))
         if stored.get("request") == request:
-            return load_record(ModelSlice, stored["slice"])
-    _, piece = slicing.plan(models.load_config(params.model), layers=params.layers or None,
-                            full_model=params.full_model, dtype=models.as_dtype(params.dtype))
+            piece: ModelSlice = load_record(ModelSlice, stored["slice"])
+            return piece
+    config = params.config
+    _, piece = slicing.plan(models.load_config(params.model), layers=config.layers or None,
+                            full_model=config.full_model, dtype=models.as_dtype(config.dtype))
+    _write_slice(file, request, piece)
+    return piece
+
+
+def _write_slice(file: Path, request: dict[str, Any], piece: ModelSlice) -> None:
     tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")  # kernels side by side may plan at once
     tmp.write_text(json.dumps({"request": request, "slice": dataclasses.asdict(piece)}), encoding="utf-8")
     tmp.replace(file)
-    return piece
+
+
+def _example(params: Params) -> tuple[Any, dict[str, torch.Tensor]]:
+    """The run's tokenizer and example inputs, made once per kernel: the runner's (`hand_over`), else built
+    (deterministic: every kernel of a run makes the same ones)."""
+    key = (params.model, params.config.batch_size, params.config.seq_len)
+    if key not in _EXAMPLES:
+        tokenizer = _tokenizer(params.model)
+        inputs = _handed_inputs(params)
+        if inputs is None:
+            inputs = example.example_inputs(models.load_config(params.model), tokenizer,
+                                            batch_size=params.config.batch_size, seq_len=params.config.seq_len,
+                                            processor=example.processor_config(params.model))
+        _EXAMPLES[key] = tokenizer, inputs
+    return _EXAMPLES[key]
+
+
+def _handed_inputs(params: Params) -> dict[str, torch.Tensor] | None:
+    """The example inputs the runner handed over for this run's request, None when there are none."""
+    from safetensors import SafetensorError, safe_open
+
+    file = params.run.path / "artifacts" / "model" / INPUTS_FILE
+    if not file.is_file():
+        return None
+    try:
+        with safe_open(str(file), framework="pt") as handle:
+            meta = handle.metadata() or {}
+            if json.loads(meta.get("request", "null")) != _inputs_request(params):
+                return None
+            return {key: handle.get_tensor(key) for key in json.loads(meta.get("order", "[]"))}
+    except (SafetensorError, OSError, ValueError):
+        return None
 
 
 @functools.lru_cache(maxsize=4)
 def _tokenizer(model: str) -> Any:
-    from neuronkit import models
-
     return models.load_tokenizer(model)
 
 
 def neuron_device(device: str) -> torch.device:
     """`device` as a torch.device, refused with a clear message unless it is an existing neuron core."""
-    from neuronkit.errors import NeuronkitInputError
-
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
@@ -238,40 +434,17 @@ def reference_path(params: Params) -> Path:
     return params.run.artifact_dir("cpu_baseline") / "reference.safetensors"
 
 
-def run_check(params: Params, device: str, stages: tuple[str, ...], **settings: Any) -> Any:
-    """`neuronkit check`'s `stages` on the run's model (this kernel's, in the run's dtype: the full model
-    or its layer slice, whose embeddings and head take no gradient), dtype and input shape, on `device`
-    (made the current core, which is what the check's "neuron" means; a model the notebook put on that
-    core and `adopt`ed is the one they run), held to the CPU baseline's reference."""
-    from neuronkit.checks import Reference, check
-
+def on_core(session: Session, device: str) -> Session:
+    """The session for device steps on `device` (made the current core, which is what the steps' "neuron"
+    means): with the notebook's model when it is on that core, else making their own copy."""
     core = neuron_device(device).index or 0
     torch.neuron.set_device(core)
-    subject = load(params)
-    mine = subject.device_model
-    on_core = mine is not None and all(p.device == torch.device("neuron", core) for p in mine.parameters())
-    report = check(subject.model, tokenizer=subject.tokenizer, stages=stages, dtype=params.dtype,
-                   device_model=mine if on_core else None,
-                   batch_size=params.batch_size, seq_len=params.seq_len, model_name=params.model,
-                   reference=Reference.load(reference_path(params)),
-                   freeze_embeddings=not subject.model_slice.full_model, **settings)
-    report.weights, report.model_slice = subject.weights, subject.model_slice
-    return report
+    mine = session.device_model
+    if mine is None or all(p.device == torch.device("neuron", core) for p in mine.parameters()):
+        return session
+    return session.without_device_model()
 
 
 def ran_on(piece: ModelSlice | None) -> str:
     """A summary's note when a stage ran on a layer slice (nothing for the full model)."""
     return "" if piece is None or piece.full_model else f"; on {piece.describe()}"
-
-
-def check_stages(stages: dict[str, StageResult]) -> list[CheckStage]:
-    """The check stages a workbook stage ran, as its record lists them (status and summary, no evidence)."""
-    return [CheckStage(s.stage, s.status, s.summary, s.duration_s, s.error) for s in stages.values()]
-
-
-def check_verdict(report: Any, own: tuple[str, ...]) -> tuple[str, str]:
-    """Status and summary of the check stages a workbook stage owns: the worst of them (the whole check's
-    status when they were all skipped because a stage they compare against failed), and their summaries."""
-    ran = [s for s in report.stages if s.stage in own]
-    status = worst(s.status for s in ran)
-    return (report.status if status == "skipped" else status), "; ".join(f"{s.stage}: {s.summary}" for s in ran)

@@ -1,44 +1,73 @@
-"""The stage model: every workbook stage and `neuronkit check` step, defined once.
+"""The stage model: every workbook stage and `neuronkit check` step, defined once, and the registry the
+stage folders fill.
 
-`neuronkit/data/stages.toml` holds one entry per stage (name, notebook, title, evidence type, what it
-requires, the check steps it runs, which statuses block the verdict, what nbval checks); this module
-reads it into `Stage` and `Step` records. The run directory, the stage flow, the runner, the report, the
-notebooks' lesson helpers, nbval and `check()` read these records instead of keeping tables of their own.
+`neuronkit/data/stages.toml` holds one row per stage (name, notebook, title, record type, what it
+requires, the check steps it runs, which statuses block the verdict, what nbval checks); this module reads
+it into `Stage` and `Step` records. Each stage's code is one folder, `neuronkit/stages/<name>/` (a row's
+`module` may name another package), whose parts are found by name:
+
+    __init__.py   `Options`: the stage's options, a part of the run configuration (`RunConfig.of`), if any
+    evidence.py   its record type and its check steps' (the row's `evidence`, each [[step]]'s)
+    run.py        `run(params, ...)`: what its notebook calls to run the stage and record it
+    steps.py      `run_<step>(check, record)`: the body of each `neuronkit check` step it owns
+    advice.py     `next_step(result, run)`: the "Next" paragraph its notebook ends with
+    report.py     `key_numbers(records)`: the report's numbers from its record
+
+A folder's `__init__` and `evidence` import shared rows only (`neuronkit.evidence`), never the pipeline:
+they are imported when the table is read. The run directory, the flow, the runner, the report, the
+notebooks' lesson helpers, nbval and `check()` read these records instead of keeping tables of their own;
+`NEURONKIT_STAGES` names another table to read (a stage of a team's own, beside or instead of these).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from neuronkit import evidence
+from neuronkit import env
 from neuronkit.resources import data_dir
+
+TABLE_VARIABLE = "NEURONKIT_STAGES"
+STAGES_PACKAGE = "neuronkit.stages"
 
 
 @dataclass(frozen=True)
 class Step:
-    """One `neuronkit check` step: its record type and the step it is compared against (if any)."""
+    """One `neuronkit check` step: its record type, the step it is compared against (if any) and the stage
+    folder whose `steps.run_<name>` is its body."""
 
     name: str
-    evidence: type
+    evidence: type[Any]
+    module: str
     requires: str | None = None
+
+    def body(self) -> Any:
+        """The step's body, `run_<name>(check, record) -> (status, summary)` of its stage's `steps` module."""
+        return getattr(importlib.import_module(f"{self.module}.steps"), f"run_{self.name}")
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One workbook stage: a notebook that runs it and the record it writes."""
+    """One workbook stage: a notebook that runs it, the record it writes, and the folder of its code."""
 
     name: str
     notebook: str  # file stem, e.g. "02_eager_on_neuron"
     title: str
-    evidence: type
+    evidence: type[Any]
+    module: str  # its folder, e.g. "neuronkit.stages.eager"
+    options: type[Any] | None = None  # its folder's `Options`: its part of the run configuration
     requires: tuple[str, ...] = ()
     starts_after: tuple[str, ...] = ()  # of `requires`, those whose end its notebook's start waits for
     steps: tuple[str, ...] = ()
     blocking: tuple[str, ...] = ()
     foundation: bool = False
     runs_model: bool = False
+    headline: bool = False  # its report numbers lead the report's
     checked: tuple[str, ...] = ()
 
     @property
@@ -56,11 +85,22 @@ class Stage:
         """Its record's file name under `stages/`."""
         return f"{self.number}_{self.name}.json"
 
+    def part(self, name: str) -> ModuleType | None:
+        """Its folder's module `name` (`run`, `steps`, `advice`, `report`), None when the folder has none."""
+        full = f"{self.module}.{name}"
+        return importlib.import_module(full) if importlib.util.find_spec(full) is not None else None
 
-def _evidence_type(name: str, where: str) -> type:
-    cls = getattr(evidence, name, None)
+
+def table_path() -> Path:
+    """The stage table read: `NEURONKIT_STAGES` when set, else the package's `data/stages.toml`."""
+    given = env.text(TABLE_VARIABLE)
+    return Path(given) if given is not None else data_dir() / "stages.toml"
+
+
+def _record_type(module: str, name: str, where: str) -> type[Any]:
+    cls = getattr(importlib.import_module(f"{module}.evidence"), name, None)
     if not isinstance(cls, type):
-        raise ValueError(f"stages.toml: {where} names evidence type {name!r}, which neuronkit/evidence.py lacks")
+        raise ValueError(f"stages.toml: {where} names record type {name!r}, which {module}.evidence lacks")
     return cls
 
 
@@ -75,23 +115,37 @@ def _starts_after(entry: dict[str, Any]) -> tuple[str, ...]:
     return starts_after
 
 
-def _load() -> tuple[tuple[Stage, ...], tuple[Step, ...], str]:
-    with (data_dir() / "stages.toml").open("rb") as fh:
+def _stage(entry: dict[str, Any]) -> Stage:
+    module = entry.get("module", f"{STAGES_PACKAGE}.{entry['name']}")
+    options = getattr(importlib.import_module(module), "Options", None)
+    return Stage(name=entry["name"], notebook=entry["notebook"], title=entry["title"],
+                 evidence=_record_type(module, entry["evidence"], entry["name"]), module=module,
+                 options=options if isinstance(options, type) else None, requires=_tuple(entry, "requires"),
+                 starts_after=_starts_after(entry), steps=_tuple(entry, "steps"), blocking=_tuple(entry, "blocking"),
+                 foundation=bool(entry.get("foundation", False)), runs_model=bool(entry.get("runs_model", False)),
+                 headline=bool(entry.get("headline", False)), checked=_tuple(entry, "checked"))
+
+
+def _load(path: Path) -> tuple[tuple[Stage, ...], tuple[Step, ...], str]:
+    with path.open("rb") as fh:
         table = tomllib.load(fh)
-    stages = tuple(Stage(name=e["name"], notebook=e["notebook"], title=e["title"],
-                         evidence=_evidence_type(e["evidence"], e["name"]), requires=_tuple(e, "requires"),
-                         starts_after=_starts_after(e),
-                         steps=_tuple(e, "steps"), blocking=_tuple(e, "blocking"),
-                         foundation=bool(e.get("foundation", False)), runs_model=bool(e.get("runs_model", False)),
-                         checked=_tuple(e, "checked")) for e in table["stage"])
-    steps = tuple(Step(e["name"], _evidence_type(e["evidence"], f"step {e['name']}"), e.get("requires"))
-                  for e in table["step"])
-    return stages, steps, table["report_notebook"]
+    stages = tuple(_stage(entry) for entry in table["stage"])
+    owner = {step: stage.module for stage in stages for step in stage.steps}
+    steps = []
+    for entry in table.get("step", ()):
+        if entry["name"] not in owner:
+            raise ValueError(f"stages.toml: step {entry['name']} belongs to no stage's `steps`")
+        module = owner[entry["name"]]
+        steps.append(Step(entry["name"], _record_type(module, entry["evidence"], f"step {entry['name']}"), module,
+                          entry.get("requires")))
+    return stages, tuple(steps), table["report_notebook"]
 
 
-WORKBOOK, CHECK_STEPS, REPORT_NOTEBOOK = _load()
+WORKBOOK, CHECK_STEPS, REPORT_NOTEBOOK = _load(table_path())
 STAGE: dict[str, Stage] = {s.name: s for s in WORKBOOK}
 STEP: dict[str, Step] = {s.name: s for s in CHECK_STEPS}
+# Every stage's options type, in stage order (the run configuration's parts).
+OPTIONS: tuple[type[Any], ...] = tuple(s.options for s in WORKBOOK if s.options is not None)
 
 
 def notebook_after(stage: str) -> str:

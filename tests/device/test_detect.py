@@ -14,7 +14,7 @@ import neuronkit
 from neuronkit.cli import main
 from neuronkit.device.detect import Probe, decide
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_simulated_here():

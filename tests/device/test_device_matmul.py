@@ -1,6 +1,6 @@
 """The device's matrix products in bfloat16/float16 (csrc/matmul.cpp): accumulated in float32 and rounded once,
 as Trainium's Tensor Engine does (NKI docs, nki.isa.nc_matmul), in float32 blocks of bounded size; and the CPU
-side of a reduced-precision check computing its products the same way (neuronkit.checks.host_products).
+side of a reduced-precision check computing its products the same way (neuronkit.pipeline.host_products).
 
 Operands are small integers, so every float32 sum is exact and "accumulated in float32, rounded once" has one
 right answer to compare with bit for bit; the deep sums exceed the integers the dtype holds exactly, so a
@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from neuronkit.checks.host_products import device_products
+from neuronkit.pipeline.host_products import device_products
 
 REDUCED = (torch.bfloat16, torch.float16)
 

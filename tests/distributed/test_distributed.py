@@ -310,7 +310,7 @@ def test_the_record_summarizes_parity_and_shards():
 
 def test_the_report_gets_a_distributed_card_from_the_record(tmp_path):
     from neuronkit import report
-    from neuronkit.stages import RunDir, StageResult
+    from neuronkit.pipeline.record import RunDir, StageResult
 
     RunDir(tmp_path).write(StageResult("environment", "pass", "ok", {}))
     evil = "</script><script>alert(1)</script>"

@@ -1,6 +1,6 @@
 """What `python -u (-m MODULE | -c CODE | SCRIPT) ARGS...` does once the interpreter has started, done in a
-process forked from the fork server (`neuronkit.workbook.zygote`, its `--python` role) instead of a fresh
-interpreter: torchrun's worker processes, whose command is `[$PYTHON_EXEC, "-u", script-or-"-m module", ...]`.
+process forked from the tests' rank server (rank_server.py, beside this file) instead of a fresh interpreter:
+torchrun's worker processes in the tests, whose command is `[$PYTHON_EXEC, "-u", script-or-"-m module", ...]`.
 
 `parse` reads the arguments the way the interpreter does, for the commands a fork can stand in for (anything
 else, e.g. another interpreter option, is declined and runs in a real interpreter); `run` executes one in

@@ -1,4 +1,4 @@
-"""Kernels forked from the workbook's fork server (neuronkit.workbook.zygote): each notebook still gets a
+"""Kernels forked from the workbook's fork server (neuronkit.kernels.fork_server): each notebook still gets a
 kernel of its own (no variables, device memory, NEFF-cache statistics or op tracking from another), the
 kernel manager's interrupt, liveness and kill still reach the kernel itself, and where forking cannot
 serve (no server, another environment, another platform) an ordinary kernel starts instead."""
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import KernelManager
 
-from neuronkit.workbook import kernel, zygote
+from neuronkit.kernels import fork_server as zygote, starter as kernel
 from neuronkit.workbook.runner import KERNEL_ENV
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.skipif(not zygote.available(), reason="forks on Linux only")]
@@ -285,7 +285,7 @@ def test_kernels_forked_once_the_server_is_idle_have_the_stage_modules(server) -
     """While no kernel is asked for, a workbook run's server imports what the stage notebooks import besides
     (zygote.IDLE_IMPORTS: AOTAutograd, the check's steps, the report's renderer), one module at a time; a
     kernel forked after that has them, and the server still forks with one thread."""
-    code = ("import json, sys; from neuronkit.workbook import zygote; "
+    code = ("import json, sys; from neuronkit.kernels import fork_server as zygote; "
             "print(json.dumps([m for m in zygote.IDLE_IMPORTS if m not in sys.modules]))")
     deadline = time.monotonic() + 90
     while True:
@@ -327,7 +327,7 @@ EARLY = """
 import json, sys
 sys.argv[0] = "/env/bin/neuronkit"  # the console script
 import neuronkit
-from neuronkit.workbook import kernel
+from neuronkit.kernels import starter as kernel
 kernel.start_early(["run", "tiny-qwen3", "--out", "x"])
 early = kernel._EARLY[kernel.KERNEL_NAME][1]._process.pid
 torch_before = "torch" in sys.modules
@@ -366,7 +366,7 @@ def test_the_console_script_exits_with_the_commands_code_and_its_line(tmp_path: 
 
 def test_a_server_whose_runner_is_gone_before_it_starts_exits(tmp_path: Path) -> None:
     """A runner killed right after starting the server (still importing) must not leave it serving forever."""
-    script = ("import os; from neuronkit.workbook import zygote; "
+    script = ("import os; from neuronkit.kernels import fork_server as zygote; "
               "print(zygote.ForkServer('neuronkit', 'x', dict(os.environ))._process.pid)")
     printed = tmp_path / "pid"
     with printed.open("w") as out:  # a file, not a pipe: the server inherits it and must not be waited on

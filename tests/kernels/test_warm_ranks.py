@@ -1,5 +1,5 @@
 """The tests' torchrun ranks, forked from one warm server (tests/conftest.py's PYTHON_EXEC:
-neuronkit.workbook.zygote.CommandServer running neuronkit.workbook.interpreter): a forked rank loads the device
+tests/kernels/rank_server.py running tests/kernels/interpreter.py): a forked rank loads the device
 itself under its own environment, runs as `python -u` runs it (sys.argv, sys.path[0], `__main__`, exit status,
 traceback, threads and atexit), dies with its launcher, and one whose start-up environment differs from the
 server's runs in a real interpreter. These use the session's server (none when PYTHON_EXEC was set by hand)."""

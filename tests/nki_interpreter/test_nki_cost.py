@@ -159,7 +159,7 @@ def test_profiler_shows_the_estimate_beside_the_host_time(compiled, fresh_dynamo
 
 def test_report_shows_the_estimate_as_a_number_with_its_unit(tmp_path):
     from neuronkit.reporting import report as render_report
-    from neuronkit.stages import RunDir, StageResult
+    from neuronkit.pipeline.record import RunDir, StageResult
 
     top_ops = [{"name": "nki::double_exp_kernel", "calls": 2, "device_time_us": 25000.0, "cpu_time_us": 26000.0,
                 "classification": "native", "est_trn2_us": 2.2, "bound": "memory", "nki_est_us": 5.5},

@@ -229,7 +229,7 @@ def test_wrap_nki_called_directly_in_a_compiled_function(fresh_dynamo):
 
 def test_report_lists_custom_nki_ops(tmp_path):
     from neuronkit.reporting import report as render_report
-    from neuronkit.stages import RunDir, StageResult
+    from neuronkit.pipeline.record import RunDir, StageResult
 
     audit = neuronkit.audit(AddModel(), (torch.rand(128, 512), torch.rand(128, 512)))
     run = RunDir(tmp_path)

@@ -9,9 +9,9 @@ import jupytext
 import nbformat
 import papermill
 
-from neuronkit.workbook.kernel import KERNEL_NAME, shutdown
+from neuronkit.kernels.starter import KERNEL_NAME, shutdown
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def assert_clean_pair(notebook: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 TAG = "copy"
 WORKBOOK = sorted(path.stem for path in NOTEBOOKS.glob("0[0-6]_*.py"))
 
@@ -92,8 +92,8 @@ def test_copyable_cells_are_plain_pytorch(stem: str) -> None:
 
 def test_the_rule_catches_each_way_into_neuronkit(tmp_path: Path) -> None:
     """A notebook breaking the rule each way is refused, each time naming the cell."""
-    cells = ['from neuronkit.workbook import lesson, loading, parameters\nparams = parameters("m", "r")\n'
-             'setup = loading.recipe(params)\npath = setup.path',
+    cells = ['from neuronkit.pipeline import session\nfrom neuronkit.workbook import lesson, parameters\n'
+             'params = parameters("m", "r")\nsetup = session.recipe(params)\npath = setup.path',
              '# %% tags=["copy"]\nimport torch\nprint(path)',
              '# %% tags=["copy"]\nimport neuronkit.models',
              '# %% tags=["copy"]\nmodel = setup.model',

@@ -24,11 +24,11 @@ from papermill.exceptions import PapermillExecutionError
 from conftest import executed_notebooks, unrendered_plots
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.resources import data_dir, notebooks_dir
-from neuronkit.stages import STAGES, RunDir
-from neuronkit.workbook import NOTEBOOKS, parameters, run_workbook
-from neuronkit.workbook.kernel import KERNEL_NAME, shutdown
+from neuronkit.pipeline.record import STAGES, RunDir
+from neuronkit.workbook import NOTEBOOKS, Execution, parameters, run_workbook
+from neuronkit.kernels.starter import KERNEL_NAME, shutdown
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = notebooks_dir()
 CELL_TIMEOUT = 600
 
@@ -106,7 +106,7 @@ def test_runner_refuses_bad_parameters_before_starting_a_kernel(tmp_path: Path) 
     with pytest.raises(NeuronkitInputError, match="unknown workbook parameter"):
         run_workbook("tiny-qwen3", tmp_path / "run", parameters={"max_new_tokenz": 4})
     with pytest.raises(NeuronkitInputError, match="kernels must be one of fork, warm, cold, got 'hot'"):
-        run_workbook("tiny-qwen3", tmp_path / "run", kernels="hot")
+        run_workbook("tiny-qwen3", tmp_path / "run", execution=Execution(kernels="hot"))
     assert not (tmp_path / "run").exists()
 
 
@@ -120,9 +120,11 @@ def test_cli_run_exits_2_on_bad_parameters(tmp_path: Path, capsys: pytest.Captur
 
 # --- executed notebooks ------------------------------------------------------------------------------
 
-def _run(model: str, out: Path, **kwargs) -> tuple[object, list[str]]:
+def _run(model: str, out: Path, notebooks: Path | None = None, cell_timeout: int = CELL_TIMEOUT,
+         **kwargs) -> tuple[object, list[str]]:
     lines: list[str] = []
-    result = run_workbook(model, out, log=lines.append, **{"cell_timeout": CELL_TIMEOUT, **kwargs})
+    execution = Execution(cell_timeout=cell_timeout, notebooks=notebooks)
+    result = run_workbook(model, out, log=lines.append, execution=execution, **kwargs)
     return result, lines
 
 
@@ -288,7 +290,11 @@ def test_tiny_bert_passes_every_stage_and_notebook_01_fills_its_mask(tmp_path: P
     other cells take the branches tiny-qwen3's whole-workbook run (the wheel test) takes: inputs with labels,
     a tokenizer's bucket advice."""
     from neuronkit.reporting import report
-    from neuronkit.workbook import audit, eager, environment, profile, torch_compile
+    from neuronkit.stages.audit import run as audit
+    from neuronkit.stages.compile import run as torch_compile
+    from neuronkit.stages.eager import run as eager
+    from neuronkit.stages.environment import run as environment
+    from neuronkit.stages.profile import run as profile
 
     out = tmp_path / "bert"
     params = parameters(model=str(data_dir() / "models" / "tiny-bert"), run_dir=str(out))
@@ -349,7 +355,8 @@ def test_failure_mid_workbook_leaves_error_and_skipped_records_and_a_report(zoo:
     their stage functions in this process (the compile stage on ViT, its recompile on a second batch of
     images, is the zoo's: tests/test_zoo.py)."""
     from neuronkit.reporting import report as render
-    from neuronkit.workbook import eager, profile
+    from neuronkit.stages.eager import run as eager
+    from neuronkit.stages.profile import run as profile
 
     out = tmp_path / "broken"
     (out / "stages").mkdir(parents=True)
@@ -435,7 +442,8 @@ def test_t5_environment_and_cpu_baseline_stages_record_the_encoder_decoder(zoo: 
     its own class, and a CPU baseline that passes. T5's other stages are the zoo's: the audit finds no
     blocker (its position bias reaches SDPA as a mask, which the device lowers natively: fidelity-audit.md
     item 1) and `check()` passes eager, generate, train and compile (tests/test_zoo.py)."""
-    from neuronkit.workbook import cpu_baseline, environment
+    from neuronkit.stages.cpu_baseline import run as cpu_baseline
+    from neuronkit.stages.environment import run as environment
 
     params = parameters(model=str(zoo["t5"]), run_dir=str(tmp_path / "t5"))
     assert environment.run(params).evidence.model.architecture == "T5ForConditionalGeneration"

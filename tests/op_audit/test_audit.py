@@ -19,7 +19,7 @@ from torch import nn
 
 import neuronkit.cli
 from neuronkit import inputs, models
-from neuronkit.evidence import AuditFinding, AuditSummary, OpUse
+from neuronkit.op_audit.evidence import AuditFinding, AuditSummary, OpUse
 from neuronkit.op_audit import AuditReport, audit
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
@@ -294,6 +294,6 @@ def test_python_m_neuronkit_cli_audit_bad_input_exits_2():
     """The console entry itself: its exit status and last line. An argument refused before the audit's runner
     loads (transformers, Dynamo); a broken config's line is test_cli_broken_config_exits_2_with_one_line's."""
     proc = subprocess.run([sys.executable, "-m", "neuronkit.cli", "audit", "tiny-qwen3", "--fail-on", "sdpa_mask"],
-                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("neuronkit audit: error: unknown --fail-on category")

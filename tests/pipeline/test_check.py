@@ -15,10 +15,10 @@ from neuronkit.graph_compile import suggest_buckets
 from neuronkit.units import format_duration
 from neuronkit.graph_compile.buckets import sample_lengths
 from neuronkit.checks import CHECK_STAGES as STAGES, Reference, check
-from neuronkit.pipeline import STEP
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.models import load_tokenizer
-from neuronkit.stages import StageResult
+from neuronkit.pipeline.record import StageResult
+from neuronkit.pipeline.stage import STEP
 
 
 from conftest import TwoLayerMLP as MLP  # noqa: E402
@@ -93,8 +93,10 @@ def test_report_is_json_of_stage_records(qwen3_report, tmp_path):
 
 
 def test_a_saved_reference_replaces_the_cpu_run(qwen3_report, tmp_path):
-    from neuronkit.checks.parity import cpu_reference, forward_extras
     from neuronkit.inputs import example_inputs
+    from neuronkit.pipeline import check as check_steps
+    from neuronkit.pipeline.session import Session, forward_extras
+    from neuronkit.stages.cpu_baseline.steps import cpu_reference
     from neuronkit.models import load_checkpoint, load_tokenizer
 
     model, _ = load_checkpoint("tiny-qwen3")
@@ -103,7 +105,7 @@ def test_a_saved_reference_replaces_the_cpu_run(qwen3_report, tmp_path):
     reference = Reference.load(computed.save(tmp_path / "reference.safetensors"))
     assert list(reference.outputs) == list(computed.outputs) and list(reference.inputs) == list(inputs)
     assert reference.loss == pytest.approx(qwen3_report.stage("cpu").evidence.loss)
-    report = check("tiny-qwen3", stages=["eager"], reference=reference)
+    report = check_steps.check(Session.build("tiny-qwen3").using(reference=reference), ["eager"])
     cpu = report.stage("cpu")
     assert cpu.evidence.reused is True and "read from the CPU baseline" in cpu.summary
     assert cpu.evidence.forward_ms is None and [o.name for o in cpu.evidence.outputs] == list(computed.outputs)
@@ -192,8 +194,13 @@ def test_a_bfloat16_check_holds_the_device_to_the_cpu_in_the_same_dtype():
     too (against float32 numbers this model's eager and training checks failed, rel err 1.0)."""
     model = Cancelling()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    report = check(model, torch.randn(4, 8, generator=torch.Generator().manual_seed(1)), stages=["eager", "train"],
-                   dtype="bfloat16", freeze_embeddings=True)
+    from neuronkit.pipeline import check as check_steps
+    from neuronkit.pipeline.config import DEFAULTS
+    from neuronkit.pipeline.session import Session
+
+    session = Session.build(model, torch.randn(4, 8, generator=torch.Generator().manual_seed(1)),
+                            config=DEFAULTS.with_options(dtype="bfloat16"))
+    report = check_steps.check(session.using(freeze=True), ["eager", "train"])
     assert report.status == "pass", report.table()
     train = report.stage("train").evidence
     assert train.cpu_autocast == "bfloat16" and train.max_loss_rel_err < 1e-3
@@ -295,12 +302,12 @@ def test_cli_prints_the_table_and_writes_json(main, tmp_path, capsys):
 
 
 def test_cli_exits_1_when_a_stage_raises(main, monkeypatch, capsys):
-    import neuronkit.checks.parity as check_module
+    from neuronkit.stages.eager import steps
 
-    def broken(session, evidence):
+    def broken(run, evidence):
         raise RuntimeError("injected")
 
-    monkeypatch.setitem(check_module._STAGE_FUNCTIONS, "eager", broken)
+    monkeypatch.setattr(steps, "run_eager", broken)
     assert main(["check", "tiny-bert", "--stages", "eager"]) == 1
     assert "ERROR" in capsys.readouterr().out
 

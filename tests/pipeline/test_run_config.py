@@ -1,5 +1,5 @@
-"""One run configuration (`neuronkit.run_config`): the CLI flags, `check()`'s and `run_workbook()`'s
-defaults, the notebooks' parameters cells and params.json all follow it."""
+"""One run configuration (`neuronkit.pipeline.config`): the CLI flags, `check()`'s and `run_workbook()`'s
+defaults, the notebooks' parameters cells, the stages' options and params.json all follow it."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ import inspect
 from dataclasses import asdict
 from pathlib import Path
 
-from neuronkit import run_config
-from neuronkit.pipeline import WORKBOOK
-from neuronkit.run_config import DEFAULTS
+import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.pipeline import config as run_config
+from neuronkit.pipeline.config import DEFAULTS, RunConfig
+from neuronkit.pipeline.stage import WORKBOOK
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def _parameters_cell(source: str) -> dict[str, object]:
@@ -25,9 +28,15 @@ def _parameters_cell(source: str) -> dict[str, object]:
 
 
 def test_every_stage_notebook_spells_the_run_configuration_defaults() -> None:
+    """The shared parameters' and its own stage's options' (`Options` of its folder): the notebook's parameters
+    cell declares each with its default."""
     for stage in WORKBOOK:
         declared = _parameters_cell((NOTEBOOKS / f"{stage.notebook}.py").read_text(encoding="utf-8"))
-        assert {name: declared.get(name) for name in run_config.names()} == asdict(DEFAULTS), stage.notebook
+        assert {name: declared.get(name) for name in run_config.names()} == DEFAULTS.shared(), stage.notebook
+        own = asdict(stage.options()) if stage.options is not None else {}
+        undeclared = {"lr"} if stage.name == "eager" else {"prompts_file"} if stage.name == "compile" else set()
+        assert {k: declared.get(k) for k in own if k not in undeclared} == \
+            {k: v for k, v in own.items() if k not in undeclared}, stage.notebook
 
 
 def test_the_run_and_check_commands_take_their_flags_and_defaults_from_it() -> None:
@@ -38,28 +47,68 @@ def test_the_run_and_check_commands_take_their_flags_and_defaults_from_it() -> N
                                   (check_cli.configure_parser, ["m"])):
         parser = argparse.ArgumentParser()
         configure(parser)
-        assert run_config.from_args(parser.parse_args(positional)) == asdict(DEFAULTS)
+        assert run_config.from_args(parser.parse_args(positional)) == DEFAULTS
         args = parser.parse_args([*positional, "--seq-len", "32", "--dtype", "bfloat16", "--full-model"])
-        assert run_config.from_args(args) == {**asdict(DEFAULTS), "seq_len": 32, "dtype": "bfloat16",
-                                              "full_model": True}
+        assert run_config.from_args(args) == RunConfig(seq_len=32, dtype="bfloat16", full_model=True)
 
 
 def test_the_recorded_run_parameters_are_the_model_and_the_run_configuration() -> None:
-    from neuronkit.evidence import RunParams
+    from neuronkit.stages.environment.evidence import RunParams
 
     assert tuple(f.name for f in dataclasses.fields(RunParams)) == ("model", *run_config.names())
 
 
 def test_check_run_workbook_and_params_default_to_it(tmp_path: Path) -> None:
     from neuronkit.checks import check
-    from neuronkit.workbook import run_workbook
-    from neuronkit.workbook.params import Params
+    from neuronkit.workbook import Params, run_workbook
 
     for function in (check, run_workbook):
-        signature = inspect.signature(function).parameters
-        assert {name: signature[name].default for name in run_config.names()} == asdict(DEFAULTS), function
+        assert inspect.signature(function).parameters["config"].default is DEFAULTS, function
     params = Params("tiny-qwen3", str(tmp_path))
-    assert params.config == DEFAULTS and params.to_dict() == {"model": "tiny-qwen3", **asdict(DEFAULTS)}
+    assert params.config == DEFAULTS and params.to_dict() == {"model": "tiny-qwen3", **DEFAULTS.shared()}
+
+
+def test_stage_options_are_fields_of_the_run_configuration_set_by_name() -> None:
+    """`with_options` sets a shared parameter or each stage's option of that name (`device` in every stage that
+    runs on a core); `of` reads a stage's options, its defaults where none were set; a bad value is refused by
+    the stage's options in one line, an unknown name with the names the run takes."""
+    from neuronkit.stages.compile import Options as CompileOptions
+    from neuronkit.stages.eager import Options as EagerOptions
+    from neuronkit.stages.profile import Options as ProfileOptions
+
+    config = DEFAULTS.with_options(dtype="bfloat16", train_steps=3, device="neuron:1")
+    assert config.dtype == "bfloat16" and config.of(EagerOptions).train_steps == 3
+    assert config.of(CompileOptions).device == config.of(ProfileOptions).device == "neuron:1"
+    assert DEFAULTS.of(EagerOptions) == EagerOptions() and config.shared()["dtype"] == "bfloat16"
+    with pytest.raises(NeuronkitInputError, match="train_steps must be a positive integer"):
+        DEFAULTS.with_options(train_steps=0)
+    with pytest.raises(NeuronkitInputError, match="unknown option.*warp_speed.*train_steps"):
+        DEFAULTS.with_options(warp_speed=9)
+
+
+def test_no_public_function_takes_more_than_ten_parameters() -> None:
+    """Issue 38: one run configuration passed whole, never unpacked into long parameter lists (`self` and
+    `cls` not counted; `**options` counts as one)."""
+    import importlib
+    import pkgutil
+
+    import neuronkit
+
+    long = []
+    for info in pkgutil.walk_packages(neuronkit.__path__, "neuronkit."):
+        if info.name.endswith("__main__") or ".data" in info.name or info.name.endswith(".docs"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            functions = [value] if inspect.isfunction(value) else \
+                [f for f in vars(value).values() if inspect.isfunction(f)] if inspect.isclass(value) else []
+            for function in functions:
+                if function.__module__ != info.name or function.__name__.startswith("_") or name.startswith("_"):
+                    continue
+                count = len([p for p in inspect.signature(function).parameters if p not in ("self", "cls")])
+                if count > 10:
+                    long.append(f"{info.name}.{function.__qualname__}: {count}")
+    assert long == []
 
 
 def test_run_takes_the_inputs_flag_of_check_as_the_workbooks_prompts_file(tmp_path: Path, monkeypatch,
@@ -67,22 +116,22 @@ def test_run_takes_the_inputs_flag_of_check_as_the_workbooks_prompts_file(tmp_pa
     """`neuronkit run MODEL --inputs prompts.txt`, as a user of `check --inputs` types it: the same as
     `-p prompts_file prompts.txt`; anything else is one line and exit 2, before any kernel starts."""
     from neuronkit import cli
-    from neuronkit.errors import NeuronkitInputError
+    from neuronkit.stages.compile import Options as CompileOptions
     from neuronkit.workbook import runner
 
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("Hello\nA longer prompt than the first\n")
-    given: list[dict[str, object]] = []
+    given: list[object] = []
 
-    def run_workbook(model: str, out: Path, **kwargs: object) -> None:
-        given.append(kwargs["parameters"])
+    def run_workbook(model: str, out: Path, config: RunConfig, **kwargs: object) -> None:
+        given.append(config.of(CompileOptions).prompts_file)
         raise NeuronkitInputError("stopped before any kernel")
 
     monkeypatch.setattr(runner, "run_workbook", run_workbook)
     run = ["run", "tiny-qwen3", "--out", str(tmp_path / "run")]
     assert cli.main([*run, "--inputs", str(prompts)]) == 2
     assert cli.main([*run, "-p", "prompts_file", str(prompts)]) == 2
-    assert given == [{"prompts_file": str(prompts.resolve())}, {"prompts_file": str(prompts)}]
+    assert given == [str(prompts.resolve()), str(prompts)]
     capsys.readouterr()
     for inputs, extra, message in ((tmp_path / "missing.txt", [], "no such file"),
                                    (tmp_path / "x.safetensors", [], "the workbook takes a prompts file"),

@@ -14,18 +14,26 @@ import pytest
 
 import neuronkit
 from neuronkit import evidence
-from neuronkit.pipeline import CHECK_STEPS, REPORT_NOTEBOOK, STAGE, STEP, WORKBOOK
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.pipeline.execute import recording
+from neuronkit.pipeline.record import CHECK_STAGES, SCHEMA_VERSION, STAGES, STATUSES, RunDir, StageResult, worst
+from neuronkit.pipeline.stage import CHECK_STEPS, REPORT_NOTEBOOK, STAGE, STEP, WORKBOOK
 from neuronkit.reporting.evidence import evidence_items
-from neuronkit.stages import CHECK_STAGES, SCHEMA_VERSION, STAGES, STATUSES, RunDir, StageResult, recording, worst
+from neuronkit.stages import docs
+from neuronkit.port.evidence import BlockerHit, ScriptEvidence, ScriptRun
+from neuronkit.stages.compile.evidence import CompileCheck, CompileEvidence, CompileTiming
+from neuronkit.stages.cpu_baseline.evidence import CpuBaselineEvidence, CpuCheck, CpuRun
+from neuronkit.stages.eager.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining, NeffCache
+from neuronkit.stages.environment.evidence import EnvironmentEvidence, RunParams
+from neuronkit.stages.profile.evidence import ProfileEvidence, ProfilerOverhead
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "run-directory.md"
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "run-directory.md"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def test_run_directory_doc_is_generated_from_the_types() -> None:
-    assert DOC.read_text(encoding="utf-8") == evidence.markdown(), \
-        "docs/run-directory.md is stale: python -m neuronkit.evidence docs/run-directory.md"
+    assert DOC.read_text(encoding="utf-8") == docs.markdown(), \
+        "docs/run-directory.md is stale: python -m neuronkit.stages.docs docs/run-directory.md"
 
 
 def test_every_stage_has_one_record_type_whose_fields_carry_label_and_unit() -> None:
@@ -36,8 +44,9 @@ def test_every_stage_has_one_record_type_whose_fields_carry_label_and_unit() -> 
 
 
 def test_the_stage_table_and_the_notebooks_on_disk_agree() -> None:
-    """Adding a stage is one type, one entry (neuronkit/data/stages.toml) and one notebook: the entries, the
-    notebooks and the check steps must agree, and every stage notebook runs its stage and says what is next."""
+    """Adding a stage is one folder, one entry (neuronkit/data/stages.toml) and one notebook: the entries, the
+    folders, the notebooks and the check steps must agree, and every stage notebook runs its stage and says what
+    is next."""
     numbered = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py") if p.stem < REPORT_NOTEBOOK)
     assert [stage.notebook for stage in WORKBOOK] == numbered
     assert (NOTEBOOKS / f"{REPORT_NOTEBOOK}.py").is_file() and (NOTEBOOKS / f"{REPORT_NOTEBOOK}.ipynb").is_file()
@@ -59,6 +68,9 @@ def test_the_stage_table_and_the_notebooks_on_disk_agree() -> None:
         earlier.add(stage.name)
     owned = [step for stage in WORKBOOK for step in stage.steps]
     assert sorted(owned) == sorted(STEP) and len(owned) == len(set(owned)), "each check step belongs to one stage"
+    for stage in WORKBOOK:  # its folder: a `run`, and a body for each check step it owns
+        assert stage.module == f"neuronkit.stages.{stage.name}" and stage.part("run") is not None, stage.name
+        assert all(callable(STEP[step].body()) for step in stage.steps), stage.name
     assert all(step.requires is None or step.requires in STEP for step in CHECK_STEPS)
     assert [stage.number for stage in WORKBOOK] == sorted({stage.number for stage in WORKBOOK})
 
@@ -98,13 +110,11 @@ def test_a_stage_is_read_from_the_table_by_every_consumer() -> None:
     from neuronkit.workbook import lesson, runner
 
     assert runner.NOTEBOOKS == (*(stage.ipynb for stage in WORKBOOK), f"{REPORT_NOTEBOOK}.ipynb")
-    assert set(lesson._NEXT) == set(STAGES)  # every stage's "Next" paragraph, pointing to the notebook after it
+    assert all(stage.part("advice") is not None for stage in WORKBOOK)  # every stage's "Next" paragraph
     assert lesson.next_step(StageResult("profile", "pass", "", STAGE["profile"].evidence())).text.endswith(f"Open **{REPORT_NOTEBOOK}** for the "
                                                                              "verdict across all stages.")
     assert CHECK_STAGES == tuple(STEP)
-    from neuronkit.checks import parity
-
-    assert set(parity._STAGE_FUNCTIONS) == set(STEP)  # a body for every check step the table lists
+    assert all(callable(step.body()) for step in CHECK_STEPS)  # a body for every check step the table lists
 
 
 def test_units_come_from_the_type_never_from_a_key_suffix() -> None:
@@ -115,15 +125,15 @@ def test_units_come_from_the_type_never_from_a_key_suffix() -> None:
 
 
 def test_a_typed_record_is_stored_as_its_dict(tmp_path: Path) -> None:
-    with recording(tmp_path, "profile") as slot:
-        slot["evidence"] = evidence.ProfileEvidence(distinct_ops=3, overhead=evidence.ProfilerOverhead(2.0, 1.0, 2.0))
-        slot["summary"] = "three ops"
+    with recording(tmp_path, "profile") as rec:
+        rec.evidence = ProfileEvidence(distinct_ops=3, overhead=ProfilerOverhead(2.0, 1.0, 2.0))
+        rec.summary = "three ops"
     record = RunDir(tmp_path).read("profile")
-    names = [f.name for f in dataclasses.fields(evidence.ProfileEvidence)]
+    names = [f.name for f in dataclasses.fields(ProfileEvidence)]
     stored = json.loads(RunDir(tmp_path).stage_path("profile").read_text())["evidence"]
     assert list(stored) == sorted(names) and stored["overhead"]["ratio"] == 2.0
-    assert record.evidence == slot["result"].evidence and record.evidence.overhead.ratio == 2.0
-    assert slot["result"].evidence.distinct_ops == 3
+    assert record.evidence == rec.done().evidence and record.evidence.overhead.ratio == 2.0
+    assert rec.done().evidence.distinct_ops == 3
 
 
 def test_a_stage_that_raises_is_an_error_record(tmp_path: Path) -> None:
@@ -155,11 +165,11 @@ def test_one_status_set_and_order_for_workbook_and_check_stages() -> None:
 def test_check_stages_record_typed_evidence_the_workbook_records_extend() -> None:
     assert [step.name for step in CHECK_STEPS] == list(CHECK_STAGES)
     # one type per fact set: the workbook's records are built on the check's, never re-declare them
-    assert issubclass(evidence.EagerEvidence, evidence.EagerForward)
-    assert issubclass(evidence.CompileEvidence, evidence.CompileCheck)
-    assert issubclass(evidence.CompileEvidence, evidence.CompileTiming)
-    assert issubclass(evidence.CpuBaselineEvidence, evidence.CpuRun) and issubclass(evidence.CpuCheck, evidence.CpuRun)
-    buckets = {spec.name: spec for spec in evidence.specs(evidence.CompileCheck)}["buckets"]
+    assert issubclass(EagerEvidence, EagerForward)
+    assert issubclass(CompileEvidence, CompileCheck)
+    assert issubclass(CompileEvidence, CompileTiming)
+    assert issubclass(CpuBaselineEvidence, CpuRun) and issubclass(CpuCheck, CpuRun)
+    buckets = {spec.name: spec for spec in evidence.specs(CompileCheck)}["buckets"]
     assert buckets.block is evidence.BucketPlan and issubclass(evidence.BucketPlan, evidence.Bucketing)
 
 
@@ -168,11 +178,11 @@ def _check_stage(stage: str, record: object, status: str = "pass") -> StageResul
 
 
 def test_the_eager_record_is_built_from_the_check_records_it_ran() -> None:
-    from neuronkit.workbook import eager
+    from neuronkit.stages.eager import run as eager
 
-    forward = evidence.EagerForward(parity=evidence.Parity(top1_agreement=1.0), fallback_ops=["aten::isin"])
-    generate = evidence.EagerGeneration(generate_identical=True, fallback_ops=["aten::argmax"])
-    training = evidence.EagerTraining(ok=True, steps=2)
+    forward = EagerForward(parity=evidence.Parity(top1_agreement=1.0), fallback_ops=["aten::isin"])
+    generate = EagerGeneration(generate_identical=True, fallback_ops=["aten::argmax"])
+    training = EagerTraining(ok=True, steps=2)
     record = eager.evidence({"eager": _check_stage("eager", forward), "generate": _check_stage("generate", generate),
                              "train": _check_stage("train", training)})
     assert record.parity.top1_agreement == 1.0 and record.parity.generate_identical is True
@@ -180,21 +190,21 @@ def test_the_eager_record_is_built_from_the_check_records_it_ran() -> None:
     assert record.fallback_ops_by_phase == {"forward": ["aten::isin"], "generate": ["aten::argmax"], "train": []}
     assert record.training is training and [s.stage for s in record.stages] == ["eager", "generate", "train"]
     skipped = eager.evidence({"eager": _check_stage("eager", forward),
-                              "generate": _check_stage("generate", evidence.EagerGeneration(), "skipped")})
+                              "generate": _check_stage("generate", EagerGeneration(), "skipped")})
     assert skipped.generate is None and skipped.parity.generate_identical is None and skipped.training is None
 
 
 def test_the_compile_record_is_the_compile_and_timing_records_with_one_bucket_plan(tmp_path: Path) -> None:
     from neuronkit.graph_compile.buckets import suggest_buckets
-    from neuronkit.workbook import torch_compile
+    from neuronkit.stages.compile import run as torch_compile
 
     plan = suggest_buckets([3, 4, 4, 9, 10, 30], max_buckets=2)
-    compiled = evidence.CompileCheck(graphs=1, compile_time_s=1.5, buckets=plan)
-    timing = evidence.CompileTiming(eager_step_ms=4.0, compiled_step_ms=2.0, speedup=2.0, runs=3)
-    with recording(tmp_path, "compile") as slot:
-        slot["evidence"] = torch_compile.evidence({"compile": _check_stage("compile", compiled),
-                                                   "timing": _check_stage("timing", timing)})
-    assert slot["evidence"].buckets is plan and slot["evidence"].speedup == 2.0
+    compiled = CompileCheck(graphs=1, compile_time_s=1.5, buckets=plan)
+    timing = CompileTiming(eager_step_ms=4.0, compiled_step_ms=2.0, speedup=2.0, runs=3)
+    with recording(tmp_path, "compile") as rec:
+        rec.evidence = torch_compile.evidence({"compile": _check_stage("compile", compiled),
+                                               "timing": _check_stage("timing", timing)})
+    assert rec.evidence.buckets is plan and rec.evidence.speedup == 2.0
     stored = RunDir(tmp_path).read("compile").evidence
     assert stored.graphs == 1 and stored.compile_time_s == 1.5 and stored.runs == 3
     assert stored.buckets.buckets == [10, 30] and stored.buckets.counts == {"10": 5, "30": 1}  # JSON's keys
@@ -203,22 +213,22 @@ def test_the_compile_record_is_the_compile_and_timing_records_with_one_bucket_pl
 
 def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
     """What the report does with a record: its JSON dict back into the typed record, nested ones too."""
-    original = evidence.EagerEvidence(
+    original = EagerEvidence(
         parity=evidence.Parity(outputs=[evidence.ParityRow("logits", True, [1, 4], 1e-6, 1e-4)], top1_agreement=1.0),
-        fallback_ops=["aten::isin"], training=evidence.EagerTraining(ok=True, cpu_losses=[2.0, 1.5]),
-        neff_cache=evidence.NeffCache(hits=3), stages=[evidence.CheckStage("eager", "pass", "ok", 0.5)])
-    with recording(tmp_path, "eager") as slot:
-        slot["evidence"] = original
+        fallback_ops=["aten::isin"], training=EagerTraining(ok=True, cpu_losses=[2.0, 1.5]),
+        neff_cache=NeffCache(hits=3), stages=[evidence.CheckStage("eager", "pass", "ok", 0.5)])
+    with recording(tmp_path, "eager") as rec:
+        rec.evidence = original
     stored = RunDir(tmp_path).read("eager").evidence
     assert stored == original
-    partial = evidence.load(evidence.EagerEvidence, {"parity": {"outputs": [{"name": "loss"}]}, "unknown": 1})
+    partial = evidence.load(EagerEvidence, {"parity": {"outputs": [{"name": "loss"}]}, "unknown": 1})
     assert partial.parity.outputs[0].name == "loss" and partial.parity.outputs[0].max_abs_err is None
-    assert partial.training is None and partial.neff_cache == evidence.NeffCache()
+    assert partial.training is None and partial.neff_cache == NeffCache()
 
 
 def _records_reachable() -> list[type]:
     """Every record type a stage's evidence, a check step's or script.json holds, nested ones too."""
-    found = [stage.evidence for stage in WORKBOOK] + [step.evidence for step in CHECK_STEPS] + [evidence.ScriptEvidence]
+    found = [stage.evidence for stage in WORKBOOK] + [step.evidence for step in CHECK_STEPS] + [ScriptEvidence]
     for cls in found:
         found += [t for spec in evidence.specs(cls) for t in (spec.block, spec.row) if t and t not in found]
     return found
@@ -235,16 +245,16 @@ def test_no_evidence_field_is_an_untyped_row_or_block() -> None:
 
 def test_the_last_dict_fields_read_back_typed(tmp_path: Path) -> None:
     params = {"model": "tiny-qwen3", "dtype": "float32", "seq_len": 16, "batch_size": 1, "layers": 0, "full_model": False}
-    with recording(tmp_path, "environment") as slot:
-        slot["evidence"] = evidence.EnvironmentEvidence(params=evidence.load(evidence.RunParams, params))
+    with recording(tmp_path, "environment") as rec:
+        rec.evidence = EnvironmentEvidence(params=evidence.load(RunParams, params))
     assert RunDir(tmp_path).read("environment").evidence.params.seq_len == 16
     graph = {"graph_id": "7", "graph_name": "m_forward_0", "torch_neuronx_lower_us": 12, "fallback_ops": []}
-    compiled = evidence.load(evidence.CompileEvidence, {"graph_metrics": [graph]})
+    compiled = evidence.load(CompileEvidence, {"graph_metrics": [graph]})
     assert compiled.graph_metrics[0].torch_neuronx_lower_us == 12
-    profile = evidence.load(evidence.ProfileEvidence, {"hardware": {"chip": "trn2", "logical_nc_config": 2}})
+    profile = evidence.load(ProfileEvidence, {"hardware": {"chip": "trn2", "logical_nc_config": 2}})
     assert profile.hardware.logical_nc_config == 2
-    script = evidence.load(evidence.ScriptRun, {"blockers_hit": [{"line": 3, "rule": "nccl", "code": "x"}]})
-    assert script.blockers_hit == [evidence.BlockerHit(3, "nccl", "x")]
+    script = evidence.load(ScriptRun, {"blockers_hit": [{"line": 3, "rule": "nccl", "code": "x"}]})
+    assert script.blockers_hit == [BlockerHit(3, "nccl", "x")]
 
 
 def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp_path: Path) -> None:
@@ -253,8 +263,8 @@ def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp
     run = RunDir(tmp_path)
     for stage, err in (("eager", 2e-6), ("compile", 5e-6)):
         rows = [evidence.ParityRow("logits", True, max_abs_err=err), evidence.ParityRow("ids", True, exact=True)]
-        with recording(run, stage) as slot:
-            slot["evidence"] = STAGE[stage].evidence(parity=evidence.Parity(outputs=rows))
+        with recording(run, stage) as rec:
+            rec.evidence = STAGE[stage].evidence(parity=evidence.Parity(outputs=rows))
     frame = display.comparison(tmp_path)
     assert frame.loc["max abs error vs CPU", "eager"] == "2.00e-06"
     assert frame.loc["max abs error vs CPU", "compile"] == "5.00e-06"
@@ -264,8 +274,8 @@ def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp
 def test_starting_a_run_keeps_another_models_run_and_clears_its_own(tmp_path: Path) -> None:
     """Notebook 00 with another `model` and the default `run_dir` is refused in one line, never emptying the
     earlier run; starting the same model again drops its records and its stale report."""
-    from neuronkit.workbook.flow import start_run
-    from neuronkit.workbook.params import Params
+    from neuronkit.pipeline.config import Params, RunConfig
+    from neuronkit.pipeline.flow import start_run
 
     first = Params("tiny-qwen3", str(tmp_path))
     start_run(first)
@@ -275,7 +285,7 @@ def test_starting_a_run_keeps_another_models_run_and_clears_its_own(tmp_path: Pa
                                                   "directory for tiny-bert"):
         start_run(Params("tiny-bert", str(tmp_path)))
     assert first.run.read("environment") is not None and (tmp_path / "report.html").exists()
-    start_run(Params("tiny-qwen3", str(tmp_path), seq_len=32))
+    start_run(Params("tiny-qwen3", str(tmp_path), RunConfig(seq_len=32)))
     assert first.run.read("environment") is None and not (tmp_path / "report.html").exists()
     assert first.run.read_params()["seq_len"] == 32
 
@@ -340,7 +350,8 @@ class _FakeNotebooks:
         self.lock = threading.Condition()
 
     def __call__(self, name: str, gate=None):
-        from neuronkit.workbook import flow, runner
+        from neuronkit.pipeline import flow
+        from neuronkit.workbook import runner
 
         self.started.append(name[:2])
 
@@ -427,7 +438,7 @@ def test_the_runner_runs_stages_that_do_not_require_each_other_side_by_side(tmp_
 
 def test_starts_after_names_only_stages_the_stage_requires() -> None:
     """Compile's notebook needs no record before its stage cell; every other stage starts after all it requires."""
-    from neuronkit import pipeline
+    from neuronkit.pipeline import stage as pipeline
 
     assert {s.name for s in WORKBOOK if s.starts_after != s.requires} == {"compile"}
     assert pipeline.STAGE["compile"].starts_after == ()
@@ -442,10 +453,12 @@ def test_two_stages_hold_the_model_side_by_side_only_when_two_copies_fit_the_bud
 
     from neuronkit import slicing
     from neuronkit.models import load_config
+    from neuronkit.pipeline.config import Params, RunConfig
     from neuronkit.workbook import runner
 
-    assert runner.preflight("tiny-qwen3", 16, 1) is True
+    run = Params("tiny-qwen3", "unused")
+    assert runner.preflight(run).side_by_side is True
     need = slicing.need_bytes(load_config("tiny-qwen3"), torch.float32, sliced=False)
-    assert runner.preflight("tiny-qwen3", 16, 1, layers=1) is False
+    assert runner.preflight(Params("tiny-qwen3", "unused", RunConfig(layers=1))).side_by_side is False
     monkeypatch.setattr(slicing, "memory_budget", lambda available=None: 2 * need - 1)
-    assert runner.preflight("tiny-qwen3", 16, 1) is False
+    assert runner.preflight(run).side_by_side is False

@@ -15,7 +15,7 @@ from neuronkit.cli import main
 from neuronkit.planner.instances import instance
 
 LAYERS = 4
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path, forked_ke
     import nbformat
     import papermill
 
-    from neuronkit.workbook.kernel import KERNEL_NAME, shutdown
+    from neuronkit.kernels.starter import KERNEL_NAME, shutdown
 
     notebook = ROOT / "notebooks" / "07_scale_out.ipynb"
     out = tmp_path / "07.ipynb"

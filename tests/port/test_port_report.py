@@ -9,7 +9,8 @@ from pathlib import Path
 from test_report import full_run, render
 
 from neuronkit.cli import main
-from neuronkit.evidence import ScriptEvidence, specs
+from neuronkit.evidence import specs
+from neuronkit.port.evidence import ScriptEvidence
 from neuronkit.port import record
 from neuronkit.port.run import RunResult
 from neuronkit.port.scan import scan_paths
@@ -96,7 +97,7 @@ def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_p
 
     from conftest import TINY_QWEN3
     from neuronkit.port.workbook import record_script
-    from neuronkit.stages import RunDir
+    from neuronkit.pipeline.record import RunDir
 
     run_dir = full_run(tmp_path / "run")
     RunDir(run_dir).write_params({"model": str(TINY_QWEN3), "dtype": "float32"})

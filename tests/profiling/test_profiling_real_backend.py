@@ -101,7 +101,7 @@ def test_profile_uses_only_the_real_backends_public_api(tmp_path: Path, forked_p
 def test_the_real_path_imports_nothing_of_the_simulator() -> None:
     import ast
 
-    source = Path(__file__).resolve().parents[1] / "neuronkit" / "profiling" / "real.py"
+    source = Path(__file__).resolve().parents[2] / "neuronkit" / "profiling" / "real.py"
     imported = {alias.name if isinstance(node, ast.Import) else node.module
                 for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}

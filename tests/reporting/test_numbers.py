@@ -16,10 +16,14 @@ from neuronkit.graph_compile.buckets import BUNDLED_PROMPTS, advise_buckets
 from neuronkit.reporting.charts import render_charts
 from neuronkit.reporting.evidence import evidence_items
 from neuronkit.reporting.model import build_model
-from neuronkit.stages import RunDir
+from neuronkit.pipeline.record import RunDir
 from neuronkit.units import format_duration, format_ms
 from neuronkit.workbook import display
-from neuronkit.workbook.profile import overhead_text
+from neuronkit.stages.profile.run import overhead_text
+from neuronkit.op_audit.evidence import AuditFinding
+from neuronkit.stages.compile.evidence import CompileEvidence, CompileTiming
+from neuronkit.stages.cpu_baseline.evidence import CpuBaselineEvidence
+from neuronkit.stages.profile.evidence import ProfileEvidence, ProfilerOverhead, TopOp
 from test_report import passing_records, render, write_run
 
 
@@ -68,8 +72,8 @@ def test_without_an_estimate_the_forward_time_says_so_and_on_trainium_it_is_no_h
 
 
 def test_measured_times_are_labelled_host_and_estimates_keep_their_label() -> None:
-    record = evidence.ProfileEvidence(top_ops=[evidence.TopOp("aten::mm", 2, 40.0, 55.0, "native", 4.0, "compute")],
-                                      overhead=evidence.ProfilerOverhead(13.0, 4.0, 3.25, "high"),
+    record = ProfileEvidence(top_ops=[TopOp("aten::mm", 2, 40.0, 55.0, "native", 4.0, "compute")],
+                                      overhead=ProfilerOverhead(13.0, 4.0, 3.25, "high"),
                                       est_trn2_step_us=8.0)
     items = evidence_items("profile", record, host=True)
     fields = {(item.label, label): value for item in items for label, value in item.fields}
@@ -82,11 +86,11 @@ def test_measured_times_are_labelled_host_and_estimates_keep_their_label() -> No
                               "Roofline estimate on trn2"]
     plain = {label for item in evidence_items("profile", record, host=False) for label, _ in item.fields}
     assert "Overhead" in plain and not any("(host)" in label for label in plain)
-    compile_fields = dict(evidence_items("compile", evidence.CompileTiming(eager_step_ms=10.94, speedup=0.58),
+    compile_fields = dict(evidence_items("compile", CompileTiming(eager_step_ms=10.94, speedup=0.58),
                                          host=True)[0].fields)
     assert compile_fields["Eager forward on the device (median) (host)"] == "10.9 ms"
     assert compile_fields["Forward speed-up (host)"] == "0.58×"
-    baseline = dict(evidence_items("cpu_baseline", evidence.CpuBaselineEvidence(forward_ms=55.8), host=True)[0].fields)
+    baseline = dict(evidence_items("cpu_baseline", CpuBaselineEvidence(forward_ms=55.8), host=True)[0].fields)
     assert baseline["CPU forward (median)"] == "55.8 ms"  # a CPU time says so already
 
 
@@ -114,14 +118,14 @@ def test_bucket_advice_names_the_prompts_it_measured(tmp_path: Path, capsys: pyt
     assert yours.summary().startswith("your prompts.txt: 3 inputs")
     display.buckets(yours)
     assert capsys.readouterr().out.startswith("From your prompts.txt: 3 prompts")
-    stored = evidence.load(evidence.CompileEvidence, {"buckets": dataclasses.asdict(yours)})
+    stored = evidence.load(CompileEvidence, {"buckets": dataclasses.asdict(yours)})
     fields = {label: value for item in evidence_items("compile", stored) for label, value in item.fields}
     assert fields["Prompts measured"] == "your prompts.txt"
 
 
 def test_tables_wrap_instead_of_cutting_and_durations_have_units() -> None:
     remedy = "Keep the op on the CPU, or write an NKI kernel for it: " + "a long remedy " * 10
-    frame = display.table([evidence.AuditFinding(op="aten::nonzero", remedy=remedy,
+    frame = display.table([AuditFinding(op="aten::nonzero", remedy=remedy,
                                                  module_paths=["model.layers.0.self_attn.rotary_emb.inner"])],
                           ["op", "remedy", "module_paths"])
     assert remedy.strip() in frame._repr_html_() and remedy.strip() in repr(frame)

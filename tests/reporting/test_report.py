@@ -17,7 +17,7 @@ from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
 from neuronkit.reporting import ReportPaths, report
 from neuronkit.reporting import render as render_module
-from neuronkit.stages import STAGES, RunDir, StageResult, skipped, unmet
+from neuronkit.pipeline.record import STAGES, RunDir, StageResult, skipped, unmet
 
 EVIL = "</script><script>alert(1)</script>"
 NATIVE_OPS = ["mm", "addmm", "bmm", "add", "mul", "div", "sub", "softmax", "_softmax", "gelu", "embedding",

@@ -17,7 +17,7 @@ from neuronkit.reporting import report
 from test_report import EVIL, full_run
 
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOT_COPY = Path(__file__).resolve().parent.parent / "build" / "report-screenshot.png"
+SCREENSHOT_COPY = Path(__file__).resolve().parents[2] / "build" / "report-screenshot.png"
 # Headless, sandbox-free (root in a container), no GPU, and no traffic of the browser's own.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

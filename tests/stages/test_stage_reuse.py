@@ -15,8 +15,9 @@ from torch._dynamo.utils import counters
 from torch.profiler import ProfilerActivity
 
 from conftest import TwoLayerMLP
-from neuronkit import check
-from neuronkit.checks.parity import Compiled
+from neuronkit.pipeline.check import check
+from neuronkit.pipeline.config import DEFAULTS
+from neuronkit.pipeline.session import Compiled, Session
 from neuronkit.profiling import NeuronConfig, NeuronProfiler, ProfileMode
 from neuronkit.profiling.api import from_export
 
@@ -76,7 +77,7 @@ def test_the_compile_stage_reuses_the_callers_graphs_and_first_call(no_graph_bre
     model, x = TwoLayerMLP().eval(), torch.randn(4, 8)
     given = compiled_by_hand(model, x)
     compiled_before = len(torch.neuron.get_dynamo_metrics())
-    stage = check(model, x, stages=["compile"], compiled=given).stage("compile")
+    stage = check(Session.build(model, x).using(compiled=given), ["compile"]).stage("compile")
     record = stage.evidence
     assert stage.status == "pass", stage.summary
     assert record.compiled_by_caller
@@ -92,7 +93,7 @@ def test_the_compile_stage_reuses_the_callers_graphs_and_first_call(no_graph_bre
 def test_after_a_graph_break_the_stage_compiles_its_own_to_say_where(no_graph_breaks_yet):
     model, x = LogsItsMean().eval(), torch.randn(4, 8)
     given = compiled_by_hand(model, x)
-    record = check(model, x, stages=["compile"], compiled=given).stage("compile").evidence
+    record = check(Session.build(model, x).using(compiled=given), ["compile"]).stage("compile").evidence
     assert not record.compiled_by_caller
     assert record.graph_break_count >= 1 and "item" in record.graph_breaks[0].reason.lower()
     assert record.compile_time_s != given.forward_s
@@ -101,8 +102,8 @@ def test_after_a_graph_break_the_stage_compiles_its_own_to_say_where(no_graph_br
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_another_dtype_is_compiled_again_under_autocast(no_graph_breaks_yet):
     model, x = TwoLayerMLP().eval(), torch.randn(4, 8)
-    record = check(model, x, stages=["compile"], dtype="bfloat16",
-                   compiled=compiled_by_hand(model, x)).stage("compile").evidence
+    session = Session.build(model, x, config=DEFAULTS.with_options(dtype="bfloat16"))
+    record = check(session.using(compiled=compiled_by_hand(model, x)), ["compile"]).stage("compile").evidence
     assert not record.compiled_by_caller and record.graphs == 1
 
 
@@ -117,7 +118,7 @@ def test_a_frozen_slice_compiles_the_callers_module_again_and_gives_it_back(no_g
     given = compiled_by_hand(model, x)
     copies, real = [], compare.device_copy
     monkeypatch.setattr(compare, "device_copy", lambda *a, **k: copies.append(a) or real(*a, **k))
-    record = check(model, x, stages=["compile"], freeze_embeddings=True, compiled=given).stage("compile").evidence
+    record = check(Session.build(model, x).using(freeze=True, compiled=given), ["compile"]).stage("compile").evidence
     assert not record.compiled_by_caller and record.graphs == 1 and record.training.ok
     assert copies == [] and all(p.requires_grad for p in given.module._orig_mod.parameters())
 
@@ -162,12 +163,13 @@ def test_the_eager_steps_run_the_callers_device_model_and_leave_it_as_it_was(mon
     flags = {name: p.requires_grad for name, p in device_model.named_parameters()}
     copies, real = [], compare.device_copy
     monkeypatch.setattr(compare, "device_copy", lambda *a, **k: copies.append(a) or real(*a, **k))
-    report = check(cpu_model, tokenizer=models.load_tokenizer("tiny-qwen3"), stages=["eager", "generate", "train"],
-                   device_model=device_model, freeze_embeddings=True, train_steps=1, generate_tokens=2)
+    session = Session.build(cpu_model, config=DEFAULTS.with_options(train_steps=1, generate_tokens=2),
+                            tokenizer=models.load_tokenizer("tiny-qwen3"))
+    report = check(session.using(device_model=device_model, freeze=True), ["eager", "generate", "train"])
     assert report.ok, report.table()
     assert copies == [] and report.stage("train").evidence.frozen  # its own model, held fixed there
     assert device_model.training
     assert {name: p.requires_grad for name, p in device_model.named_parameters()} == flags
     assert all(torch.equal(p.detach().cpu(), weights[name]) for name, p in device_model.named_parameters())
     with pytest.raises(NeuronkitInputError, match="device_model"):
-        check(cpu_model, stages=["eager"], device_model=cpu_model)
+        session.using(device_model=cpu_model)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from neuronkit.evidence import load
-from neuronkit.pipeline import STAGE
-from neuronkit.stages import RunDir, StageResult
+from neuronkit.pipeline.stage import STAGE
+from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.workbook import lesson
 
 

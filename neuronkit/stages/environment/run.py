@@ -5,42 +5,45 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
-from neuronkit.evidence import DeviceInfo, EnvironmentEvidence, ModelInfo, RunParams, load
-from neuronkit.stages import StageResult, recording
-from neuronkit.workbook.flow import start_run
-from neuronkit.workbook.params import Params
+from neuronkit import models
+from neuronkit.device.detect import detect
+from neuronkit.evidence import load
+from neuronkit.pipeline.config import Params
+from neuronkit.pipeline.execute import Recording, run_stage
+from neuronkit.pipeline.flow import start_run
+from neuronkit.pipeline.record import StageResult
+from neuronkit.stages.environment.evidence import DeviceInfo, EnvironmentEvidence, ModelInfo, RunParams
 
 
-def run(params: Params) -> StageResult:
+def run(params: Params, **options: Any) -> StageResult[EnvironmentEvidence]:
     """Detect the device and describe the model; `fail` when there is no `neuron` device to migrate to,
     `warn` when the model's weights alone exceed one logical NeuronCore's HBM."""
-    import neuronkit
-
     start_run(params)
-    with recording(params.run, "environment") as slot:
-        device = neuronkit.detect()
-        model = model_info(params)
-        slot["evidence"] = EnvironmentEvidence(load(DeviceInfo, device.to_dict()), model,
-                                               load(RunParams, params.to_dict()), sys.executable)
-        fits = device.hbm_bytes_per_core is None or model.estimated_bytes <= device.hbm_bytes_per_core
-        where = f"{device.kind} neuron device ({device.device_count} logical cores, {device.instance_family})"
-        about = f"{model.architecture}, {model.num_parameters:,} parameters in {params.dtype}"
-        if device.kind == "none":
-            slot["status"], slot["summary"] = "fail", f"No neuron device: {device.reason}"
-        elif not fits:
-            slot["status"] = "warn"
-            slot["summary"] = (f"{about} need {_gib(model.estimated_bytes)} of weights, more than the "
-                               f"{_gib(device.hbm_bytes_per_core)} HBM of one logical NeuronCore; on {where}")
-        else:
-            slot["summary"] = f"{about}, on a {where}"
-    return slot["result"]
+    return run_stage("environment", params, options, _describe)
+
+
+def _describe(params: Params, rec: Recording[EnvironmentEvidence]) -> None:
+    device = detect()
+    model = model_info(params)
+    rec.evidence = EnvironmentEvidence(load(DeviceInfo, device.to_dict()), model, load(RunParams, params.to_dict()),
+                                       sys.executable)
+    fits = device.hbm_bytes_per_core is None or model.estimated_bytes <= device.hbm_bytes_per_core
+    where = f"{device.kind} neuron device ({device.device_count} logical cores, {device.instance_family})"
+    about = f"{model.architecture}, {model.num_parameters:,} parameters in {params.config.dtype}"
+    if device.kind == "none":
+        rec.status, rec.summary = "fail", f"No neuron device: {device.reason}"
+    elif not fits:
+        rec.status = "warn"
+        rec.summary = (f"{about} need {_gib(model.estimated_bytes)} of weights, more than the "
+                       f"{_gib(device.hbm_bytes_per_core)} HBM of one logical NeuronCore; on {where}")
+    else:
+        rec.summary = f"{about}, on a {where}"
 
 
 def model_info(params: Params) -> ModelInfo:
     """What the model is, read from its config alone (no weights are loaded)."""
-    from neuronkit import models
-
     config = models.load_config(params.model)
     architectures = list(getattr(config, "architectures", None) or [models.model_class(config).__name__])
     return ModelInfo(
@@ -49,8 +52,8 @@ def model_info(params: Params) -> ModelInfo:
         architecture=architectures[0],
         model_type=config.model_type,
         num_parameters=models.num_parameters(config),
-        dtype=params.dtype,
-        estimated_bytes=models.estimate_bytes(config, params.dtype),
+        dtype=params.config.dtype,
+        estimated_bytes=models.estimate_bytes(config, params.config.dtype),
     )
 
 

@@ -7,19 +7,21 @@ from dataclasses import fields
 from typing import Any
 
 from neuronkit import slicing
-from neuronkit.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware, TopOp, rows
-from neuronkit.stages import StageResult, recording
-from neuronkit.workbook.flow import begin
-from neuronkit.workbook.loading import load, neuron_device, ran_on
-from neuronkit.workbook.params import Params, require_positive_ints
+from neuronkit.evidence import rows
+from neuronkit.pipeline.config import Params
+from neuronkit.pipeline.execute import Recording, run_stage
+from neuronkit.pipeline.record import StageResult
+from neuronkit.pipeline.session import load, neuron_device, ran_on
+from neuronkit.stages.profile import Options
+from neuronkit.stages.profile.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware, TopOp
 
 TOP_COLUMNS = [f.name for f in fields(TopOp)]
 
 
-def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3, top: int = 15,
-        profiled: Any = None) -> StageResult:
+def run(params: Params, profiled: Any = None, **options: Any) -> StageResult[ProfileEvidence]:
     """Profile `steps` forward passes on `device` after `warmup` unprofiled ones; keep the `top` ops by
-    device time, the trace and Parquet paths, the profiler's overhead and the CPU fallbacks it saw.
+    device time, the trace and Parquet paths, the profiler's overhead and the CPU fallbacks it saw
+    (`Options`).
 
     `profiled`: the `NeuronProfiler` whose `export_trace` closed the notebook's own profile of `steps`
     forward passes of the run's model and inputs (labels left out) on `device`, after its warm-up. The
@@ -27,51 +29,53 @@ def run(params: Params, device: str = "neuron", steps: int = 5, warmup: int = 3,
     overhead (`neuronkit.profiling.api.from_export`).
 
     `warn` when ops fell back to the CPU during the profiled steps."""
-    skipped = begin(params, "profile")
-    if skipped:
-        return skipped
-    with recording(params.run, "profile") as slot:
-        from neuronkit.graph_compile.compare import move_inputs
-        from neuronkit.profiling import profile
-        from neuronkit.profiling.api import from_export
+    def body(params: Params, rec: Recording[ProfileEvidence]) -> None:
+        _profile(params, rec, profiled)
 
-        require_positive_ints(steps=steps, warmup=warmup, top=top)
-        target = neuron_device(device)
-        subject = load(params)
-        steps = slicing.repeats(subject.model_slice, "profile_steps", steps)
-        warmup = slicing.repeats(subject.model_slice, "profile_warmup", warmup)
-        inputs = move_inputs({k: v for k, v in subject.inputs.items() if k != "labels"}, target)  # inference
-        export = getattr(profiled, "last", None)
-        reused = export is not None and not export.events.empty
-        try:
-            if reused:
-                frame = from_export(subject.model.to(target), inputs, export, steps)
-            else:
-                frame = profile(subject.model.to(target), inputs, steps=steps, warmup=warmup,
-                                output_dir=params.run.artifact_dir("profile"))
-        finally:
-            subject.model.to("cpu")  # the kernel's shared model stays on the CPU
-        info = frame.attrs
-        slot["evidence"] = ProfileEvidence(
-            top_ops=rows(TopOp, _records(frame.head(top)[TOP_COLUMNS])),
-            distinct_ops=len(frame),
-            fallbacks=rows(ProfiledFallback, info["fallbacks"]),
-            overhead=ProfilerOverhead(**info["overhead"]),
-            trace_path=info["trace_path"],
-            parquet_path=info["parquet_path"],
-            summary_path=info["summary_path"],
-            hardware=RooflineHardware(**info["hardware"]),
-            est_trn2_step_us=info["est_trn2_step_us"],
-            model_slice=subject.model_slice,
-            profiled_by_caller=reused,
-        )
-        hottest = frame.iloc[0]["name"] if len(frame) else "none"
-        slot["summary"] = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "
-                           f"{len(info['fallbacks'])} fell back to CPU; {overhead_text(info['overhead'])}"
-                           f"{ran_on(subject.model_slice)}")
-        if info["fallbacks"]:
-            slot["status"] = "warn"
-    return slot["result"]
+    return run_stage("profile", params, options, body)
+
+
+def _profile(params: Params, rec: Recording[ProfileEvidence], profiled: Any) -> None:
+    from neuronkit.graph_compile.compare import move_inputs
+    from neuronkit.profiling import profile
+    from neuronkit.profiling.api import from_export
+
+    opts = params.config.of(Options)
+    target = neuron_device(opts.device)
+    session = load(params)
+    steps = slicing.repeats(session.model_slice, "profile_steps", opts.steps)
+    warmup = slicing.repeats(session.model_slice, "profile_warmup", opts.warmup)
+    inputs = move_inputs({k: v for k, v in session.inputs.items() if k != "labels"}, target)  # inference
+    export = getattr(profiled, "last", None)
+    reused = export is not None and not export.events.empty
+    try:
+        if reused:
+            frame = from_export(session.model.to(target), inputs, export, steps)
+        else:
+            frame = profile(session.model.to(target), inputs, steps=steps, warmup=warmup,
+                            output_dir=params.run.artifact_dir("profile"))
+    finally:
+        session.model.to("cpu")  # the kernel's shared model stays on the CPU
+    info = frame.attrs
+    rec.evidence = ProfileEvidence(
+        top_ops=rows(TopOp, _records(frame.head(opts.top)[TOP_COLUMNS])),
+        distinct_ops=len(frame),
+        fallbacks=rows(ProfiledFallback, info["fallbacks"]),
+        overhead=ProfilerOverhead(**info["overhead"]),
+        trace_path=info["trace_path"],
+        parquet_path=info["parquet_path"],
+        summary_path=info["summary_path"],
+        hardware=RooflineHardware(**info["hardware"]),
+        est_trn2_step_us=info["est_trn2_step_us"],
+        model_slice=session.model_slice,
+        profiled_by_caller=reused,
+    )
+    hottest = frame.iloc[0]["name"] if len(frame) else "none"
+    rec.summary = (f"{len(frame)} distinct ops over {steps} profiled steps; hottest {hottest}; "
+                   f"{len(info['fallbacks'])} fell back to CPU; {overhead_text(info['overhead'])}"
+                   f"{ran_on(session.model_slice)}")
+    if info["fallbacks"]:
+        rec.status = "warn"
 
 
 def overhead_text(overhead: dict[str, Any]) -> str:
@@ -84,4 +88,5 @@ def overhead_text(overhead: dict[str, Any]) -> str:
 
 def _records(frame: Any) -> list[dict[str, Any]]:
     """Rows as dicts, a missing number (NaN: e.g. no NKI estimate for an ATen op) as None."""
-    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+    records: list[dict[str, Any]] = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return records
