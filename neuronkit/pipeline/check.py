@@ -29,7 +29,7 @@ from neuronkit.pipeline import refusals
 from neuronkit.pipeline.config import RunConfig
 from neuronkit.pipeline.execute import recording
 from neuronkit.pipeline.reference import Reference
-from neuronkit.pipeline.record import CHECK_STAGES, StageResult, skipped, unmet, worst
+from neuronkit.pipeline.record import CHECK_STAGES, StageResult, Status, skipped, unmet, worst
 from neuronkit.pipeline.session import Session
 from neuronkit.pipeline.stage import STEP
 from neuronkit.slicing import frozen_parameters
@@ -51,7 +51,7 @@ class CheckReport:
         return self.weights.warnings()
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         """The worst step status, at least `warn` with weight warnings (`skipped` only when nothing ran)."""
         return worst([s.status for s in self.stages] + ["warn"] * bool(self.warnings))
 
@@ -91,7 +91,7 @@ class CheckReport:
         """The table in a notebook cell (escaped)."""
         return f"<pre>{html.escape(self.table())}</pre>"
 
-    def verdict(self, own: Sequence[str]) -> tuple[str, str]:
+    def verdict(self, own: Sequence[str]) -> tuple[Status, str]:
         """Status and summary of the steps a workbook stage owns: the worst of them (the whole check's
         status when they were all skipped because a step they compare against failed), and their summaries."""
         ran = [s for s in self.stages if s.stage in own]

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 _NATIVE = "neuronkit.device.simulator.native"  # imported by the simulator's install(), never here
 
 
-class _DeviceProducts(TorchDispatchMode):
+class _DeviceProducts(TorchDispatchMode):  # type: ignore[misc]  # torch is read untyped (pyproject: mypy)
     """Routes the four matrix-product overloads to the device's host routine (float32 and other dtypes
     pass through it to CPU's kernel unchanged); every other op runs as it is."""
 
@@ -31,12 +31,13 @@ class _DeviceProducts(TorchDispatchMode):
         self.routes = {aten.mm.default: native.device_mm, aten.addmm.default: native.device_addmm,
                        aten.bmm.default: native.device_bmm, aten.baddbmm.default: native.device_baddbmm}
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
         route = self.routes.get(func)
         return (route or func)(*args, **(kwargs or {}))
 
 
-def device_products(dtype: torch.dtype) -> contextlib.AbstractContextManager:
+def device_products(dtype: torch.dtype) -> contextlib.AbstractContextManager[Any]:
     """Inside the block (forward and backward), the CPU's reduced-precision products are the simulated
     device's; nothing changes for float32, when the simulator is not installed, or inside another such block."""
     native = sys.modules.get(_NATIVE)

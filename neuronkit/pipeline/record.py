@@ -14,7 +14,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Generic, Iterable, Literal, TypeVar
+from typing import Any, Generic, Iterable, Literal, TypeVar, cast
 
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.evidence import load
@@ -44,9 +44,9 @@ REPORT_HTML, REPORT_JSON = "report.html", "report.json"
 E = TypeVar("E")
 
 
-def worst(statuses: Iterable[str], default: str = "skipped") -> str:
+def worst(statuses: Iterable[str], default: Status = "skipped") -> Status:
     """The most severe of `statuses` (STATUSES order), `default` when there are none."""
-    return max(statuses, key=STATUSES.index, default=default)
+    return cast(Status, max(statuses, key=STATUSES.index, default=default))
 
 
 @dataclass
@@ -74,7 +74,7 @@ class StageResult(Generic[E]):
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict with non-finite floats made JSON-safe (no evidence: `{}`)."""
-        data = json_safe(asdict(self))
+        data: dict[str, Any] = json_safe(asdict(self))
         data["evidence"] = data["evidence"] or {}
         return data
 

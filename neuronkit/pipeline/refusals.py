@@ -14,7 +14,7 @@ from neuronkit.preconditions import refusal
 def failing_module(error: BaseException) -> str | None:
     """The module path (from the outermost module running, the model) of the innermost module whose code
     was running when `error` was raised; None outside any module (e.g. in backward)."""
-    modules = []
+    modules: list[nn.Module] = []
     tb = error.__traceback__
     while tb is not None:
         owner = tb.tb_frame.f_locals.get("self")

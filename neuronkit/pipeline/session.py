@@ -121,16 +121,11 @@ class Session:
             view.freeze = freeze
         return view
 
-    def without_device_model(self) -> Session:
-        """A view whose device steps make their own device copy (the notebook's model is on another core)."""
-        view = copy.copy(self)
-        view._cpu_model, view.device_model = self.model, None
-        return view
-
     def device_mode(self) -> contextlib.AbstractContextManager[Any]:
         """Autocast to the checked dtype on the device (fp32: no autocast)."""
         if self.dtype in (torch.bfloat16, torch.float16):
-            return torch.autocast("neuron", dtype=self.dtype)
+            mode: contextlib.AbstractContextManager[Any] = torch.autocast("neuron", dtype=self.dtype)
+            return mode
         return contextlib.nullcontext()
 
     @contextlib.contextmanager
@@ -275,7 +270,8 @@ def adopt(params: Params, model: Any, loading_info: dict[str, Any] | None = None
     if type(model) is not cls:
         raise NeuronkitInputError(f"the model to adopt is a {type(model).__name__}; this run's checkpoint "
                                   f"{params.model} loads as {cls.__name__}")
-    want = slicing.block_counts(full if piece.full_model else slicing.sliced_config(full, piece.layers))
+    want = slicing.block_counts(full if piece.full_model or piece.layers is None
+                                else slicing.sliced_config(full, piece.layers))
     have = slicing.block_counts(model.config)
     if have != want:
         raise NeuronkitInputError(f"the model to adopt has {have} blocks where this run runs "
@@ -442,7 +438,9 @@ def on_core(session: Session, device: str) -> Session:
     mine = session.device_model
     if mine is None or all(p.device == torch.device("neuron", core) for p in mine.parameters()):
         return session
-    return session.without_device_model()
+    view = copy.copy(session)  # the notebook's model is on another core: the steps make their own copy
+    view._cpu_model, view.device_model = session.model, None
+    return view
 
 
 def ran_on(piece: ModelSlice | None) -> str:

@@ -8,10 +8,10 @@ it into `Stage` and `Step` records. Each stage's code is one folder, `neuronkit/
 
     __init__.py   `Options`: the stage's options, a part of the run configuration (`RunConfig.of`), if any
     evidence.py   its record type and its check steps' (the row's `evidence`, each [[step]]'s)
-    run.py        `run(params, ...)`: what its notebook calls to run the stage and record it
+    run.py        what its notebook calls: `run(params, ...)` runs the stage and records it; `next_step(result,
+                  run)` is the "Next" paragraph the notebook ends with
     steps.py      `run_<step>(check, record)`: the body of each `neuronkit check` step it owns
-    advice.py     `next_step(result, run)`: the "Next" paragraph its notebook ends with
-    report.py     `key_numbers(records)`: the report's numbers from its record
+    report.py     `key_numbers(records)` and the like: the report's numbers from its record
 
 A folder's `__init__` and `evidence` import shared rows only (`neuronkit.evidence`), never the pipeline:
 they are imported when the table is read. The run directory, the flow, the runner, the report, the
@@ -86,7 +86,7 @@ class Stage:
         return f"{self.number}_{self.name}.json"
 
     def part(self, name: str) -> ModuleType | None:
-        """Its folder's module `name` (`run`, `steps`, `advice`, `report`), None when the folder has none."""
+        """Its folder's module `name` (`run`, `steps`, `report`), None when the folder has none."""
         full = f"{self.module}.{name}"
         return importlib.import_module(full) if importlib.util.find_spec(full) is not None else None
 

@@ -232,8 +232,7 @@ def build_model(run: RunDir) -> ReportModel:
 def _ran_on(records: dict[str, StageResult[Any] | None]) -> str:
     """One sentence: what the stages that run the model ran on, and what covers the full model."""
     slices = {stage.name: piece for stage in WORKBOOK
-              if stage.runs_model and (record := _record(records, stage.name)) is not None
-              and (piece := record.model_slice) is not None}
+              if stage.runs_model and (piece := getattr(_record(records, stage.name), "model_slice", None)) is not None}
     sliced = {stage: piece for stage, piece in slices.items() if not piece.full_model}
     if not sliced:
         return "Every stage ran on the full model." if slices else ""

@@ -108,7 +108,7 @@ def attempt(what: str) -> Iterator[None]:
 
 def next_step(result: StageResult[Any], run: RunDir | None = None) -> Markdown:
     """What to do after this stage, decided by what it found (status, fallbacks, blockers, breaks): its
-    folder's advice (`neuronkit/stages/<name>/advice.py`), else the notebook after it.
+    folder's `next_step` (`neuronkit/stages/<name>/run.py`), else the notebook after it.
 
     `run` lets a stage refer to an earlier stage's record (the audit to the eager run's fallbacks)."""
     reason = result.summary.strip().rstrip(".")
@@ -117,8 +117,8 @@ def next_step(result: StageResult[Any], run: RunDir | None = None) -> Markdown:
                         "above), then run this notebook again.")
     if result.status == "skipped":
         return Markdown(f"**This step was skipped**: {reason}. Run what it names first, then this notebook again.")
-    advice = STAGE[result.stage].part("advice")
-    return Markdown(advice.next_step(result, run) if advice is not None else f"Open {after(result)}.")
+    advice = getattr(STAGE[result.stage].part("run"), "next_step", None)
+    return Markdown(advice(result, run) if advice is not None else f"Open {after(result)}.")
 
 
 def after(result: StageResult[Any]) -> str:

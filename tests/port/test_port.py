@@ -1,5 +1,5 @@
 """`neuronkit port`: the static pass over a corpus of CUDA-style scripts written for these tests
-(tests/port_corpus/, each matched line annotated `# expect: RULE-ID ...`), the rewrite's round trip, the rules'
+(tests/port/corpus/, each matched line annotated `# expect: RULE-ID ...`), the rewrite's round trip, the rules'
 targets on the simulated device, the command's outputs and exit codes, and `--run`."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from neuronkit.port.rules import load_rules
 from neuronkit.port.scan import scan_paths, scan_source
 from neuronkit.resources import data_dir
 
-CORPUS = ROOT / "tests" / "port_corpus"
+CORPUS = ROOT / "tests" / "port" / "corpus"
 CORPUS_FILES = sorted(CORPUS.glob("*.py"))
 EXAMPLE = data_dir() / "examples" / "train_cuda.py"
 S_REPO = Path("/work/.mirror/parmoham-aws+test-repo-parmoham/repo")

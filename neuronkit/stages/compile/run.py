@@ -1,7 +1,5 @@
-"""Stage 04, torch.compile: the `neuron` backend's graphs, graph breaks, recompiles per input shape,
-CPU fallbacks inside compiled graphs, compile time and speed-up against eager (`neuronkit check`'s
-compile and timing steps, held to the CPU baseline's reference outputs: eager is not run again for
-parity), and shape buckets that bound the compilations real prompt lengths would cause."""
+"""What notebook 04 calls: the compile stage (its check steps against the CPU baseline's saved reference: eager
+is not run again for parity), and what the notebook says next."""
 
 from __future__ import annotations
 
@@ -13,12 +11,13 @@ from neuronkit.evidence import fields_of
 from neuronkit.pipeline.check import check, check_stages
 from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
-from neuronkit.pipeline.record import StageResult
+from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
-from neuronkit.pipeline.session import Compiled, load, on_core, ran_on, reference_path
+from neuronkit.pipeline.session import Compiled, load, on_core, ran_on, reference_path, run_slice
 from neuronkit.pipeline.stage import STAGE
 from neuronkit.stages.compile import Options
 from neuronkit.stages.compile.evidence import CompileCheck, CompileEvidence, CompileTiming
+from neuronkit.workbook.lesson import after
 
 STEPS = STAGE["compile"].steps  # the `neuronkit check` steps this stage runs
 __all__ = ["Compiled", "evidence", "run"]  # `Compiled`: what the notebook compiled, for `run(compiled=...)`
@@ -41,7 +40,7 @@ def run(params: Params, compiled: Compiled | None = None, **options: Any) -> Sta
 
 def _check(params: Params, rec: Recording[CompileEvidence], compiled: Compiled | None) -> None:
     opts = params.config.of(Options)
-    runs = slicing.repeats(load(params).model_slice, "compile_timing_runs", opts.timing_runs)
+    runs = slicing.repeats(run_slice(params), "compile_timing_runs", opts.timing_runs)
     config = params.config.replace_options(dataclasses.replace(opts, timing_runs=runs))
     session = on_core(load(params), opts.device).using(reference=Reference.load(reference_path(params)),
                                                        compiled=compiled)
@@ -58,3 +57,21 @@ def evidence(steps: dict[str, StageResult[Any]]) -> CompileEvidence:
     return CompileEvidence(**fields_of(steps["compile"].evidence, CompileCheck),
                            **fields_of(steps["timing"].evidence, CompileTiming),
                            stages=check_stages(steps))
+
+
+def next_step(result: StageResult[CompileEvidence], run: RunDir | None) -> str:
+    """A failure sends the learner back to eager mode; else the graph breaks and buckets to fix first."""
+    if result.status == "fail":
+        return ("**The compiled model fails or disagrees with the CPU reference**: the folded record has the "
+                f"stage that failed and why. Eager mode (notebook {STAGE['eager'].number}) still works for debugging.")
+    record = result.evidence
+    assert record is not None
+    steps = []
+    if record.graph_breaks:
+        steps.append(f"remove the {len(record.graph_breaks)} graph break(s) (each names its reason and source line)")
+    plan = record.buckets
+    if plan is not None and plan.distinct_shapes > plan.compilations:
+        steps.append(f"pad inputs to the buckets {plan.buckets}: {plan.compilations} compilations instead of "
+                     f"{plan.distinct_shapes}, for {plan.padding_overhead:.0f}% extra tokens")
+    todo = ("Before serving: " + "; ".join(steps) + ". " if steps else "One graph, no breaks. ")
+    return todo + f"Open {after(result)} to see where the time goes, op by op."

@@ -1,7 +1,5 @@
-"""Stage 01, CPU baseline: the model's behaviour on the CPU, the reference every later stage is held to
-(forward time, loss, and a greedy generation or a masked-word fill a person can read). It saves the
-reference outputs (`neuronkit.pipeline.reference.Reference`) that the eager (02) and compile (04) stages
-read."""
+"""What notebook 01 calls: the CPU baseline, which saves the reference outputs the eager (02) and compile (04)
+stages read (`neuronkit.pipeline.reference.Reference`), and what the notebook says next."""
 
 from __future__ import annotations
 
@@ -15,14 +13,15 @@ from neuronkit.calling import call, greedy
 from neuronkit.evidence import load as load_record
 from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
-from neuronkit.pipeline.record import StageResult
+from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
-from neuronkit.pipeline.session import Session, load, ran_on, reference_path
+from neuronkit.pipeline.session import Session, load, ran_on, reference_path, run_slice
 from neuronkit.stages.cpu_baseline import Options
 from neuronkit.stages.cpu_baseline.evidence import CpuBaselineEvidence, FillMask, Generation, MaskGuess, WeightsInfo
 from neuronkit.stages.cpu_baseline.steps import cpu_reference
 from neuronkit.timing import interleaved_medians
 from neuronkit.units import format_ms
+from neuronkit.workbook.lesson import after
 
 MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokenizer's own mask token
 
@@ -38,7 +37,7 @@ def run(params: Params, **options: Any) -> StageResult[CpuBaselineEvidence]:
 def _baseline(params: Params, rec: Recording[CpuBaselineEvidence]) -> None:
     opts = params.config.of(Options)
     session = load(params)
-    timing_steps = slicing.repeats(session.model_slice, "cpu_timing_steps", opts.timing_steps)
+    timing_steps = slicing.repeats(run_slice(params), "cpu_timing_steps", opts.timing_steps)
     with torch.inference_mode():
         out = call(session.model, session.inputs)
         forward_ms = interleaved_medians({"cpu": lambda: call(session.model, session.inputs)},
@@ -95,3 +94,12 @@ def fill_mask(session: Session, prompt: str, top_k: int = 5) -> FillMask:
     top = probs.topk(top_k)
     return FillMask(text, [MaskGuess(tokenizer.decode([int(i)]).strip(), round(float(p), 4))
                            for p, i in zip(top.values, top.indices)])
+
+
+def next_step(result: StageResult[Any], run: RunDir | None) -> str:
+    """A broken reference first; else the one-line move, held to it."""
+    if result.status == "fail":
+        return "**The CPU reference is broken** (NaN or infinite values): fix the model on the CPU first."
+    caveat = f" Note first: {result.summary.split('. ')[0]}." if result.status == "warn" else ""
+    return (f"The reference is recorded.{caveat} Open {after(result)}: the one-line move, "
+            "`model.to(\"neuron\")`, held to this reference.")

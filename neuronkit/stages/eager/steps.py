@@ -76,7 +76,7 @@ def run_generate(run: CheckRun, record: EagerGeneration) -> tuple[str, str]:
     model, _ = run.neuron()
     with s.device_mode(), fallbacks_into(record):
         device_tokens = greedy(model, compare.move_inputs(prompt, "neuron"), tokens, s.tokenizer)[0].cpu().tolist()
-    start = 1 if s.hf_config.is_encoder_decoder else prompt["input_ids"].shape[1]
+    start = 1 if getattr(s.hf_config, "is_encoder_decoder", False) else prompt["input_ids"].shape[1]
     diverge = next((i for i, (a, b) in enumerate(zip(cpu_tokens, device_tokens)) if a != b),
                    None if len(cpu_tokens) == len(device_tokens) else min(len(cpu_tokens), len(device_tokens)))
     record.prompt_tokens, record.cpu_tokens, record.neuron_tokens = start, cpu_tokens, device_tokens

@@ -1,5 +1,4 @@
-"""Stage 00, environment: which `neuron` device this process has, what the model is, and the run's
-parameters. Starting this stage starts a run: it writes params.json and clears older records."""
+"""What notebook 00 calls: the environment stage (starting a run), and what the notebook says next."""
 
 from __future__ import annotations
 
@@ -13,8 +12,9 @@ from neuronkit.evidence import load
 from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.flow import start_run
-from neuronkit.pipeline.record import StageResult
+from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.stages.environment.evidence import DeviceInfo, EnvironmentEvidence, ModelInfo, RunParams
+from neuronkit.workbook.lesson import after
 
 
 def run(params: Params, **options: Any) -> StageResult[EnvironmentEvidence]:
@@ -59,3 +59,18 @@ def model_info(params: Params) -> ModelInfo:
 
 def _gib(n: int | None) -> str:
     return f"{(n or 0) / 2**30:.2f} GiB"
+
+
+def next_step(result: StageResult[EnvironmentEvidence], run: RunDir | None) -> str:
+    """No device: the later stages will be skipped; weights larger than a core's HBM: plan for it first."""
+    assert result.evidence is not None
+    device, model = result.evidence.device, result.evidence.model
+    if device.kind == "none":
+        return ("**No `neuron` device in this process**: the later stages will be skipped. On a Trn2/Trn3 "
+                "instance check `pip show torch-neuronx` and `neuron-ls`.")
+    hbm, size = device.hbm_bytes_per_core, model.estimated_bytes
+    if hbm and size and size > hbm:
+        return (f"**The weights alone ({size / 2**30:.1f} GiB) exceed one core's HBM ({hbm / 2**30:.0f} GiB)**: "
+                "plan tensor parallelism (notebook 07) or a smaller `dtype` before the later notebooks.")
+    return (f"The model fits one core. Open {after(result)}: it records what the model does on the CPU, "
+            "the reference every later step is held to.")

@@ -1,5 +1,4 @@
-"""Stage 05, profiling: where the time goes on the device, per op, with the documented profiler recipe
-(NeuronConfig + NeuronProfiler), a Chrome trace and Parquet tables to dig further."""
+"""What notebook 05 calls: the profiling stage, and what the notebook says next."""
 
 from __future__ import annotations
 
@@ -10,10 +9,11 @@ from neuronkit import slicing
 from neuronkit.evidence import rows
 from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
-from neuronkit.pipeline.record import StageResult
-from neuronkit.pipeline.session import load, neuron_device, ran_on
+from neuronkit.pipeline.record import RunDir, StageResult
+from neuronkit.pipeline.session import load, neuron_device, ran_on, run_slice
 from neuronkit.stages.profile import Options
 from neuronkit.stages.profile.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware, TopOp
+from neuronkit.workbook.lesson import after, op_list
 
 TOP_COLUMNS = [f.name for f in fields(TopOp)]
 
@@ -43,13 +43,15 @@ def _profile(params: Params, rec: Recording[ProfileEvidence], profiled: Any) -> 
     opts = params.config.of(Options)
     target = neuron_device(opts.device)
     session = load(params)
-    steps = slicing.repeats(session.model_slice, "profile_steps", opts.steps)
-    warmup = slicing.repeats(session.model_slice, "profile_warmup", opts.warmup)
+    piece = run_slice(params)
+    steps = slicing.repeats(piece, "profile_steps", opts.steps)
+    warmup = slicing.repeats(piece, "profile_warmup", opts.warmup)
     inputs = move_inputs({k: v for k, v in session.inputs.items() if k != "labels"}, target)  # inference
     export = getattr(profiled, "last", None)
-    reused = export is not None and not export.events.empty
+    reused = False
     try:
-        if reused:
+        if export is not None and not export.events.empty:
+            reused = True
             frame = from_export(session.model.to(target), inputs, export, steps)
         else:
             frame = profile(session.model.to(target), inputs, steps=steps, warmup=warmup,
@@ -90,3 +92,16 @@ def _records(frame: Any) -> list[dict[str, Any]]:
     """Rows as dicts, a missing number (NaN: e.g. no NKI estimate for an ATen op) as None."""
     records: list[dict[str, Any]] = frame.astype(object).where(frame.notna(), None).to_dict("records")
     return records
+
+
+def next_step(result: StageResult[ProfileEvidence], run: RunDir | None) -> str:
+    """The CPU fallbacks first, then the hottest op, then the report."""
+    record = result.evidence
+    assert record is not None
+    top = record.top_ops[0].name if record.top_ops else None
+    names = [row.name for row in record.fallbacks]
+    text = (f"Remove the CPU fallbacks first ({op_list(names)}): each copies its tensors to the host and back "
+            "on every call. " if names else "")
+    if top:
+        text += f"The hottest op is `{top}`; on Trainium, confirm it with a real profile before optimising. "
+    return text + f"Open {after(result)} for the verdict across all stages."
