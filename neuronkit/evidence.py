@@ -1,12 +1,11 @@
 """Typed records, and the rows several of them share: how every record of the run directory is declared.
 
 Every field carries its label and unit as metadata (`fact`), so the report, the notebooks and
-`docs/run-directory.md` (generated from the record types: `python -m neuronkit.stages.docs
-docs/run-directory.md`) read them from one place instead of guessing a unit from a key's suffix. Each
-stage's own record types live in its folder (`neuronkit/stages/<name>/evidence.py`), the records a library
-builds beside it (the audit's, the bucket plan, the script's); this module holds the rows they share
-(parity, the model slice, a check step's line) and the one reader of stored records (`load`, used at the JSON
-boundary only): readers use attributes, never keys.
+`docs/run-directory.md` (generated from the record types: tests/pipeline/run_directory_doc.py) read them from one place instead of guessing a unit from a key's suffix. Each
+stage's own record types live in its folder (`neuronkit/stages/<name>/evidence.py`); this module holds the
+rows several share (parity, the model slice, a check step's line), the records a library builds for a stage
+and the report to read (the audit's document, the bucket plan, the script's), and the one reader of stored
+records (`load`, used at the JSON boundary only): readers use attributes, never keys.
 """
 
 from __future__ import annotations
@@ -155,6 +154,168 @@ class BucketPlan(Bucketing):
         return (f"{self.source or 'prompts'}: {len(self.lengths)} inputs, {self.distinct_shapes} distinct lengths -> "
                 f"{self.distinct_shapes} compilations unbucketed; buckets {self.buckets} -> "
                 f"{self.compilations} compilations, {self.padding_overhead:.1f}% padding")
+
+
+# Records the libraries build, which a stage, the report and the library itself read: the op audit's document
+# (the audit stage's record) and `neuronkit run --script`'s script.json.
+
+
+@dataclass
+class OpUse:
+    """An op and where the model calls it."""
+
+    op: str = fact("Op", default="")
+    category: str | None = fact("Category")
+    calls: int = fact("Calls", "count", default=0)
+    module_paths: list[str] = fact("Module paths", factory=list)
+
+
+@dataclass
+class AuditOp:
+    """One row of the audit's op table."""
+
+    op: str = fact("Op", default="")
+    calls: int = fact("Calls", "count", default=0)
+    classification: str = fact("Classification", doc="native, cpu_fallback or blocked", default="")
+    category: str = fact("Category", default="")
+    dtypes: list[str] = fact("Dtypes", factory=list)
+    shapes: list[Any] = fact("Shapes", factory=list)
+    module_paths: list[str] = fact("Module paths", factory=list)
+    nki_est_us: float | None = fact("NKI engine time (estimate)", "µs", "an NKI op's estimated engine time per call "
+                                    "on trn2 from the instructions it ran (neuronkit/nki/cost.py)", estimate=True)
+    nki_engine_us: dict[str, float] = fact("NKI engine time per engine (estimate)", "µs", factory=dict, estimate=True)
+
+
+@dataclass
+class AuditFinding:
+    """What the audit found about one op, with the severity its policy gave and the remedy."""
+
+    category: str = fact("Category", default="")
+    severity: str = fact("Severity", doc="blocker, warn or info", default="")
+    op: str = fact("Op", default="")
+    calls: int = fact("Calls", "count", default=0)
+    module_paths: list[str] = fact("Module paths", factory=list)
+    message: str = fact("Message", default="")
+    remedy: str = fact("Remedy", default="")
+
+
+@dataclass
+class AuditedModel:
+    """The model as the audit traced it."""
+
+    name: str = fact("Name", default="")
+    module_class: str = fact("Class", doc="the module class traced (`class` in audit.json)", default="")
+    architecture: str = fact("Architecture", default="")
+    model_type: str | None = fact("Model type")
+    num_parameters: int = fact("Parameters", "count", default=0)
+    dtype: str = fact("Dtype", default="")
+    weightless: bool = fact("Weightless", doc="traced on the meta device, no weights", default=True)
+    weights: str = fact("Weights", doc="none, random or the checkpoint's", default="")
+    inputs: dict[str, list[int]] = fact("Inputs", doc="input name → shape", factory=dict)
+    phases: list[str] = fact("Phases traced", factory=list)
+
+
+@dataclass
+class AuditSummary:
+    """The audit's counts (neuronkit/op_audit/classify.py)."""
+
+    distinct_ops: int = fact("Distinct ops", "count", default=0)
+    total_calls: int = fact("Op calls", "count", default=0)
+    support_pct_ops: float | None = fact("Native support (by op)", "%")
+    support_pct_calls: float | None = fact("Native support (by call)", "%")
+    blockers: list[OpUse] = fact("Blocker ops", factory=list)
+    by_category: dict[str, int] = fact("Distinct ops per category", factory=dict)
+    by_classification: dict[str, int] = fact("Distinct ops per classification", factory=dict)
+    findings: dict[str, int] = fact("Findings per severity", factory=dict)
+    fallbacks: list[OpUse] = fact("CPU-fallback ops", factory=list)
+    nki_ops: list[str] | None = fact("Custom NKI ops")
+
+
+# The audit's JSON document (docs/audit-schema.md). 2: typed records, so every key is always present (null or
+# empty when it does not apply: `summary.nki_ops`, an op's `nki_est_us`); the policy's severities and remedies.
+AUDIT_SCHEMA_VERSION = 2
+
+
+@dataclass
+class AuditEvidence:
+    """Stage 03: the op audit's JSON document (schema in docs/audit-schema.md); each finding keeps the
+    severity the policy gave it when the audit ran, which is what the report shows."""
+
+    summary: AuditSummary = fact("Summary", factory=AuditSummary)
+    ops: list[AuditOp] = fact("Ops", factory=list)
+    findings: list[AuditFinding] = fact("Findings", factory=list)
+    severities: dict[str, str] = fact("Policy severities", doc="category → severity of the op-support "
+                                                              "policy the audit ran with", factory=dict)
+    remedies: dict[str, str] = fact("Policy remedies", doc="category → remedy, as the audit's policy says",
+                                    factory=dict)
+    model: AuditedModel = fact("Audited model", factory=AuditedModel)
+    versions: dict[str, str] = fact("Versions", factory=dict)
+    schema_version: int = fact("Audit schema version", default=AUDIT_SCHEMA_VERSION)
+
+
+@dataclass
+class ScriptFinding:
+    """One CUDA-specific use in the user's training script (`neuronkit port`)."""
+
+    path: str = fact("File", default="")
+    line: int = fact("Line", default=0)
+    col: int = fact("Column", default=0)
+    category: str = fact("Category", doc="rewrite (mechanical), decide (needs a person) or blocker", default="")
+    rule: str = fact("Rule", doc="the row of neuronkit/data/cuda_port_rules.toml", default="")
+    code: str = fact("Code", default="")
+    remedy: str = fact("TorchNeuron remedy", default="")
+    source: str = fact("Source of the remedy", doc="the article, the Neuron docs or S path:line", default="")
+    accelerator: str | None = fact("Device-agnostic form", doc="torch.accelerator, where PyTorch has one")
+    fixed_by_write: bool = fact("Fixed by the rewrite", default=False)
+
+
+@dataclass
+class ScriptFallback:
+    """An op that fell back to the CPU while the rewritten script ran, and the script lines that issued it."""
+
+    op: str = fact("Op", default="")
+    lines: list[int] = fact("Script lines", doc="observed during the first optimizer step", factory=list)
+
+
+@dataclass
+class BlockerHit:
+    """A blocker finding of the scan on the line the script crashed at."""
+
+    line: int = fact("Line", default=0)
+    rule: str = fact("Rule", doc="the row of neuronkit/data/cuda_port_rules.toml", default="")
+    code: str = fact("Code", default="")
+
+
+@dataclass
+class ScriptRun:
+    """The rewritten script run on the device for a few optimizer steps (`neuronkit port --run`)."""
+
+    ok: bool = fact("Ran the asked steps", default=False)
+    nproc: int = fact("Processes", "count", default=1)
+    steps_asked: int = fact("Optimizer steps asked", "count", default=0)
+    steps: int = fact("Optimizer steps taken", "count", default=0)
+    wall_s: float = fact("Wall time", "s", default=0.0)
+    returncode: int = fact("Exit status", default=0)
+    error: str | None = fact("Error", doc="the script's exception, when it crashed")
+    error_line: int | None = fact("Error line", doc="the script's line the error came from")
+    blockers_hit: list[BlockerHit] = fact("Blockers hit", factory=list)
+    fallbacks: list[ScriptFallback] = fact("CPU fallbacks", factory=list)
+    peak_memory: dict[str, int] = fact("Peak memory per core", "bytes", factory=dict)
+    neff_compiles: int = fact("NEFF compiles", "count", default=0)
+    neff_cache_hits: int = fact("NEFF cache hits", "count", default=0)
+
+
+@dataclass
+class ScriptEvidence:
+    """`neuronkit run MODEL --script train.py`: the user's training script, scanned, rewritten and run
+    (`script.json` in the run directory; the report's "Your script" section)."""
+
+    script: str = fact("Script", default="")
+    verdict: str = fact("Verdict", doc="ready, or blocked by a blocker finding or a failed run", default="")
+    counts: dict[str, int] = fact("Findings per category", "count", factory=dict)
+    findings: list[ScriptFinding] = fact("Findings", factory=list)
+    diff: str = fact("Rewrite diff", doc="unified diff of the rewrite fixes", default="")
+    run: ScriptRun | None = fact("Run on the device")
 
 
 def _count(n: int) -> str:

@@ -144,11 +144,9 @@ class ForkServer(Server):
 class Role:
     """What a server forks, and how: kernels (this class), or another kind of process (a subclass: the tests'
     torchrun ranks). `imports` it imports first, `idle_imports` while no request waits, `may_differ` the
-    variable prefixes a request's environment may set otherwise; `log` the file where forks and declines are
-    noted (None: declines on stderr)."""
+    variable prefixes a request's environment may set otherwise."""
 
     what = "kernel"
-    log: str | None = None
 
     def __init__(self, stage_modules: bool = False) -> None:
         self.imports: tuple[str, ...] = IMPORTS
@@ -171,6 +169,11 @@ class Role:
             return (f"the {self.what}'s environment sets {', '.join(differ)} otherwise than the server imported under: "
                     f"starting an ordinary {self.what}")
         return None
+
+    def note(self, line: str, request: dict[str, Any] | None = None, declined: bool = False) -> None:
+        """Note a fork, a decline or the server's state: a decline on stderr (a kernel starts the slow way)."""
+        if declined:
+            print(f"neuronkit fork server: {line}", file=sys.stderr)
 
     def become(self, request: dict[str, Any]) -> None:
         """In the forked child: take over the launcher's streams, directory and environment, then run the
@@ -255,18 +258,6 @@ def differences(imported_under: dict[str, str], env: dict[str, str],
     return sorted(k for k in keys if not k.startswith(may_differ) and imported_under.get(k) != env.get(k))
 
 
-def _note(role: Role, line: str, request: dict[str, Any] | None = None, declined: bool = False) -> None:
-    """Note a fork, a decline or the server's state: in the role's log with the request's arguments, else
-    (kernels) a decline on stderr."""
-    if role.log is None:
-        if declined:
-            print(f"neuronkit fork server: {line}", file=sys.stderr)
-        return
-    with open(role.log, "a") as log:
-        log.write(f"{os.getpid()} {'declined: ' if declined else ''}{line}: "
-                  f"{json.dumps(request['argv'] if request else None)}\n")
-
-
 def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int, role: Role) -> dict[str, Any] | None:
     """Fork a child per request until told to stop or orphaned (process `parent` gone), importing the role's
     idle imports while no request waits; returns the request in a forked child, None in the server when
@@ -293,7 +284,7 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                     for fd in request["fds"] if request else []:
                         os.close(fd)
                     if reason:
-                        _note(role, reason, request, declined=True)
+                        role.note(reason, request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
@@ -311,12 +302,12 @@ def _serve(listener: socket.socket, imported_under: dict[str, str], parent: int,
                 if AT_FORK[-1] > 1:  # the kernel may hang on a lock another thread held: an ordinary one instead
                     _kill(pid)
                     os.waitpid(pid, 0)
-                    _note(role, f"{AT_FORK[-1]} threads when forking, where a fork copies one: "
-                          f"starting an ordinary {role.what}", request, declined=True)
+                    role.note(f"{AT_FORK[-1]} threads when forking, where a fork copies one: "
+                              f"starting an ordinary {role.what}", request, declined=True)
                     _send(conn, "cold")
                     conn.close()
                     continue
-                _note(role, f"forked {pid}", request)
+                role.note(f"forked {pid}", request)
                 _send(conn, f"pid {pid}")
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)

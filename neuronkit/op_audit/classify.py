@@ -1,5 +1,5 @@
 """Classify recorded ops against the op-support policy: op rows, findings with remedies, a summary, each a
-record of neuronkit/op_audit/evidence.py.
+record of neuronkit/evidence.py.
 
 Nothing here decides support on its own: every category, severity and remedy comes from
 `neuronkit/data/op_support.toml` through `neuronkit.policy`, the classifier the simulated device also uses.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from neuronkit.op_audit.evidence import AuditFinding, AuditOp, AuditSummary, OpUse
+from neuronkit.evidence import AuditFinding, AuditOp, AuditSummary, OpUse
 from neuronkit.op_audit.recorder import OpStats
 from neuronkit.nki import is_nki_op
 from neuronkit.nki.cost import last_estimate

@@ -1,4 +1,4 @@
-"""The audit's result: a typed record (neuronkit.op_audit.evidence.AuditEvidence), its JSON document (schema in
+"""The audit's result: a typed record (neuronkit.evidence.AuditEvidence), its JSON document (schema in
 docs/audit-schema.md, read and written only here) and its readable summary."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from neuronkit.evidence import load
-from neuronkit.op_audit.evidence import AUDIT_SCHEMA_VERSION, AuditEvidence, AuditFinding, AuditOp
+from neuronkit.evidence import AUDIT_SCHEMA_VERSION, AuditEvidence, AuditFinding, AuditOp, load
 from neuronkit.json_text import json_text
 
 SCHEMA_VERSION = AUDIT_SCHEMA_VERSION

@@ -25,7 +25,7 @@ from transformers import PretrainedConfig
 
 import neuronkit
 from neuronkit import inputs as example, models
-from neuronkit.op_audit.evidence import AuditedModel
+from neuronkit.evidence import AuditedModel
 from neuronkit.op_audit.classify import classify
 from neuronkit.op_audit.recorder import BACKWARD, OpRecorder
 from neuronkit.op_audit.report import AuditReport

@@ -59,17 +59,13 @@ class RunConfig:
         if unknown:
             raise NeuronkitInputError(f"unknown option(s) {', '.join(unknown)}; the run takes: "
                                       f"{', '.join(sorted(option_names()))}")
-        config = dataclasses.replace(self, **shared)
+        stage_options = list(self.stage_options)
         for kind in OPTIONS:
             mine = {f.name: rest[f.name] for f in fields(kind) if f.name in rest}
             if mine:
-                config = config.replace_options(dataclasses.replace(config.of(kind), **mine))
-        return config
-
-    def replace_options(self, options: Any) -> RunConfig:
-        """This configuration with `options` in place of its type's current ones."""
-        kept = tuple(o for o in self.stage_options if type(o) is not type(options))
-        return dataclasses.replace(self, stage_options=(*kept, options))
+                stage_options = [o for o in stage_options if type(o) is not kind]
+                stage_options.append(dataclasses.replace(self.of(kind), **mine))
+        return dataclasses.replace(self, **shared, stage_options=tuple(stage_options))
 
     def shared(self) -> dict[str, Any]:
         """The parameters every stage shares, by name (what params.json stores beside the model)."""

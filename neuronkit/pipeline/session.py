@@ -1,16 +1,9 @@
-"""The model a run works on, held once per process: the `Session`.
+"""The model a run works on, held once per process: the `Session`, which `check(session, steps)` runs on.
 
-A session is the model on the CPU in the run's dtype (the full model, or the layer slice that fits the
-budget), its tokenizer, the deterministic example inputs every stage compares on, where its weights came
-from, and the run configuration it was built with; a model the notebook put on a neuron core too, which
-the device steps run instead of a copy of their own. `check(session, steps)` runs `neuronkit check`'s steps
-on one. `Session.build` makes one from a MODEL spec or a module (`neuronkit.check`); in a notebook's kernel
-`load(params)` makes the run's once and shares it between the notebook's cells and its stage, and `adopt`
-takes over a model the notebook's own cells loaded with transformers' calls.
-
-The runner's preflight decides what the stages run (the layer slice) and on what (the example inputs)
-once per run, and hands both to the kernels in the run directory (`hand_over`); a notebook run by hand
-decides in its first kernel, and the others read that decision.
+`Session.build` makes one from a MODEL spec or a module (`neuronkit.check`); in a notebook's kernel
+`load(params)` makes the run's once for the notebook's cells and its stage, and `adopt` takes over a model the
+cells loaded themselves. The runner's preflight decides the layer slice and the example inputs once per run
+and hands both to the kernels (`hand_over`); notebooks run by hand decide in their first kernel.
 """
 
 from __future__ import annotations
@@ -329,41 +322,39 @@ def _key(model: str, config: RunConfig) -> tuple[Any, ...]:
 SLICE_FILE, INPUTS_FILE = "slice.json", "inputs.safetensors"
 
 
-def _slice_request(params: Params) -> dict[str, Any]:
-    config = params.config
-    return {"model": params.model, "layers": config.layers, "full_model": config.full_model, "dtype": config.dtype}
-
-
-def _inputs_request(params: Params) -> dict[str, Any]:
-    return {"model": params.model, "batch_size": params.config.batch_size, "seq_len": params.config.seq_len}
+def _request(params: Params) -> dict[str, Any]:
+    """What the decision depends on: the model and the run configuration's shared part."""
+    return {"model": params.model, **params.config.shared()}
 
 
 def hand_over(params: Params, piece: ModelSlice, inputs: dict[str, torch.Tensor]) -> None:
     """Record in the run directory (`artifacts/model/`) what the runner's preflight decided: the layer slice
     the stages run and the example inputs they run on, which every kernel of the run then reads."""
-    from safetensors.torch import save_file
-
     folder = params.run.artifact_dir("model")
-    _write_slice(folder / SLICE_FILE, _slice_request(params), piece)
-    save_file({k: v.contiguous() for k, v in inputs.items()}, str(folder / INPUTS_FILE),
-              metadata={"request": json.dumps(_inputs_request(params)), "order": json.dumps(list(inputs))})
+    Reference(inputs, {}, None, None).save(folder / INPUTS_FILE)
+    _write_slice(folder / SLICE_FILE, _request(params), piece)
 
 
 def run_slice(params: Params) -> ModelSlice:
     """What the run's stages run: the runner's decision (`hand_over`), or for notebooks run by hand the
     first kernel's that loads the model, read back by the others (`artifacts/model/slice.json`), so every
     stage runs the same blocks even when the memory free at its start differs."""
-    file = params.run.artifact_dir("model") / SLICE_FILE
-    request = _slice_request(params)
-    if file.is_file():
-        stored = json.loads(file.read_text(encoding="utf-8"))
-        if stored.get("request") == request:
-            piece: ModelSlice = load_record(ModelSlice, stored["slice"])
-            return piece
+    folder = params.run.artifact_dir("model")
+    if (decided := _decided(params)) is not None:
+        return decided
     config = params.config
     _, piece = slicing.plan(models.load_config(params.model), layers=config.layers or None,
                             full_model=config.full_model, dtype=models.as_dtype(config.dtype))
-    _write_slice(file, request, piece)
+    (folder / INPUTS_FILE).unlink(missing_ok=True)  # another run's: this one's kernels make their own
+    _write_slice(folder / SLICE_FILE, _request(params), piece)
+    return piece
+
+
+def _decided(params: Params) -> ModelSlice | None:
+    """The slice decided for this run's request, None when none was."""
+    file = params.run.path / "artifacts" / "model" / SLICE_FILE
+    stored = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+    piece: ModelSlice | None = load_record(ModelSlice, stored["slice"]) if stored.get("request") == _request(params) else None
     return piece
 
 
@@ -378,31 +369,13 @@ def _example(params: Params) -> tuple[Any, dict[str, torch.Tensor]]:
     (deterministic: every kernel of a run makes the same ones)."""
     key = (params.model, params.config.batch_size, params.config.seq_len)
     if key not in _EXAMPLES:
-        tokenizer = _tokenizer(params.model)
-        inputs = _handed_inputs(params)
-        if inputs is None:
-            inputs = example.example_inputs(models.load_config(params.model), tokenizer,
-                                            batch_size=params.config.batch_size, seq_len=params.config.seq_len,
-                                            processor=example.processor_config(params.model))
-        _EXAMPLES[key] = tokenizer, inputs
+        handed = params.run.path / "artifacts" / "model" / INPUTS_FILE
+        inputs = Reference.load(handed).inputs if handed.is_file() and _decided(params) is not None else \
+            example.example_inputs(models.load_config(params.model), _tokenizer(params.model),
+                                   batch_size=params.config.batch_size, seq_len=params.config.seq_len,
+                                   processor=example.processor_config(params.model))
+        _EXAMPLES[key] = _tokenizer(params.model), inputs
     return _EXAMPLES[key]
-
-
-def _handed_inputs(params: Params) -> dict[str, torch.Tensor] | None:
-    """The example inputs the runner handed over for this run's request, None when there are none."""
-    from safetensors import SafetensorError, safe_open
-
-    file = params.run.path / "artifacts" / "model" / INPUTS_FILE
-    if not file.is_file():
-        return None
-    try:
-        with safe_open(str(file), framework="pt") as handle:
-            meta = handle.metadata() or {}
-            if json.loads(meta.get("request", "null")) != _inputs_request(params):
-                return None
-            return {key: handle.get_tensor(key) for key in json.loads(meta.get("order", "[]"))}
-    except (SafetensorError, OSError, ValueError):
-        return None
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,22 +1,9 @@
-"""The stage model: every workbook stage and `neuronkit check` step, defined once, and the registry the
-stage folders fill.
-
-`neuronkit/data/stages.toml` holds one row per stage (name, notebook, title, record type, what it
-requires, the check steps it runs, which statuses block the verdict, what nbval checks); this module reads
-it into `Stage` and `Step` records. Each stage's code is one folder, `neuronkit/stages/<name>/` (a row's
-`module` may name another package), whose parts are found by name:
-
-    __init__.py   `Options`: the stage's options, a part of the run configuration (`RunConfig.of`), if any
-    evidence.py   its record type and its check steps' (the row's `evidence`, each [[step]]'s)
-    run.py        what its notebook calls: `run(params, ...)` runs the stage and records it; `next_step(result,
-                  run)` is the "Next" paragraph the notebook ends with
-    steps.py      `run_<step>(check, record)`: the body of each `neuronkit check` step it owns
-    report.py     `key_numbers(records)` and the like: the report's numbers from its record
-
-A folder's `__init__` and `evidence` import shared rows only (`neuronkit.evidence`), never the pipeline:
-they are imported when the table is read. The run directory, the flow, the runner, the report, the
-notebooks' lesson helpers, nbval and `check()` read these records instead of keeping tables of their own;
-`NEURONKIT_STAGES` names another table to read (a stage of a team's own, beside or instead of these).
+"""The stage model: every workbook stage and `neuronkit check` step, defined once in
+`neuronkit/data/stages.toml` (or the table `NEURONKIT_STAGES` names), read into `Stage` and `Step` records
+that the runner, the flow, the report, the lesson helpers, nbval and `check()` read. Each stage's code is one
+folder, `neuronkit/stages/<name>/` (or a row's `module`), whose parts are found by name: `Options` in its
+`__init__`, its record types in `evidence.py` (both imported when the table is read: they import shared rows
+only, never the pipeline), `run.py` (`run`, `next_step`), `steps.py` (`run_<step>`), `report.py`.
 """
 
 from __future__ import annotations

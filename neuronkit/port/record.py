@@ -1,5 +1,5 @@
 """The "Your script" record of a workbook run: `run_dir/script.json`, a `ScriptEvidence`
-(neuronkit/port/evidence.py) built from the scan and the run of `neuronkit run MODEL --script train.py`.
+(neuronkit/evidence.py) built from the scan and the run of `neuronkit run MODEL --script train.py`.
 
 Kept apart from the stage records, as notebook 07's `distributed.json` is: the report shows it as its own
 section and under `script` in report.json; a malformed file is ignored.
@@ -11,8 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from neuronkit.evidence import load
-from neuronkit.port.evidence import ScriptEvidence, ScriptRun
+from neuronkit.evidence import ScriptEvidence, ScriptRun, load
 from neuronkit.port.output import counts, finding_record
 from neuronkit.port.run import RunResult
 from neuronkit.port.scan import FileScan

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.op_audit.evidence import AuditEvidence, AuditFinding, AuditOp
+from neuronkit.evidence import AuditEvidence, AuditFinding, AuditOp
 from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.stage import STAGE, WORKBOOK, Stage
 from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy

@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 
 import neuronkit
 from neuronkit.reporting.charts import Chart
-from neuronkit.op_audit.evidence import AuditSummary
+from neuronkit.evidence import AuditSummary
 from neuronkit.reporting.evidence import block_fields, evidence_items
 from neuronkit.policy import SEVERITIES
 from neuronkit.reporting.model import ReportModel

@@ -72,13 +72,11 @@ class NotebookRun:
 
 @dataclass(frozen=True)
 class Execution:
-    """How the notebooks are executed: how each one's kernel starts (`kernels`, one of
-    `neuronkit.kernels.starter.KERNEL_MODES`: `warm`, while the previous notebook runs (it has imported torch
-    and transformers when its notebook begins); `fork` (the default), warm too, and a fork of one process that
-    imported them once (`neuronkit.kernels.fork_server`; Linux, elsewhere `warm`), so it starts in
-    milliseconds; `cold`, by papermill when its notebook begins; each notebook has a kernel process of its
-    own whichever way), the Jupyter kernel, the seconds a cell may run and a kernel may take to start, and the
-    notebooks folder (default: the package's)."""
+    """How the notebooks are executed: how each one's kernel starts (`kernels`: `fork`, the default, forked
+    from one process that imported the libraries once, while the previous notebook runs (Linux; elsewhere
+    `warm`); `warm`, a fresh interpreter started then; `cold`, by papermill when its notebook begins:
+    `neuronkit.kernels.starter`), the Jupyter kernel, the seconds a cell may run and a kernel may take to
+    start, and the notebooks folder (default: the package's)."""
 
     kernels: str = "fork"
     kernel_name: str = KERNEL_NAME
@@ -112,17 +110,13 @@ def run_workbook(model: str | os.PathLike[str], out: str | os.PathLike[str], con
                  **options: Any) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
-    `config` is the run configuration (`neuronkit.pipeline.config.RunConfig`), `options` its parameters or
-    its stages' options set by name on top of it (`dtype="bfloat16"`, `max_new_tokens=8`): each notebook
-    gets the shared ones and its own stage's. `parameters` sets any other notebook parameter, passed to the
-    notebooks that declare it. Bad parameters, and a checkpoint that cannot load (no weights, a corrupt
-    file, no input recipe), raise NeuronkitInputError before any kernel starts. A non-empty `out` is
-    refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
-    `random_weights` runs the model its config describes with random weights, saved first into
-    `out/random-weights/` (the report says so). The stages that run the model run the layer slice that
-    fits the budget (`neuronkit.slicing`), or its first `layers` blocks, or with `full_model` all of it: the
-    preflight decides it once, with the example inputs, and hands both to the kernels. `execution` says how
-    the notebooks run (`Execution`: kernels, time limits).
+    `config` is the run configuration, `options` its parameters or its stages' options set by name
+    (`dtype="bfloat16"`, `max_new_tokens=8`): each notebook gets the shared ones and its own stage's;
+    `parameters`, any other notebook parameter. Bad parameters, and a checkpoint that cannot load, raise
+    NeuronkitInputError before any kernel starts. A non-empty `out` is refused unless `overwrite`, which
+    clears a previous run directory. `random_weights` runs the model on random weights, saved first into
+    `out/random-weights/`. The preflight decides the layer slice that fits (`neuronkit.slicing`) and the
+    example inputs once and hands both to the kernels. `execution`: how the notebooks run (`Execution`).
     """
     config = config.with_options(**options)
     # The kernels' starter first: a fork server's imports (seconds) overlap this process's checks and imports.

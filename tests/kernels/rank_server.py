@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -81,7 +82,13 @@ def _role(fork_server: Any, options: argparse.Namespace) -> Any:
             self.imports = tuple(options.imports)
             self.idle_imports = ()
             self.may_differ = (*options.may_differ, AUTOLOAD, "PYTHONPATH")
-            self.log = options.log
+
+        def note(self, line: str, request: dict[str, Any] | None = None, declined: bool = False) -> None:
+            """Each fork and decline, with the command's arguments, in the log file (the command's own stderr is
+            the requester's)."""
+            with open(options.log, "a") as log:
+                log.write(f"{os.getpid()} {'declined: ' if declined else ''}{line}: "
+                          f"{json.dumps(request['argv'] if request else None)}\n")
 
         def prepare(self) -> None:
             pass
@@ -93,8 +100,7 @@ def _role(fork_server: Any, options: argparse.Namespace) -> Any:
             loaded = torch is not None and (hasattr(torch, "neuron") or any(m.startswith("neuronkit.device")
                                                                             for m in sys.modules))
             if loaded:
-                fork_server._note(self, f"the device was loaded while importing ({AUTOLOAD}="
-                                        f"{os.environ.get(AUTOLOAD)}): serving nothing")
+                self.note(f"the device was loaded while importing ({AUTOLOAD}={os.environ.get(AUTOLOAD)}): serving nothing")
             return not loaded
 
         def decline(self, imported_under: dict[str, str], settled: dict[str, str],

@@ -19,7 +19,7 @@ from torch import nn
 
 import neuronkit.cli
 from neuronkit import inputs, models
-from neuronkit.op_audit.evidence import AuditFinding, AuditSummary, OpUse
+from neuronkit.evidence import AuditFinding, AuditSummary, OpUse
 from neuronkit.op_audit import AuditReport, audit
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy

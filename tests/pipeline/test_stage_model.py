@@ -19,8 +19,6 @@ from neuronkit.pipeline.execute import recording
 from neuronkit.pipeline.record import CHECK_STAGES, SCHEMA_VERSION, STAGES, STATUSES, RunDir, StageResult, worst
 from neuronkit.pipeline.stage import CHECK_STEPS, REPORT_NOTEBOOK, STAGE, STEP, WORKBOOK
 from neuronkit.reporting.evidence import evidence_items
-from neuronkit.stages import docs
-from neuronkit.port.evidence import BlockerHit, ScriptEvidence, ScriptRun
 from neuronkit.stages.compile.evidence import CompileCheck, CompileEvidence, CompileTiming
 from neuronkit.stages.cpu_baseline.evidence import CpuBaselineEvidence, CpuCheck, CpuRun
 from neuronkit.stages.eager.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining, NeffCache
@@ -32,8 +30,10 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def test_run_directory_doc_is_generated_from_the_types() -> None:
-    assert DOC.read_text(encoding="utf-8") == docs.markdown(), \
-        "docs/run-directory.md is stale: python -m neuronkit.stages.docs docs/run-directory.md"
+    from run_directory_doc import markdown
+
+    assert DOC.read_text(encoding="utf-8") == markdown(), \
+        "docs/run-directory.md is stale: python tests/pipeline/run_directory_doc.py docs/run-directory.md"
 
 
 def test_every_stage_has_one_record_type_whose_fields_carry_label_and_unit() -> None:
@@ -228,7 +228,7 @@ def test_a_stored_record_reads_back_as_its_type(tmp_path: Path) -> None:
 
 def _records_reachable() -> list[type]:
     """Every record type a stage's evidence, a check step's or script.json holds, nested ones too."""
-    found = [stage.evidence for stage in WORKBOOK] + [step.evidence for step in CHECK_STEPS] + [ScriptEvidence]
+    found = [stage.evidence for stage in WORKBOOK] + [step.evidence for step in CHECK_STEPS] + [evidence.ScriptEvidence]
     for cls in found:
         found += [t for spec in evidence.specs(cls) for t in (spec.block, spec.row) if t and t not in found]
     return found
@@ -253,8 +253,8 @@ def test_the_last_dict_fields_read_back_typed(tmp_path: Path) -> None:
     assert compiled.graph_metrics[0].torch_neuronx_lower_us == 12
     profile = evidence.load(ProfileEvidence, {"hardware": {"chip": "trn2", "logical_nc_config": 2}})
     assert profile.hardware.logical_nc_config == 2
-    script = evidence.load(ScriptRun, {"blockers_hit": [{"line": 3, "rule": "nccl", "code": "x"}]})
-    assert script.blockers_hit == [BlockerHit(3, "nccl", "x")]
+    script = evidence.load(evidence.ScriptRun, {"blockers_hit": [{"line": 3, "rule": "nccl", "code": "x"}]})
+    assert script.blockers_hit == [evidence.BlockerHit(3, "nccl", "x")]
 
 
 def test_the_stage_comparison_reads_the_largest_error_from_the_typed_records(tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 from test_report import full_run, render
 
 from neuronkit.cli import main
-from neuronkit.evidence import specs
-from neuronkit.port.evidence import ScriptEvidence
+from neuronkit.evidence import ScriptEvidence, specs
 from neuronkit.port import record
 from neuronkit.port.run import RunResult
 from neuronkit.port.scan import scan_paths

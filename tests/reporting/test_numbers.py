@@ -20,7 +20,6 @@ from neuronkit.pipeline.record import RunDir
 from neuronkit.units import format_duration, format_ms
 from neuronkit.workbook import display
 from neuronkit.stages.profile.run import overhead_text
-from neuronkit.op_audit.evidence import AuditFinding
 from neuronkit.stages.compile.evidence import CompileEvidence, CompileTiming
 from neuronkit.stages.cpu_baseline.evidence import CpuBaselineEvidence
 from neuronkit.stages.profile.evidence import ProfileEvidence, ProfilerOverhead, TopOp
@@ -125,7 +124,7 @@ def test_bucket_advice_names_the_prompts_it_measured(tmp_path: Path, capsys: pyt
 
 def test_tables_wrap_instead_of_cutting_and_durations_have_units() -> None:
     remedy = "Keep the op on the CPU, or write an NKI kernel for it: " + "a long remedy " * 10
-    frame = display.table([AuditFinding(op="aten::nonzero", remedy=remedy,
+    frame = display.table([evidence.AuditFinding(op="aten::nonzero", remedy=remedy,
                                                  module_paths=["model.layers.0.self_attn.rotary_emb.inner"])],
                           ["op", "remedy", "module_paths"])
     assert remedy.strip() in frame._repr_html_() and remedy.strip() in repr(frame)

@@ -1,7 +1,7 @@
-"""The op audit stage's record: the audit's own typed document (`neuronkit.op_audit.evidence`)."""
+"""The op audit stage's record: the audit's own typed document, which `neuronkit.audit` builds."""
 
 from __future__ import annotations
 
-from neuronkit.op_audit.evidence import AuditEvidence
+from neuronkit.evidence import AuditEvidence
 
 __all__ = ["AuditEvidence"]

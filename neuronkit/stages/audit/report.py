@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuronkit.op_audit.evidence import AuditEvidence
+from neuronkit.evidence import AuditEvidence
 from neuronkit.reporting.model import KeyNumber, RunRecords
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuronkit.op_audit import audit
-from neuronkit.op_audit.evidence import AuditEvidence
+from neuronkit.evidence import AuditEvidence
 from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.record import RunDir, StageResult

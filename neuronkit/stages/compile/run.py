@@ -3,7 +3,6 @@ is not run again for parity), and what the notebook says next."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from neuronkit import slicing
@@ -40,8 +39,8 @@ def run(params: Params, compiled: Compiled | None = None, **options: Any) -> Sta
 
 def _check(params: Params, rec: Recording[CompileEvidence], compiled: Compiled | None) -> None:
     opts = params.config.of(Options)
-    runs = slicing.repeats(run_slice(params), "compile_timing_runs", opts.timing_runs)
-    config = params.config.replace_options(dataclasses.replace(opts, timing_runs=runs))
+    config = params.config.with_options(timing_runs=slicing.repeats(run_slice(params), "compile_timing_runs",
+                                                                    opts.timing_runs))
     session = on_core(load(params), opts.device).using(reference=Reference.load(reference_path(params)),
                                                        compiled=compiled)
     report = check(session, STEPS, config)

@@ -29,7 +29,8 @@ RECOMPILE_LIMIT = 64  # the check compiles several shapes and grad modes of one 
 
 def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     """`torch.compile(model, backend="neuron", dynamic=False)` trained one step and held to the CPU reference:
-    graphs, breaks, recompiles for a second input shape, NEFFs, fallbacks inside graphs; and bucket advice."""
+    graphs, breaks, recompiles for a second input shape, NEFFs, fallbacks inside graphs (Dynamo reset first:
+    this model's alone, unless the caller's compiled model serves); and bucket advice."""
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
     s, options = run.session, run.config.of(Options)

@@ -19,7 +19,7 @@ from neuronkit.stages.eager.evidence import DeviceMemory, EagerForward, EagerGen
 
 def run_eager(run: CheckRun, record: EagerForward) -> tuple[str, str]:
     """One forward of the model moved with `.to("neuron")`, against the CPU reference: parity, the ops that
-    fell back to the CPU, the NEFF cache and device memory."""
+    fell back to the CPU (op tracking cleared first: this model's alone), the NEFF cache and device memory."""
     import torch_neuronx
 
     s = run.session

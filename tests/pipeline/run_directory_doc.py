@@ -1,7 +1,7 @@
 """docs/run-directory.md, generated from the stages' record types: the run directory's layout, each stage's
-and each check step's record with every field's label and unit.
+and each check step's record with every field's label and unit (test_stage_model.py keeps it current).
 
-    python -m neuronkit.stages.docs docs/run-directory.md
+    .venv/bin/python tests/pipeline/run_directory_doc.py docs/run-directory.md
 """
 
 from __future__ import annotations
@@ -9,14 +9,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from neuronkit.evidence import UNITS, specs
+from neuronkit.evidence import UNITS, ScriptEvidence, specs
 from neuronkit.pipeline.record import SCHEMA_VERSION
 from neuronkit.pipeline.stage import CHECK_STEPS, WORKBOOK
-from neuronkit.port.evidence import ScriptEvidence
 
 _HEADER = """# The run directory: what each stage writes
 
-<!-- Generated from the stages' record types by `python -m neuronkit.stages.docs docs/run-directory.md`;
+<!-- Generated from the stages' record types by `python tests/pipeline/run_directory_doc.py docs/run-directory.md`;
 a test keeps it current. Edit the types, not this file. -->
 
 A workbook run (`neuronkit run MODEL --out DIR`, or the notebooks by hand) fills one directory:
