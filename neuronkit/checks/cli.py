@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from neuronkit.pipeline import config as run_config
-from neuronkit.stages.eager import Options as EagerOptions
+from neuronkit.stages.eager import EagerOptions
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

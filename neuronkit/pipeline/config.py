@@ -1,7 +1,7 @@
 """The run configuration: what a run runs on and every stage's options, defined once, passed whole.
 
 `RunConfig` holds the parameters every stage shares (dtype, example-input shape, how much of a large model
-the stages run) and each stage's own options: the `Options` dataclass of its folder
+the stages run) and each stage's own options: the options dataclass of its folder
 (`neuronkit/stages/<name>/__init__.py`), read with `config.of(EagerOptions)`. The CLI (`neuronkit run`,
 `neuronkit check`) and a notebook's parameters build one; `check()`, `run_workbook()` and every stage take it
 whole. `with_options(train_steps=1, ...)` sets options by name wherever a stage declares them, as a notebook's
@@ -43,10 +43,10 @@ class RunConfig:
     layers: int = option(0, "--layers", "run parity, compile and profiling on a slice of the first K blocks; 0: as "
                          "many as fit the memory and time budget, the full model when it fits", metavar="K")
     full_model: bool = option(False, "--full-model", "run every stage on the whole model, however large")
-    stage_options: tuple[Any, ...] = ()  # each stage's `Options`, where not the defaults
+    stage_options: tuple[Any, ...] = ()  # each stage's options, where not the defaults
 
     def of(self, kind: type[OptionsT]) -> OptionsT:
-        """The stage options of type `kind` (a stage folder's `Options`): as set, else its defaults."""
+        """The stage options of type `kind` (a stage folder's, e.g. `EagerOptions`): as set, else its defaults."""
         return next((o for o in self.stage_options if isinstance(o, kind)), None) or kind()
 
     def with_options(self, **values: Any) -> RunConfig:

@@ -354,7 +354,9 @@ def _decided(params: Params) -> ModelSlice | None:
     """The slice decided for this run's request, None when none was."""
     file = params.run.path / "artifacts" / "model" / SLICE_FILE
     stored = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-    piece: ModelSlice | None = load_record(ModelSlice, stored["slice"]) if stored.get("request") == _request(params) else None
+    if stored.get("request") != _request(params):
+        return None
+    piece: ModelSlice = load_record(ModelSlice, stored["slice"])
     return piece
 
 

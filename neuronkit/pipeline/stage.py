@@ -1,8 +1,8 @@
 """The stage model: every workbook stage and `neuronkit check` step, defined once in
 `neuronkit/data/stages.toml` (or the table `NEURONKIT_STAGES` names), read into `Stage` and `Step` records
 that the runner, the flow, the report, the lesson helpers, nbval and `check()` read. Each stage's code is one
-folder, `neuronkit/stages/<name>/` (or a row's `module`), whose parts are found by name: `Options` in its
-`__init__`, its record types in `evidence.py` (both imported when the table is read: they import shared rows
+folder, `neuronkit/stages/<name>/` (or a row's `module`), whose parts are found by name: its options type in
+its `__init__`, its record types in `evidence.py` (both imported when the table is read: they import shared rows
 only, never the pipeline), `run.py` (`run`, `next_step`), `steps.py` (`run_<step>`), `report.py`.
 """
 
@@ -47,7 +47,7 @@ class Stage:
     title: str
     evidence: type[Any]
     module: str  # its folder, e.g. "neuronkit.stages.eager"
-    options: type[Any] | None = None  # its folder's `Options`: its part of the run configuration
+    options: type[Any] | None = None  # its folder's options type (`EagerOptions`): its part of the run configuration
     requires: tuple[str, ...] = ()
     starts_after: tuple[str, ...] = ()  # of `requires`, those whose end its notebook's start waits for
     steps: tuple[str, ...] = ()
@@ -98,16 +98,17 @@ def _tuple(entry: dict[str, Any], key: str) -> tuple[str, ...]:
 def _starts_after(entry: dict[str, Any]) -> tuple[str, ...]:
     starts_after = tuple(entry.get("starts_after", entry.get("requires", ())))
     if not set(starts_after) <= set(entry.get("requires", ())):
-        raise ValueError(f"stages.toml: stage {entry['name']}'s starts_after {list(starts_after)} is not part of its requires")
+        raise ValueError(f"stages.toml: stage {entry['name']}'s starts_after {list(starts_after)} is not part of its "
+                         "requires")
     return starts_after
 
 
 def _stage(entry: dict[str, Any]) -> Stage:
     module = entry.get("module", f"{STAGES_PACKAGE}.{entry['name']}")
-    options = getattr(importlib.import_module(module), "Options", None)
+    options = getattr(importlib.import_module(module), entry["options"]) if "options" in entry else None
     return Stage(name=entry["name"], notebook=entry["notebook"], title=entry["title"],
                  evidence=_record_type(module, entry["evidence"], entry["name"]), module=module,
-                 options=options if isinstance(options, type) else None, requires=_tuple(entry, "requires"),
+                 options=options, requires=_tuple(entry, "requires"),
                  starts_after=_starts_after(entry), steps=_tuple(entry, "steps"), blocking=_tuple(entry, "blocking"),
                  foundation=bool(entry.get("foundation", False)), runs_model=bool(entry.get("runs_model", False)),
                  headline=bool(entry.get("headline", False)), checked=_tuple(entry, "checked"))

@@ -72,9 +72,9 @@ def test_stage_options_are_fields_of_the_run_configuration_set_by_name() -> None
     """`with_options` sets a shared parameter or each stage's option of that name (`device` in every stage that
     runs on a core); `of` reads a stage's options, its defaults where none were set; a bad value is refused by
     the stage's options in one line, an unknown name with the names the run takes."""
-    from neuronkit.stages.compile import Options as CompileOptions
-    from neuronkit.stages.eager import Options as EagerOptions
-    from neuronkit.stages.profile import Options as ProfileOptions
+    from neuronkit.stages.compile import CompileOptions
+    from neuronkit.stages.eager import EagerOptions
+    from neuronkit.stages.profile import ProfileOptions
 
     config = DEFAULTS.with_options(dtype="bfloat16", train_steps=3, device="neuron:1")
     assert config.dtype == "bfloat16" and config.of(EagerOptions).train_steps == 3
@@ -116,7 +116,7 @@ def test_run_takes_the_inputs_flag_of_check_as_the_workbooks_prompts_file(tmp_pa
     """`neuronkit run MODEL --inputs prompts.txt`, as a user of `check --inputs` types it: the same as
     `-p prompts_file prompts.txt`; anything else is one line and exit 2, before any kernel starts."""
     from neuronkit import cli
-    from neuronkit.stages.compile import Options as CompileOptions
+    from neuronkit.stages.compile import CompileOptions
     from neuronkit.workbook import runner
 
     prompts = tmp_path / "prompts.txt"

@@ -28,7 +28,7 @@ FOLDER = {
 
 
         @dataclass(frozen=True)
-        class Options:
+        class CountOptions:
             smallest: int = 1  # tensors with fewer elements are not counted
     ''',
     "evidence.py": '''
@@ -47,11 +47,11 @@ FOLDER = {
     "steps.py": '''
         from neuronkit.pipeline.check import CheckRun
 
-        from tensor_count import Options
+        from tensor_count import CountOptions
 
 
         def run_count(run: CheckRun, record) -> tuple[str, str]:
-            smallest = run.config.of(Options).smallest
+            smallest = run.config.of(CountOptions).smallest
             counted = [p.numel() for p in run.session.model.parameters() if p.numel() >= smallest]
             record.tensors, record.parameters = len(counted), sum(counted)
             return "pass", f"{record.tensors} tensors, {record.parameters:,} parameters"
@@ -88,6 +88,7 @@ name = "tensor_count"
 notebook = "01_tensor_count"
 title = "Tensor count"
 module = "tensor_count"
+options = "CountOptions"
 evidence = "Count"
 steps = ["count"]
 runs_model = true

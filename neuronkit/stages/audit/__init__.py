@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Options:
+class AuditOptions:
     """The op audit's options (notebook 03's parameters)."""
 
     training: bool = True  # audit backward and one optimizer step too

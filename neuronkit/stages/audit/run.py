@@ -9,7 +9,7 @@ from neuronkit.evidence import AuditEvidence
 from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.record import RunDir, StageResult
-from neuronkit.stages.audit import Options
+from neuronkit.stages.audit import AuditOptions
 from neuronkit.pipeline.stage import STAGE
 from neuronkit.workbook.lesson import after, op_list
 
@@ -24,7 +24,7 @@ def run(params: Params, **options: Any) -> StageResult[AuditEvidence]:
 
 
 def _audit(params: Params, rec: Recording[AuditEvidence]) -> None:
-    opts, config = params.config.of(Options), params.config
+    opts, config = params.config.of(AuditOptions), params.config
     report = audit(params.model, config=config, backward=opts.training, optimizer_step=opts.training,
                    generate=opts.generate)
     report.to_json(params.run.artifact_dir("audit") / "audit.json")

@@ -12,7 +12,7 @@ from neuronkit.errors import NeuronkitInputError, require_positive_ints
 
 
 @dataclass(frozen=True)
-class Options:
+class CompileOptions:
     """The compile stage's options (notebook 04's parameters, `check()`'s keywords)."""
 
     device: str = "neuron"  # the NeuronCore to compile for, e.g. "neuron:0"

@@ -14,7 +14,7 @@ from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
 from neuronkit.pipeline.session import Compiled, load, on_core, ran_on, reference_path, run_slice
 from neuronkit.pipeline.stage import STAGE
-from neuronkit.stages.compile import Options
+from neuronkit.stages.compile import CompileOptions
 from neuronkit.stages.compile.evidence import CompileCheck, CompileEvidence, CompileTiming
 from neuronkit.workbook.lesson import after
 
@@ -25,7 +25,7 @@ __all__ = ["Compiled", "evidence", "run"]  # `Compiled`: what the notebook compi
 def run(params: Params, compiled: Compiled | None = None, **options: Any) -> StageResult[CompileEvidence]:
     """Compile the model for `device` and compare it with the CPU reference; advise buckets for the
     lengths of `prompts_file` (one prompt per line; default: the bundled sample prompts) in at most
-    `max_buckets` (`Options`).
+    `max_buckets` (`CompileOptions`).
 
     `compiled`: what the notebook's cell compiled, `torch.compile` of a copy of the run's model on `device`
     (`Compiled`). The stage runs that model (no device copy of its own); in a float32 run of the full model
@@ -38,7 +38,7 @@ def run(params: Params, compiled: Compiled | None = None, **options: Any) -> Sta
 
 
 def _check(params: Params, rec: Recording[CompileEvidence], compiled: Compiled | None) -> None:
-    opts = params.config.of(Options)
+    opts = params.config.of(CompileOptions)
     config = params.config.with_options(timing_runs=slicing.repeats(run_slice(params), "compile_timing_runs",
                                                                     opts.timing_runs))
     session = on_core(load(params), opts.device).using(reference=Reference.load(reference_path(params)),

@@ -19,7 +19,7 @@ from neuronkit.graph_compile.buckets import advise_buckets
 from neuronkit.pipeline.check import CheckRun, parity, top1_note, worst_error
 from neuronkit.pipeline.record import first_line
 from neuronkit.pipeline.session import Session
-from neuronkit.stages.compile import Options
+from neuronkit.stages.compile import CompileOptions
 from neuronkit.stages.compile.evidence import CompileCheck, CompiledGraph, CompileTiming, CompileTraining, GraphBreak
 from neuronkit.timing import interleaved_medians, timed
 from neuronkit.units import format_duration, format_ms
@@ -33,7 +33,7 @@ def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     this model's alone, unless the caller's compiled model serves); and bucket advice."""
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
-    s, options = run.session, run.config.of(Options)
+    s, options = run.session, run.config.of(CompileOptions)
     prompts = options.prompts_file or s.prompts_file  # a prompts file given as the inputs sizes the buckets too
     record.buckets = advise_buckets(s.tokenizer, s.hf_config, prompts, options.max_buckets)
     model, _ = run.neuron()
@@ -121,7 +121,7 @@ def run_timing(run: CheckRun, record: CompileTiming) -> tuple[str, str]:
             model.zero_grad(set_to_none=True)
         return once
 
-    record.runs = runs = run.config.of(Options).timing_runs
+    record.runs = runs = run.config.of(CompileOptions).timing_runs
     medians = interleaved_medians({"eager": forward(model), "compiled": forward(compiled_model)}, runs=runs)
     record.eager_step_ms, record.compiled_step_ms = medians["eager"], medians["compiled"]
     record.speedup = record.eager_step_ms / record.compiled_step_ms

@@ -9,7 +9,7 @@ from neuronkit.errors import require_positive_ints
 
 
 @dataclass(frozen=True)
-class Options:
+class CpuBaselineOptions:
     """The CPU baseline's options (notebook 01's parameters)."""
 
     prompt: str = "A migration starts with"  # greedy generation's prompt (causal LMs), or the masked LM's text

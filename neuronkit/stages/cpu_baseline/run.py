@@ -16,7 +16,7 @@ from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
 from neuronkit.pipeline.session import Session, load, ran_on, reference_path, run_slice
-from neuronkit.stages.cpu_baseline import Options
+from neuronkit.stages.cpu_baseline import CpuBaselineOptions
 from neuronkit.stages.cpu_baseline.evidence import CpuBaselineEvidence, FillMask, Generation, MaskGuess, WeightsInfo
 from neuronkit.stages.cpu_baseline.steps import cpu_reference
 from neuronkit.timing import interleaved_medians
@@ -28,14 +28,14 @@ MASK = "[MASK]"  # where a masked-LM prompt has its gap; replaced by the tokeniz
 
 def run(params: Params, **options: Any) -> StageResult[CpuBaselineEvidence]:
     """Time the forward pass on the CPU (median of `timing_steps` after a warm-up), record its loss, and
-    sample the model on `prompt` (`Options`: `prompt`, `max_new_tokens`, `timing_steps`).
+    sample the model on `prompt` (`CpuBaselineOptions`: `prompt`, `max_new_tokens`, `timing_steps`).
 
     `fail` when the CPU logits are not finite: a model broken on the CPU cannot be migrated yet."""
     return run_stage("cpu_baseline", params, options, _baseline)
 
 
 def _baseline(params: Params, rec: Recording[CpuBaselineEvidence]) -> None:
-    opts = params.config.of(Options)
+    opts = params.config.of(CpuBaselineOptions)
     session = load(params)
     timing_steps = slicing.repeats(run_slice(params), "cpu_timing_steps", opts.timing_steps)
     with torch.inference_mode():

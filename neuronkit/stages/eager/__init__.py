@@ -10,7 +10,7 @@ from neuronkit.errors import NeuronkitInputError, require_positive_ints
 
 
 @dataclass(frozen=True)
-class Options:
+class EagerOptions:
     """The eager stage's options (notebook 02's parameters, `check()`'s keywords)."""
 
     device: str = "neuron"  # the NeuronCore to run on, e.g. "neuron:0"

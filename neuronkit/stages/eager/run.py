@@ -13,7 +13,7 @@ from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
 from neuronkit.pipeline.session import load, on_core, ran_on, reference_path, release_copy
 from neuronkit.pipeline.stage import STAGE
-from neuronkit.stages.eager import Options
+from neuronkit.stages.eager import EagerOptions
 from neuronkit.stages.eager.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining
 from neuronkit.workbook.lesson import after, dependents, op_list
 
@@ -22,13 +22,13 @@ STEPS = STAGE["eager"].steps  # the `neuronkit check` steps this stage runs
 
 def run(params: Params, **options: Any) -> StageResult[EagerEvidence]:
     """Check eager parity on `device` (outputs, top-1 tokens, greedy generation, `train_steps` SGD steps;
-    `Options`) and keep the check's evidence in the record's shape; the status is the worst of those steps."""
+    `EagerOptions`) and keep the check's evidence in the record's shape; the status is the worst of those steps."""
     return run_stage("eager", params, options, _check)
 
 
 def _check(params: Params, rec: Recording[EagerEvidence]) -> None:
     try:
-        session = on_core(load(params), params.config.of(Options).device)
+        session = on_core(load(params), params.config.of(EagerOptions).device)
         report = check(session.using(reference=Reference.load(reference_path(params))), STEPS, params.config)
     finally:
         release_copy(params)  # the notebook's model on the device stays; its CPU copy served this stage only

@@ -13,7 +13,7 @@ from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.graph_compile import compare
 from neuronkit.pipeline.check import CheckRun, autocast_name, gradients_for, parity, top1_note, worst_error
 from neuronkit.pipeline.host_products import device_products
-from neuronkit.stages.eager import Options
+from neuronkit.stages.eager import EagerOptions
 from neuronkit.stages.eager.evidence import DeviceMemory, EagerForward, EagerGeneration, EagerTraining, NeffCache
 
 
@@ -70,7 +70,7 @@ def run_generate(run: CheckRun, record: EagerGeneration) -> tuple[str, str]:
         return "skipped", f"{type(s.model).__name__} does not generate (not a causal LM or encoder-decoder)"
     inputs = s.inputs if isinstance(s.inputs, dict) else {"input_ids": s.inputs}
     prompt = {k: v[:1] for k, v in generation_prompt(inputs).items()}
-    tokens = run.config.of(Options).generate_tokens
+    tokens = run.config.of(EagerOptions).generate_tokens
     with s.cpu_mode():
         cpu_tokens = greedy(s.model, prompt, tokens, s.tokenizer)[0].tolist()
     model, _ = run.neuron()
@@ -96,7 +96,7 @@ def run_train(run: CheckRun, record: EagerTraining) -> tuple[str, str]:
     near-zero gradients become full-size updates, which says nothing about the device. The CPU model and
     the device copy train themselves, each undone afterwards (no third and fourth copy of the weights);
     the CPU runs under CPU autocast of the checked dtype, as the device under its own."""
-    s, options = run.session, run.config.of(Options)
+    s, options = run.session, run.config.of(EagerOptions)
     lr, steps = options.lr, options.train_steps
     device_model, _ = run.neuron()
     runs = {"cpu": (s.model, s.inputs, s.cpu_mode),

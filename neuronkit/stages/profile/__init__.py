@@ -9,7 +9,7 @@ from neuronkit.errors import require_positive_ints
 
 
 @dataclass(frozen=True)
-class Options:
+class ProfileOptions:
     """The profiling stage's options (notebook 05's parameters)."""
 
     device: str = "neuron"  # the NeuronCore to profile on, e.g. "neuron:0"

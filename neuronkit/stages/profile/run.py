@@ -11,8 +11,9 @@ from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.session import load, neuron_device, ran_on, run_slice
-from neuronkit.stages.profile import Options
-from neuronkit.stages.profile.evidence import ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware, TopOp
+from neuronkit.stages.profile import ProfileOptions
+from neuronkit.stages.profile.evidence import (ProfileEvidence, ProfiledFallback, ProfilerOverhead, RooflineHardware,
+                                               TopOp)
 from neuronkit.workbook.lesson import after, op_list
 
 TOP_COLUMNS = [f.name for f in fields(TopOp)]
@@ -21,7 +22,7 @@ TOP_COLUMNS = [f.name for f in fields(TopOp)]
 def run(params: Params, profiled: Any = None, **options: Any) -> StageResult[ProfileEvidence]:
     """Profile `steps` forward passes on `device` after `warmup` unprofiled ones; keep the `top` ops by
     device time, the trace and Parquet paths, the profiler's overhead and the CPU fallbacks it saw
-    (`Options`).
+    (`ProfileOptions`).
 
     `profiled`: the `NeuronProfiler` whose `export_trace` closed the notebook's own profile of `steps`
     forward passes of the run's model and inputs (labels left out) on `device`, after its warm-up. The
@@ -40,7 +41,7 @@ def _profile(params: Params, rec: Recording[ProfileEvidence], profiled: Any) -> 
     from neuronkit.profiling import profile
     from neuronkit.profiling.api import from_export
 
-    opts = params.config.of(Options)
+    opts = params.config.of(ProfileOptions)
     target = neuron_device(opts.device)
     session = load(params)
     piece = run_slice(params)
