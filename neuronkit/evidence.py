@@ -1,7 +1,8 @@
 """Typed records, and the rows several of them share: how every record of the run directory is declared.
 
 Every field carries its label and unit as metadata (`fact`), so the report, the notebooks and
-`docs/run-directory.md` (generated from the record types: tests/pipeline/run_directory_doc.py) read them from one place instead of guessing a unit from a key's suffix. Each
+`docs/run-directory.md` (generated from the record types: tests/pipeline/run_directory_doc.py) read them
+from one place instead of guessing a unit from a key's suffix. Each
 stage's own record types live in its folder (`neuronkit/stages/<name>/evidence.py`); this module holds the
 rows several share (parity, the model slice, a check step's line), the records a library builds for a stage
 and the report to read (the audit's document, the bucket plan, the script's), and the one reader of stored

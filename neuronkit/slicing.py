@@ -180,7 +180,8 @@ def dropped_keys(config: PretrainedConfig, sliced: PretrainedConfig, cls: type) 
 
 
 def load_slice(spec: models.ModelSpec, dtype: torch.dtype | str = torch.float32, *, layers: int | None = None,
-               full_model: bool = False, random_weights: bool = False) -> tuple[PreTrainedModel, models.Weights, ModelSlice]:
+               full_model: bool = False,
+               random_weights: bool = False) -> tuple[PreTrainedModel, models.Weights, ModelSlice]:
     """The model a stage runs, within the budget: the full checkpoint when it fits (or `full_model`), else
     its first `layers` blocks (default: as many as fit) with the embeddings, final norm and head, read
     from the checkpoint for those keys only; and what it is (`ModelSlice`). The blocks a slice leaves

@@ -345,8 +345,8 @@ def preflight(params: Params, random_weights: bool = False) -> Preflight:
         models.check_shapes(model)
     example = inputs.example_inputs(hf_config, models.load_tokenizer(model), config.batch_size, config.seq_len,
                                     processor=inputs.processor_config(model))
-    side_by_side = piece.full_model and 2 * slicing.need_bytes(ran, torch_dtype, sliced=False) <= slicing.memory_budget()
-    return Preflight(side_by_side, piece, example)
+    twice = 2 * slicing.need_bytes(ran, torch_dtype, sliced=False)
+    return Preflight(piece.full_model and twice <= slicing.memory_budget(), piece, example)
 
 
 def _empty_run_dir(path: Path, overwrite: bool) -> None:
@@ -393,8 +393,8 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], execu
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
     except CellTimeoutError:
-        error = (f"CellTimeoutError: {_running_cell(output)} was still running after the {execution.cell_timeout} s cell "
-                 f"timeout (a stalled kernel, or a cell that needs longer: raise --cell-timeout)")
+        error = (f"CellTimeoutError: {_running_cell(output)} was still running after the {execution.cell_timeout} s "
+                 f"cell timeout (a stalled kernel, or a cell that needs longer: raise --cell-timeout)")
     except DeadKernelError:
         error = f"DeadKernelError: the kernel died during {_running_cell(output)} (out of memory, or a crash)"
     except Exception as exc:  # the kernel did not start, or papermill itself failed: still this notebook's error
