@@ -3,6 +3,7 @@ is not run again for parity), and what the notebook says next."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from neuronkit import slicing
@@ -31,13 +32,10 @@ def run(params: Params, compiled: Compiled | None = None, **options: Any) -> Sta
     (`Compiled`). The stage runs that model (no device copy of its own); in a float32 run of the full model
     it also uses its graphs instead of compiling again; in another dtype (the stage runs under autocast) or
     on a layer slice (embeddings and head held fixed) it compiles the same module again."""
-    def body(params: Params, rec: Recording[CompileEvidence]) -> None:
-        _check(params, rec, compiled)
-
-    return run_stage("compile", params, options, body)
+    return run_stage("compile", params, options, functools.partial(_check, compiled=compiled))
 
 
-def _check(params: Params, rec: Recording[CompileEvidence], compiled: Compiled | None) -> None:
+def _check(params: Params, rec: Recording[CompileEvidence], *, compiled: Compiled | None) -> None:
     opts = params.config.of(CompileOptions)
     config = params.config.with_options(timing_runs=slicing.repeats(run_slice(params), "compile_timing_runs",
                                                                     opts.timing_runs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import fields
 from typing import Any
 
@@ -30,13 +31,10 @@ def run(params: Params, profiled: Any = None, **options: Any) -> StageResult[Pro
     overhead (`neuronkit.profiling.api.from_export`).
 
     `warn` when ops fell back to the CPU during the profiled steps."""
-    def body(params: Params, rec: Recording[ProfileEvidence]) -> None:
-        _profile(params, rec, profiled)
-
-    return run_stage("profile", params, options, body)
+    return run_stage("profile", params, options, functools.partial(_profile, profiled=profiled))
 
 
-def _profile(params: Params, rec: Recording[ProfileEvidence], profiled: Any) -> None:
+def _profile(params: Params, rec: Recording[ProfileEvidence], *, profiled: Any) -> None:
     from neuronkit.graph_compile.compare import move_inputs
     from neuronkit.profiling import profile
     from neuronkit.profiling.api import from_export
