@@ -63,13 +63,13 @@ $(STAMP): pyproject.toml setup.py $(LOCK) $(wildcard neuronkit/device/simulator/
 		$(PY) -m pip install --quiet --require-hashes --no-deps $(call TORCH_INDEX,$(TORCH_PIN)) -r $(LOCK) \
 		&& $(PY) -m pip install --quiet --no-deps --no-build-isolation -e .; \
 	else \
-		pin="$(TORCH_PIN)"; pin="$${pin%+cpu}"; \
+		pin="$(TORCH_PIN)"; [ "$$(uname)" != Darwin ] || pin="$${pin%+cpu}"; \
 		echo "no lock for $$($(PY) -c 'import sys, platform; print(sys.version.split()[0], platform.machine())'): installing pyproject's ranges with $$pin"; \
 		$(PY) -m pip install --quiet $(call TORCH_INDEX,$$pin) "$$pin" "setuptools>=68" ninja \
 		&& $(PY) -m pip install --quiet --no-build-isolation -e ".[$(EXTRAS)]" \
 		&& $(PY) -m pip install --quiet --no-deps "$(TITAN)"; \
 	fi
-	$(PY) -c "import torch, sys; pin = '$(TORCH_PIN)'.split('==')[1]; sys.exit(0 if torch.__version__.split('+')[0] == pin.split('+')[0] and (torch.version.cuda is None) == pin.endswith('+cpu') else f'unexpected torch {torch.__version__} (cuda {torch.version.cuda}): expected {pin}')"
+	$(PY) -c "import torch, sys; pin = '$(TORCH_PIN)'.split('==')[1]; sys.exit(0 if torch.__version__.split('+')[0] == pin.split('+')[0] and (torch.version.cuda is None or not pin.endswith('+cpu')) else f'unexpected torch {torch.__version__} (cuda {torch.version.cuda}): expected {pin}')"
 	@# Later installs into the venv (`pip install timm`) keep this torch and take only the torchvision that
 	@# pairs with it (or none: README): the venv's own pip.conf constrains them.
 	printf '%s\n' "$(TORCH_PIN)" "$(VISION_PIN)" > $(VENV)/constraints.txt
@@ -113,9 +113,9 @@ lock:
 	done
 UV_FLAGS    := --generate-hashes --no-annotate --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
                --index-strategy unsafe-best-match
+comma       := ,
 EXTRA_FLAGS := $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra))
 
-comma := ,
 print-pins:
 	@echo "$(TORCH_PIN) $(VISION_PIN)"
 
