@@ -38,7 +38,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # tests' modules again (~0.5-1 CPU-s apiece; pytest's rewritten test modules are cached the same way).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup build-deps system-deps workbook test test-latest lock print-pins bench clean
+.PHONY: setup build-deps system-deps workbook test test-latest lock uv-venv print-pins bench clean
 
 setup: $(STAMP)
 
@@ -83,7 +83,7 @@ $(STAMP): pyproject.toml setup.py $(LOCK) $(wildcard neuronkit/device/simulator/
 # with (its find-links and indexes: the CPU torch lies in a local wheelhouse here), and PyTorch's CPU index
 # when pip finds no CPU torch. torchvision is locked beside torch when a build that pairs with it is found.
 UV        := uv==0.13.9
-LOCK_VENV := .venv-lock
+LOCK_VENV := .venv-tools
 LOCK_PY   := $(LOCK_VENV)/bin/python
 PIP_SOURCES := import subprocess, sys; \
 	out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout; \
@@ -93,13 +93,16 @@ PIP_SOURCES := import subprocess, sys; \
 BUILD_REQUIRES := import tomllib; \
 	print("\n".join(r for r in tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"] if not r.startswith("torch")))
 FOUND = $(LOCK_PY) -m pip install --dry-run --no-deps --ignore-installed --quiet
-lock:
-	@command -v $(PYTHON) >/dev/null || { echo "make lock needs $(PYTHON)"; exit 1; }
+# Shell: `sources` = uv's flags for pip's sources, and PyTorch's CPU index when pip finds no torch pin $(1).
+UV_SOURCES = sources="$$($(LOCK_PY) -c '$(PIP_SOURCES)')"; \
+	$(FOUND) "$(1)" >/dev/null 2>&1 || sources="$$sources --extra-index-url $(TORCH_CPU_INDEX)"
+uv-venv:
+	@command -v $(PYTHON) >/dev/null || { echo "uv's venv needs $(PYTHON)"; exit 1; }
 	@test -x $(LOCK_VENV)/bin/uv || { $(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_PY) -m pip install --quiet "$(UV)"; }
+lock: uv-venv
 	@set -e; for torch in 2.13 2.14; do \
 		pins="$$($(MAKE) --no-print-directory -s print-pins TORCH=$$torch)"; torch_pin="$${pins% *}"; vision_pin="$${pins#* }"; \
-		sources="$$($(LOCK_PY) -c '$(PIP_SOURCES)')"; \
-		$(FOUND) "$$torch_pin" >/dev/null 2>&1 || sources="$$sources --extra-index-url $(TORCH_CPU_INDEX)"; \
+		$(call UV_SOURCES,$$torch_pin); \
 		$(LOCK_PY) -c '$(BUILD_REQUIRES)' > $(LOCK_VENV)/requirements.in; echo "$$torch_pin" >> $(LOCK_VENV)/requirements.in; \
 		if $(FOUND) $$sources "$$vision_pin" >/dev/null 2>&1; then echo "$$vision_pin" >> $(LOCK_VENV)/requirements.in; \
 		else echo "lock/torch$$torch.txt: no $$vision_pin to be found: torchvision left out (README)"; fi; \
@@ -144,17 +147,20 @@ workbook: setup
 test: setup system-deps
 	$(PY) -m pytest
 
-# The same suite in a throwaway venv ($(LATEST)) resolved to the newest versions pyproject.toml allows (torch
-# kept at this release's pin): what a `make lock` today would bring, found on purpose rather than by CI.
-test-latest: system-deps
+# The same suite in a throwaway venv ($(LATEST)) resolved by uv to the newest versions pyproject.toml allows,
+# torch kept at this release's pin: what a `make lock` today would bring, found on purpose rather than by CI.
+test-latest: system-deps uv-venv
 	rm -rf $(LATEST)
 	$(PYTHON) -m venv $(LATEST)
 	printf '%s\n' "$(TORCH_PIN)" > $(LATEST)/constraints.txt
-	$(LATEST)/bin/python -m pip install --quiet $(call TORCH_INDEX,$(TORCH_PIN)) -c $(LATEST)/constraints.txt "$(TORCH_PIN)" "setuptools>=68" ninja
-	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -c $(LATEST)/constraints.txt \
-		--no-build-isolation -e ".[$(EXTRAS)]"
-	$(LATEST)/bin/python -m pip install --quiet --no-deps "$(TITAN)"
+	@set -e; $(call UV_SOURCES,$(TORCH_PIN)); uv="$(LOCK_VENV)/bin/uv pip install --python $(LATEST)/bin/python \
+		--index-strategy unsafe-best-match -c $(LATEST)/constraints.txt $$sources"; \
+	echo "uv pip install $(TORCH_PIN), then -e .[$(EXTRAS)] at their newest, into $(LATEST)"; \
+	$$uv --quiet "$(TORCH_PIN)" "setuptools>=68" ninja; \
+	$$uv --quiet --no-build-isolation -e ".[$(EXTRAS)]"; \
+	$$uv --quiet --no-deps "$(TITAN)"
 	$(LATEST)/bin/python -m pip list --format=freeze > $(LATEST)/versions.txt
+	$(LATEST)/bin/python -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	$(LATEST)/bin/python -m pytest
 
 bench: setup
