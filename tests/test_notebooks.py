@@ -191,7 +191,7 @@ def assert_checked_cells_match_their_recorded_outputs(executed: Path) -> None:
 
 
 # Left out of the copy the wheel is built from: environments, outputs and caches, not sources.
-_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", "__pycache__",
+_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv*", ".tmp", "runs", "build", "dist", "*.egg-info", "__pycache__",
                                       "neff_cache", ".ipynb_checkpoints")
 
 
