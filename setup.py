@@ -11,6 +11,7 @@ from pathlib import Path
 
 from setuptools import Command, setup
 from setuptools.command.build import build
+from setuptools.modified import newer_group
 
 _CSRC = Path("neuronkit/device/simulator/csrc")
 
@@ -71,6 +72,25 @@ class _BuildExtension(BuildExtension.with_options(use_ninja=_ninja_on_path())):
         super().finalize_options()
         self.force = self.get_finalized_command("build").force
         self.build_temp = os.path.join(self.build_temp, f"torch-{_NATIVE.torch_release(torch.__version__)}")
+
+    def run(self) -> None:
+        """An editable install (in place) whose extension is newer than its sources is not compiled or copied
+        again: setuptools builds it in an empty temporary directory each time, then overwrites the one in the
+        source tree, which a running process of another venv of the same torch release may have loaded."""
+        build_py = self.get_finalized_command("build_py")
+        if self.inplace and not self.force and all(
+                os.path.exists(path := self._get_inplace_equivalent(build_py, ext)[0])
+                and not newer_group([*ext.sources, *ext.depends], path) for ext in self.extensions):
+            return
+        super().run()
+
+    def copy_file(self, infile, outfile, *args, **kwargs):  # noqa: ANN001, ANN201 - distutils' signature
+        """The built extension replaces the one in the source tree by a rename, never by rewriting it: a process
+        that loaded the old file keeps an intact mapping."""
+        partial = f"{outfile}.partial"
+        copied = super().copy_file(infile, partial, *args, **kwargs)
+        os.replace(partial, outfile)
+        return outfile, copied[1]
 
 
 class _BuildNkiPth(Command):
