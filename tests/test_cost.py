@@ -184,3 +184,26 @@ def test_an_encoder_is_not_served(capsys):
     assert json.loads(capsys.readouterr().out)["estimate"]["tokens_per_s"] > 0
     with pytest.raises(NeuronkitInputError):
         serving.estimate(model_shape("tiny-bert"), instance("inf2.xlarge"))
+
+
+def test_the_report_says_what_it_will_cost(tmp_path):
+    """The report's section: without notebook 07's record it summarizes the run's model with the default
+    budget; with one, the team's budget and targets; every figure labelled an estimate, with its band."""
+    from neuronkit.cost import record as cost_record
+    from neuronkit.reporting import report
+    from test_report import passing_records, write_run
+
+    run = write_run(tmp_path / "run", passing_records("tiny-qwen3"), {"model": "tiny-qwen3", "dtype": "float32"})
+    paths = report(run)
+    html, data = paths.html.read_text(), json.loads(paths.json.read_text())
+    section = html[html.index('<section id="cost"'):html.index("</section>", html.index('<section id="cost"'))]
+    assert "What it will cost" in section and "ESTIMATES" in section and "±35%" in section
+    assert "1 × trn1.2xlarge" in section and "default budget" in section  # a tiny model: the smallest instance
+    assert data["cost"]["training"][0]["instance"] == "trn1.2xlarge"
+    assert data["cost"]["serving"][0]["usd_per_million_tokens"] > 0
+    assert not [k for k in data["key_numbers"] if k["clock"] == "host"]
+    cost_record.write(run, cost_record.summarize("tiny-qwen3", tokens=1e9, max_tpot_ms=20))
+    html = report(run).html.read_text()
+    assert "notebook 07, with its budget and targets" in html and "Training 1.0 B tokens (estimate)" in html
+    (run / cost_record.RECORD).write_text('{"schema": 1, "model": 3}')  # hand-edited junk: ignored, summarized
+    assert "default budget" in report(run).html.read_text()

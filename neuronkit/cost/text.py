@@ -24,12 +24,14 @@ def count(value: float) -> str:
 
 
 def hours(value: float) -> str:
-    """`3.2 h` / `41 days` / `2.3 years`."""
+    """`12 min` / `3.2 h` / `41 days` / `2.3 years`."""
     if value >= 24 * 365:
         return f"{value / 24 / 365:,.1f} years"
     if value >= 48:
         return f"{value / 24:,.0f} days"
-    return f"{value:,.1f} h"
+    if value >= 1:
+        return f"{value:,.1f} h"
+    return format_duration(value * 3600)
 
 
 def training(est: TrainingEstimate) -> list[str]:
