@@ -170,6 +170,8 @@ def test_serving_sweep_meets_its_latency_targets():
     (["--serve", "--usd-per-hour", "-1"], "--usd-per-hour must be positive"),
     (["--serve", "--instance", "trn1.32xlarge", "--tp", "3"], "tp=3 does not divide the 32 cores"),
     (["--global-batch", "8", "--dtype", "int8"], "not one the neuron device computes in"),
+    (["--sweep", "--instance", "inf2.xlarge"], "inference instances (Inferentia2)"),
+    (["--global-batch", "8", "--instance", "inf2.xlarge"], "inf2.xlarge is an inference instance"),
 ])
 def test_cost_options_bad_input_is_one_line(argv, message, capsys):
     assert main(["plan", "tiny-qwen3", *argv]) == 2

@@ -18,6 +18,7 @@ from typing import Iterator
 from neuronkit.cost import memory, serving, training
 from neuronkit.cost.pricing import Pricing
 from neuronkit.cost.shape import ModelShape
+from neuronkit.errors import NeuronkitInputError
 from neuronkit.planner.instances import Instance, instances
 from neuronkit.planner.plan import Layout
 
@@ -34,8 +35,11 @@ class Choice:
 
     def candidates(self, serving_only_too: bool) -> list[Instance]:
         known = instances()
-        names = self.instances or tuple(known)
-        return [known[n] for n in names if serving_only_too or not known[n].serving_only]
+        chosen = [known[n] for n in self.instances or tuple(known) if serving_only_too or not known[n].serving_only]
+        if self.instances and not chosen:
+            raise NeuronkitInputError(f"{', '.join(self.instances)}: inference instances (Inferentia2); training "
+                                      "estimates cover Trainium instances")
+        return chosen
 
     def pricing(self, inst: Instance) -> Pricing:
         return Pricing.of(inst, self.price, self.usd_per_hour)

@@ -141,6 +141,9 @@ def estimate(shape: ModelShape, inst: Instance, layout: Layout, *, nodes: int = 
     data-parallel replica; it is rounded up to a whole number of micro-batches per replica. `tokens`, the
     run's token budget, defaults to Chinchilla's 20 per parameter."""
     c = constants or frozen()
+    if inst.serving_only:
+        raise NeuronkitInputError(f"{inst.name} is an inference instance ({inst.chip_name}): training estimates "
+                                  "cover Trainium instances; estimate serving on it with --serve")
     require_positive_ints(nodes=nodes, micro_batch=micro_batch, seq_len=seq_len, **(
         {"global_batch": global_batch} if global_batch is not None else {}))
     if layout.pp > shape.layers:

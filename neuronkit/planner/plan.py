@@ -353,7 +353,7 @@ def link(layout: Layout, group: str, inst: Instance) -> tuple[str, float]:
     """
     stride = math.prod(getattr(layout, d) for d in _DIMS[:_DIMS.index(group)])
     span = (getattr(layout, group) - 1) * stride
-    if span >= inst.cores * inst.ultraserver_instances or (span >= inst.cores and inst.ultraserver_instances == 1):
+    if span >= inst.cores * inst.ultraserver_instances:
         return "EFA", inst.efa_bytes_per_s_per_core
     if span >= inst.cores:
         return "NeuronLink (UltraServer)", inst.neuronlink_inter_bytes_per_s_per_core
