@@ -193,6 +193,7 @@ def test_the_report_says_what_it_will_cost(tmp_path):
     budget; with one, the team's budget and targets; every figure labelled an estimate, with its band."""
     from neuronkit.cost import record as cost_record
     from neuronkit.reporting import report
+    from neuronkit.reporting.cost import cost_section
     from test_report import passing_records, write_run
 
     run = write_run(tmp_path / "run", passing_records("tiny-qwen3"), {"model": "tiny-qwen3", "dtype": "float32"})
@@ -204,8 +205,11 @@ def test_the_report_says_what_it_will_cost(tmp_path):
     assert data["cost"]["training"][0]["instance"] == "trn1.2xlarge"
     assert data["cost"]["serving"][0]["usd_per_million_tokens"] > 0
     assert not [k for k in data["key_numbers"] if k["clock"] == "host"]
+    params = {"model": "tiny-qwen3"}
     cost_record.write(run, cost_record.summarize("tiny-qwen3", tokens=1e9, max_tpot_ms=20))
-    html = report(run).html.read_text()
-    assert "notebook 07, with its budget and targets" in html and "Training 1.0 B tokens (estimate)" in html
+    section = cost_section(run, params)
+    assert section["source"].startswith("notebook 07") and section["tiles"][0]["label"] == \
+        "Training 1.0 B tokens (estimate)"
     (run / cost_record.RECORD).write_text('{"schema": 1, "model": 3}')  # hand-edited junk: ignored, summarized
-    assert "default budget" in report(run).html.read_text()
+    assert "default budget" in cost_section(run, params)["source"]
+    assert "not found" in cost_section(run, {"model": "no/such-model"})["unavailable"]
