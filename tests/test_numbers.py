@@ -72,7 +72,7 @@ def test_measured_times_are_labelled_host_and_estimates_keep_their_label() -> No
                                       est_trn2_step_us=8.0)
     items = evidence_items("profile", record, host=True)
     fields = {(item.label, label): value for item in items for label, value in item.fields}
-    assert fields["", "Estimated forward on trn2 (roofline)"] == "8 µs"
+    assert ("", "Estimated forward on trn2 (roofline)") not in fields  # the roofline sum leaves the cards
     assert fields["Profiler overhead", "Overhead (host)"] == "3.25×"
     assert fields["Profiler overhead", "Plain step (the overhead's baseline) (host)"] == "4 ms"
     assert fields["Profiler overhead", "Reading"] == "high"
