@@ -111,6 +111,22 @@ def test_held_to_aws_published_rows():
     assert all(len(c.outside) > 40 for c in found if c.outside)  # and every row not held says why
 
 
+def test_a_mixture_of_experts_counts_its_active_experts(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 256, "num_local_experts": 8,
+        "num_experts_per_tok": 2}))
+    shape = model_shape(str(config))
+    assert shape.parameters == models.num_parameters(models.load_config(str(config)))
+    assert shape.expert_share == 0.25 and shape.splittable
+    # a token multiplies 2 of 8 experts: the active layer is the attention, the router and a quarter of the experts
+    active = shape.layer_qo + shape.layer_kv + shape.layer_dense + shape.layer_experts / 4
+    assert shape.rank_layer(1, active=True) == active and shape.rank_layer(2) < shape.rank_layer(1)
+    est = serving.estimate(shape, instance("inf2.xlarge"))
+    assert any("mixture of experts" in note for note in est.notes)
+
+
 def test_training_estimate_of_the_published_8b_row():
     shape = validation._shape("Llama-3.1-8B")
     trn1 = instance("trn1.32xlarge")

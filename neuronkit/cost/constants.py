@@ -27,14 +27,18 @@ class Constants:
     retrieved: str  # when the published rows were read
     parameters_checked: tuple[int, int] = (0, 0)  # the smallest and largest model among the published rows
 
-    def range_note(self, parameters: int) -> str | None:
-        """A note when a model lies outside the sizes the published rows cover: its estimate extrapolates."""
+    def range_notes(self, parameters: int, experts: bool) -> list[str]:
+        """Notes when a model lies outside what the published rows cover: its estimate extrapolates."""
         low, high = self.parameters_checked
-        if low <= parameters <= high:
-            return None
-        return (f"a {parameters / 1e9:.3g}B-parameter model lies outside the published rows' "
-                f"{low / 1e9:.2g}B-{high / 1e9:.3g}B: the band was not measured there (small models pay fixed "
-                "per-step and per-launch costs the model does not hold)")
+        notes = []
+        if not low <= parameters <= high:
+            notes.append(f"a {parameters / 1e9:.3g}B-parameter model lies outside the published rows' "
+                         f"{low / 1e9:.2g}B-{high / 1e9:.3g}B: the band was not measured there (small models pay "
+                         "fixed per-step and per-launch costs the model does not hold)")
+        if experts:
+            notes.append("a mixture of experts: no published row the band was measured on is one; the experts are "
+                         "split by tensor parallel (no expert parallelism) and decoding reads every expert's weights")
+        return notes
 
     def checked_on(self, kind: str) -> str:
         """Which published rows the `kind` (training or serving) band was measured on, in one line."""

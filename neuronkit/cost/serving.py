@@ -141,7 +141,6 @@ def estimate(shape: ModelShape, inst: Instance, *, tp: int | None = None, batch:
     context = input_len + output_len  # a compiled graph's cache has its full length, and attention reads it all
     cache_read = batch * context * shape.kv_bytes_per_token(kv_bytes, tp)
     decode = step(shape.forward_flops(batch, context, tp=tp), weight_bytes + cache_read, batch)
-    note = c.range_note(shape.parameters)
     rank = memory.serving(shape, tp=tp, batch=batch, context=input_len + output_len,
                           weight_bytes=WEIGHT_BYTES[weights], kv_bytes=kv_bytes)
     return ServingEstimate(model=shape.name, instance=inst.name, tp=tp, replicas=inst.cores // tp, batch=batch,
@@ -152,7 +151,8 @@ def estimate(shape: ModelShape, inst: Instance, *, tp: int | None = None, batch:
                            model_flops=(shape.forward_flops(prompt, input_len / 2, logits=batch)
                                         + output_len * shape.forward_flops(batch, input_len + output_len / 2)),
                            peak_flops=inst.peak_flops(dtype) * inst.cores, checked_on=c.checked_on("serving"),
-                           max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, notes=[note] if note else [])
+                           max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s,
+                           notes=c.range_notes(shape.parameters, shape.layer_experts > 0))
 
 
 def _seconds(parts: dict[str, float]) -> float:

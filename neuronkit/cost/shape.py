@@ -40,8 +40,9 @@ class ModelShape:
     layer_qo: int  # query and output projections (split by query head)
     layer_kv: int  # key and value projections (split by key/value head)
     layer_mlp: int  # the MLP matrices tensor parallel splits (gate/up/down)
-    layer_dense: int  # other matrices, kept whole on every tp rank (experts, routers, unplanned layers)
-    expert_share: float  # of `layer_dense`, the part one token passes through (top-k of E experts; else 1)
+    layer_experts: int  # a mixture of experts' matrices, split by tensor parallel like the MLP's
+    layer_dense: int  # other matrices, kept whole on every tp rank (routers, layers without a TP plan)
+    expert_share: float  # of `layer_experts`, the part one token passes through (top-k of E experts)
     layer_io: int  # elements per token its matrices read and write (inputs and outputs), active experts only
 
     @property
@@ -50,8 +51,9 @@ class ModelShape:
 
     @property
     def splittable(self) -> bool:
-        """Whether a tensor-parallel plan splits its layers (Llama-style q/k/v/o and gate/up/down names)."""
-        return self.layer_qo > 0 and self.layer_mlp > 0
+        """Whether a tensor-parallel plan splits its layers (Llama-style q/k/v/o projections, and gate/up/down
+        or experts)."""
+        return self.layer_qo > 0 and (self.layer_mlp > 0 or self.layer_experts > 0)
 
     def query_heads(self, tp: int) -> int:
         """Query heads on one of `tp` ranks: padded up when tp does not divide them (NxD's pad_model)."""
@@ -66,9 +68,10 @@ class ModelShape:
         """One layer's parameters on one of `tp` ranks (`active`: only those a token multiplies by)."""
         attention = (self.layer_qo * self.query_heads(tp) / self.heads
                      + self.layer_kv * self.kv_heads_per_rank(tp) / self.kv_heads)
-        whole = self.layer_dense * self.expert_share if active else self.layer_dense
-        vectors = 0 if active else self.layer - self.layer_qo - self.layer_kv - self.layer_mlp - self.layer_dense
-        return attention + self.layer_mlp / tp + whole + vectors
+        experts = self.layer_experts * (self.expert_share if active else 1.0)
+        vectors = 0 if active else (self.layer - self.layer_qo - self.layer_kv - self.layer_mlp - self.layer_experts
+                                    - self.layer_dense)
+        return attention + (self.layer_mlp + experts) / tp + self.layer_dense + vectors
 
     def forward_flops(self, tokens: float, context: float, *, logits: float | None = None, tp: int = 1) -> float:
         """FLOPs of a forward on one of `tp` ranks over `tokens` tokens that each attend to `context`
@@ -123,7 +126,7 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
     head = total(head_module) if head_module is not None else 0
     everything = sum(p.numel() for p in model.parameters())
     other = everything - embedding - one_layer - head
-    counts = {"qo": 0, "kv": 0, "mlp": 0, "dense": 0}
+    counts = {"qo": 0, "kv": 0, "mlp": 0, "experts": 0, "dense": 0}
     io = 0.0
     experts = _active_expert_share(text)
     for pname, p in layer.named_parameters():
@@ -131,7 +134,7 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
             continue
         owner = pname.rsplit(".", 2)[-2] if pname.count(".") else ""
         kind = ("qo" if owner in ("q_proj", "o_proj") else "kv" if owner in ("k_proj", "v_proj")
-                else "mlp" if owner in TP_SPLIT else "dense")
+                else "experts" if "expert" in pname else "mlp" if owner in TP_SPLIT else "dense")
         counts[kind] += p.numel()
         share = experts if "expert" in pname else 1.0
         io += (p.shape[-1] + p.shape[-2]) * share * (p.shape[0] if p.dim() == 3 else 1)
@@ -143,8 +146,8 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
         hidden=hidden, heads=heads, kv_heads=getattr(text, "num_key_value_heads", None) or heads,
         head_dim=getattr(text, "head_dim", None) or (hidden // heads if heads else 0),
         vocab=getattr(text, "vocab_size", 0) or 0, embedding=embedding, head=head, other=other, layer=one_layer,
-        layer_qo=counts["qo"], layer_kv=counts["kv"], layer_mlp=counts["mlp"], layer_dense=counts["dense"],
-        expert_share=experts, layer_io=int(io))
+        layer_qo=counts["qo"], layer_kv=counts["kv"], layer_mlp=counts["mlp"], layer_experts=counts["experts"],
+        layer_dense=counts["dense"], expert_share=experts, layer_io=int(io))
 
 
 def _active_expert_share(config: PretrainedConfig) -> float:
