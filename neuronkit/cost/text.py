@@ -38,7 +38,8 @@ def training(est: TrainingEstimate) -> list[str]:
     """The training estimate of one layout, a few lines."""
     step = est.step
     where = ", ".join(f"{name} {format_duration(value)}" for name, value in (
-        ("compute", step.compute), ("HBM-bound extra", step.memory_bound), ("exposed communication", step.communication),
+        ("compute", step.compute), ("HBM-bound extra", step.memory_bound),
+        ("exposed communication", step.communication),
         ("collective latency", step.latency), ("pipeline bubble", step.pipeline_bubble),
         ("data-parallel all-reduce", step.data_parallel), ("optimizer", step.optimizer)) if value > 0)
     lines = [f"ESTIMATE, {est.checked_on}:",

@@ -7,17 +7,19 @@ Per micro-batch, on one rank of the slowest pipeline stage (the last: its layers
   achievable fraction;
 - HBM: weights read three times (forward, the two backward matmuls) and the saved activations written
   and read back, at HBM bandwidth × the fitted fraction; the micro-batch takes the slower of the two;
-- tensor parallel: four all-reduces per layer of the micro-batch's hidden states (Megatron: two forward,
-  two backward), on the critical path;
-- pipeline: a send and a receive per stage boundary, on the critical path; 1F1B runs m + pp - 1 slots;
+- tensor parallel with sequence parallel (the Neuron recipes'): an all-gather before and a reduce-scatter
+  after attention and the MLP, forward and backward, per layer;
+- pipeline: a send and a receive per stage boundary; 1F1B runs m + pp - 1 slots;
 - FSDP: each layer's parameters gathered forward and backward and its gradients reduce-scattered, every
-  micro-batch, overlapped with compute (prefetch): the slot takes the slower of the two;
-- data parallel: one gradient all-reduce per step, overlapped with the last micro-batch's backward;
+  micro-batch;
+- overlap: collective traffic runs beside compute (the chips' collective-communication cores), so a slot
+  takes the slower of compute and traffic; every collective's fixed latency is on the critical path;
+- data parallel: one gradient all-reduce per step, hidden behind the last micro-batch's backward when it can;
 - the optimizer step: AdamW reads and writes parameters, gradients and two states at HBM bandwidth.
 
-Every collective pays the fitted latency plus its ring traffic over the slowest link its group crosses
-(`neuronkit.planner.plan.link`). Not modelled: activation recomputation (its cost is inside the fitted
-compute fraction, fitted on a recipe that recomputes selectively), host input pipelines, checkpoints.
+Traffic is ring algorithms over the slowest link a group crosses (`neuronkit.planner.plan.link`). Not
+modelled: activation recomputation (its cost is inside the fitted compute fraction, fitted on a recipe
+that recomputes selectively), host input pipelines, checkpoints.
 """
 
 from __future__ import annotations
@@ -196,9 +198,9 @@ def estimate(shape: ModelShape, inst: Instance, layout: Layout, *, nodes: int = 
         data_parallel = max(0.0, traffic_s("all_reduce", "dp", grads) - 2 / 3 * micro) + c.collective_latency_s
     rank_params = memory.stage_parameters(shape, layout, last)
     optimizer = rank_params * nbytes * (2 + 2 * (1 + memory.ADAMW_STATES)) / hbm  # read p, g, states; write p, states
-    step = StepTime(compute=m * compute, memory_bound=m * (micro - compute), communication=m * (max(micro, sends) - micro),
-                    latency=m * calls * c.collective_latency_s, pipeline_bubble=(layout.pp - 1) * slot,
-                    data_parallel=data_parallel, optimizer=optimizer)
+    step = StepTime(compute=m * compute, memory_bound=m * (micro - compute),
+                    communication=m * (max(micro, sends) - micro), latency=m * calls * c.collective_latency_s,
+                    pipeline_bubble=(layout.pp - 1) * slot, data_parallel=data_parallel, optimizer=optimizer)
     global_batch = m * per_step
     model_flops = 3 * shape.forward_flops(global_batch * seq_len, context)
     mfu = model_flops / (step.total * layout.world * inst.peak_flops(dtype))

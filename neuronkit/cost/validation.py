@@ -74,8 +74,8 @@ def checks(constants: Constants) -> list[Check]:
                                 micro_batch=r["micro_batch"], seq_len=r["seq_len"], global_batch=r["global_batch"],
                                 dtype=r["dtype"], constants=constants)
         step = est.step
-        detail = (f"step {est.step_seconds:.2f} s: compute {step.compute:.2f} s, collective latency {step.latency:.2f} s, "
-                  f"pipeline bubble {step.pipeline_bubble:.2f} s; MFU {est.mfu:.1%}")
+        detail = (f"step {est.step_seconds:.2f} s: compute {step.compute:.2f} s, collective latency "
+                  f"{step.latency:.2f} s, pipeline bubble {step.pipeline_bubble:.2f} s; MFU {est.mfu:.1%}")
         found.append(Check("training", "sequences_per_s", r["row"], f"{r['file']}:{r['line']}",
                            r["published_sequences_per_s"], est.sequences_per_s, r["fit"], r.get("outside", ""), detail))
     for r in published()["serving"]:
@@ -129,9 +129,10 @@ def fit(retrieved: str) -> Constants:
 
     def rate(c: Constants) -> float:
         r = train_row
-        return training.estimate(_shape(r["model"]), instance(r["instance"]), Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"]),
-                                 nodes=r["nodes"], micro_batch=r["micro_batch"], seq_len=r["seq_len"],
-                                 global_batch=r["global_batch"], dtype=r["dtype"], constants=c).sequences_per_s
+        layout = Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"])
+        return training.estimate(_shape(r["model"]), instance(r["instance"]), layout, nodes=r["nodes"],
+                                 micro_batch=r["micro_batch"], seq_len=r["seq_len"], global_batch=r["global_batch"],
+                                 dtype=r["dtype"], constants=c).sequences_per_s
 
     compute, hbm, latency = 0.25, 1.0, 1e-4
     for _ in range(6):
