@@ -1,11 +1,13 @@
 """The matchers: one libcst pass over a module that finds every use a rule in `rules.py` is about and, for
-`rewrite` rules spelled so a mechanical edit is safe, builds the rewritten node (libcst keeps everything
-else byte for byte, so the diff shows only the fixed expressions)."""
+`rewrite` rules where a mechanical edit keeps every path the script took before, builds the rewritten node
+(libcst keeps everything else byte for byte, so the diff shows only the fixed code). CUDA checks follow
+`guards.py`: kept as they read without CUDA, unless their torch.accelerator form provably changes nothing
+the script computes."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata import (
@@ -16,12 +18,26 @@ from libcst.metadata import (
     QualifiedNameSource,
 )
 
-from neuronkit.port.rules import Rule, load_rules, rule_for_name
+from neuronkit.port import edits
+from neuronkit.port.guards import CHECK_LITERAL, Check, Checks, code, comparison_check, literal_string, startswith_check
+from neuronkit.port.rules import Rule, load_rules, rule_by_id, rule_for_name
+
+# `from torch.cuda.amp import GradScaler, autocast`: the same names in torch.amp, which take the device first.
+AMP_NAMES = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.autocast"})
+PROCESS_GROUP = "torch.distributed.init_process_group"
+AT_CALL = frozenset({"autocast", "grad_scaler", "template", "statement", "add_keyword"})  # fixes made at the call
+# neuronx-distributed's parallel layers and the DTensor style each becomes (nxd-parallel-layers' plan note).
+TP_STYLES = {"ColumnParallelLinear": "ColwiseParallel()", "RowParallelLinear": "RowwiseParallel()",
+             "ParallelEmbedding": "RowwiseParallel(input_layouts=Replicate())"}
+SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                      "torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch"})
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One CUDA-specific use: where, what (the source text), the rule, and whether `--write` fixes it."""
+    """One CUDA- or XLA-specific use: where, what (the source text), the rule, whether `--write` fixes it,
+    its category (the rule's, or `decide` for a blocker only a branch not taken on neuron reaches) and a note
+    about this use (both branches of a check, the plan for parallel layers)."""
 
     path: str
     line: int
@@ -30,24 +46,72 @@ class Finding:
     rule: Rule
     detail: str  # the qualified name, method or literal matched
     fixed: bool  # the rewrite is applied by --write / --diff
+    category: str = ""
+    note: str | None = None
 
-    @property
-    def category(self) -> str:
-        return self.rule.category
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else None
-    return None
+    def __post_init__(self) -> None:
+        if not self.category:
+            object.__setattr__(self, "category", self.rule.category)
 
 
-def _expr(code: str) -> cst.BaseExpression:
-    return cst.parse_expression(code)
+@dataclass(frozen=True)
+class ProjectFacts:
+    """What the whole project does that some rewrites (and `--run`) depend on: whether it starts several
+    processes (`distributed`), makes its own process group (`own_group`), starts its own processes with
+    torch.multiprocessing or xmp.spawn (`spawns`)."""
+
+    distributed: bool = False
+    own_group: bool = False
+    spawns: bool = False
+
+
+class _Calls(cst.CSTVisitor):
+    """The qualified names of every call in a module."""
+
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.names.update(q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set()))
+
+
+def called_names(module: cst.MetadataWrapper) -> set[str]:
+    """Every fully qualified name the module calls."""
+    finder = _Calls()
+    module.visit(finder)
+    return finder.names
+
+
+def facts_from(names: set[str]) -> ProjectFacts:
+    """The project's facts from the names its modules call."""
+    return ProjectFacts(distributed=bool(names & (SPAWNERS | {PROCESS_GROUP})), own_group=PROCESS_GROUP in names,
+                        spawns=bool(names & SPAWNERS))
+
+
+@dataclass
+class _Guard:
+    """A check in an `if` test that stays as it reads without CUDA: where each branch is, for the note."""
+
+    line: int
+    taken: tuple[int, int] | None  # the branch neuron takes (lines), None when it cannot be told
+    untaken: tuple[int, int] | None
+    value: object
+    findings: list[int] = field(default_factory=list)
+
+
+def _expr(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def _string(value: str, like: cst.SimpleString) -> cst.SimpleString:
+    return like.with_changes(value=f"{like.prefix}{like.quote}{value}{like.quote}")
+
+
+def _neuron(value: str) -> str:
+    return re.sub(r"^(cuda|xla)", "neuron", value)
 
 
 class PortMatcher(cst.CSTTransformer):
@@ -55,37 +119,96 @@ class PortMatcher(cst.CSTTransformer):
 
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, facts: ProjectFacts = ProjectFacts()) -> None:
         super().__init__()
         self.path = path
+        self.facts = facts
         self.findings: list[Finding] = []
+        self.helpers: set[str] = set()
+        self.line_map: list[int] = []  # the original's line of each line of the rewritten module
+        self.added_lines: set[int] = set()  # lines of the rewritten module the original has not (the helpers)
         self._import_depth = 0
         self._rules = load_rules()
         self._methods = {r.method: r for r in self._rules if r.method}
         self._strings = [r for r in self._rules if r.string_values or r.value_regex]
         self._keywords = [r for r in self._rules if r.keyword]
+        self._missing = [r for r in self._rules if r.missing_keyword]
+        guard_rules = {name: r.id for r in self._rules if r.guard for name in r.names}
+        guard_attributes = {r.method: r.id for r in self._rules if r.guard and r.method}
+        self.checks = Checks(self._resolve, guard_rules, guard_attributes)
         self._fixed_imports: set[str] = set()  # names imported from torch.neuron by a fixed import line
+        self._amp_names: set[str] = set()  # local names of torch.cuda.amp imports moved to torch.amp
+        self._rewrite_checks: set[int] = set()  # check nodes inside a guard that is rewritten
+        self._folded: set[int] = set()  # nodes whose findings a guard rewrite's own finding stands for
+        self._check_guard: dict[int, _Guard] = {}
+        self._guards: list[_Guard] = []
+        self._xla_imports: list[tuple[int, set[str]]] = []  # (finding index, names the import binds)
+        self._plans: dict[str, dict[str, str]] = {}  # class -> {attribute: DTensor style} (parallel layers)
+        self._plan_findings: list[tuple[int, str]] = []
 
     # --- bookkeeping -------------------------------------------------------------------------------------
-    def _add(self, node: cst.CSTNode, rule: Rule, detail: str, fixed: bool) -> None:
-        start = self.get_metadata(PositionProvider, node).start
-        code = self.module.code_for_node(node)
-        self.findings.append(Finding(self.path, start.line, start.column + 1, " ".join(code.split())[:80],
-                                     rule, detail, fixed and rule.category == "rewrite"))
+    def _resolve(self, node: cst.CSTNode) -> set[str]:
+        names: set[QualifiedName] = self.get_metadata(QualifiedNameProvider, node, set())
+        return {q.name for q in names if q.source is QualifiedNameSource.IMPORT or q.name.startswith("builtins.")}
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self.module = node
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
+
+    def _add(self, node: cst.CSTNode, rule: Rule, detail: str, fixed: bool, note: str | None = None) -> int:
+        if id(node) in self._folded:
+            return -1
+        start = self.get_metadata(PositionProvider, node).start
+        text = self.module.code_for_node(node)
+        finding = Finding(self.path, start.line, start.column + 1, " ".join(text.split())[:80], rule, detail,
+                          fixed and rule.category == "rewrite", note=note)
+        self.findings.append(finding)
+        return len(self.findings) - 1
+
+    def _mark_fixed(self, index: int) -> None:
+        if index >= 0:
+            self.findings[index] = replace(self.findings[index], fixed=True)
 
     def _imported_names(self, node: cst.CSTNode) -> list[str]:
         names: set[QualifiedName] = self.get_metadata(QualifiedNameProvider, node, set())
         return sorted(q.name for q in names if q.source is QualifiedNameSource.IMPORT)
+
+    # --- the module --------------------------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
+        self.checks.collect_flags(node)
+        self._amp_imports_movable = self._amp_only_called(node)
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        updated = self._drop_unused_xla_imports(updated)
+        updated = edits.sweep_removed(updated)
+        with_helpers = edits.insert_helpers(updated, self.helpers)
+        self.line_map, self.added_lines = edits.line_map(updated.code, with_helpers.code)
+        updated = with_helpers
+        self._note_guards()
+        self._note_plans()
+        return updated
+
+    def _amp_only_called(self, module: cst.Module) -> bool:
+        """Whether every use of a name imported from torch.cuda.amp (GradScaler, autocast) is a call."""
+        for node in _walk(module):
+            if isinstance(node, cst.Call):
+                continue
+            if isinstance(node, cst.Name) and set(self._imported_names(node)) & AMP_NAMES:
+                parent = self.get_metadata(ParentNodeProvider, node, None)
+                if not (isinstance(parent, cst.Call) and parent.func is node) and \
+                        not isinstance(parent, (cst.ImportAlias, cst.AsName)):
+                    return False
+        return True
 
     # --- imports -----------------------------------------------------------------------------------------
     def visit_Import(self, node: cst.Import) -> None:
         self._import_depth += 1
         for alias in node.names:
             name = _dotted(alias.name) or ""
-            if (rule := rule_for_name(name)) and rule.prefix and rule.category == "blocker":
+            if name == "torch_xla" or name.startswith("torch_xla."):
+                bound = alias.asname.name.value if alias.asname else name.split(".")[0]  # type: ignore[union-attr]
+                self._xla_imports.append((self._add(node, rule_by_id("xla-import"), name, False), {bound}))
+            elif (rule := rule_for_name(name)) and rule.prefix and rule.category == "blocker":
                 self._add(alias, rule, name, False)
 
     def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import:
@@ -98,6 +221,11 @@ class PortMatcher(cst.CSTTransformer):
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.BaseSmallStatement:
         self._import_depth -= 1
         module = _dotted(original.module) if original.module and not original.relative else None
+        if module is not None and (module == "torch_xla" or module.startswith("torch_xla.")):
+            bound = set() if isinstance(original.names, cst.ImportStar) else {
+                (a.asname.name.value if a.asname else _dotted(a.name)) for a in original.names}  # type: ignore[union-attr]
+            self._xla_imports.append((self._add(original, rule_by_id("xla-import"), module, False), bound))
+            return updated
         if module is None or isinstance(original.names, cst.ImportStar):
             if module and (rule := rule_for_name(module)):
                 self._add(original, rule, module, False)
@@ -107,13 +235,29 @@ class PortMatcher(cst.CSTTransformer):
         # `from torch.cuda import synchronize, empty_cache`: the same names exist in torch.neuron
         same_name = module == "torch.cuda" and len(hits) == len(original.names) and all(
             rule.fix == "rename" and rule.target == "torch.neuron." + name.rsplit(".", 1)[1] for _, name, rule in hits)
+        # `from torch.cuda.amp import GradScaler, autocast`: torch.amp's, called with the device first
+        amp = module == "torch.cuda.amp" and len(hits) == len(original.names) and self._amp_imports_movable and \
+            all(name in AMP_NAMES for _, name, _ in hits)
         for alias, name, rule in hits:
-            self._add(alias, rule, name, same_name)
+            self._add(alias, rule, name, same_name or amp)
+        local = {(alias.asname.name.value if alias.asname else _dotted(alias.name)) for alias, _, _ in hits}  # type: ignore[union-attr]
         if same_name:
-            self._fixed_imports.update((alias.asname.name.value if alias.asname else _dotted(alias.name))
-                                       for alias, _, _ in hits)
+            self._fixed_imports.update(local)  # type: ignore[arg-type]
             return updated.with_changes(module=_expr("torch.neuron"))
+        if amp:
+            self._amp_names.update(local)  # type: ignore[arg-type]
+            return updated.with_changes(module=_expr("torch.amp"))
         return updated
+
+    def _drop_unused_xla_imports(self, module: cst.Module) -> cst.Module:
+        """Each torch_xla import whose names nothing in the rewritten module uses any more is removed."""
+        if not self._xla_imports:
+            return module
+        used = used_outside_imports(module)
+        for index, bound in self._xla_imports:
+            if bound and not bound & used:
+                self._mark_fixed(index)
+        return module.visit(_ImportDropper())
 
     # --- names and attributes ----------------------------------------------------------------------------
     def _outermost(self, node: cst.CSTNode) -> bool:
@@ -132,16 +276,70 @@ class PortMatcher(cst.CSTTransformer):
             if rule is None:
                 continue
             spelled = _dotted(original) == name
-            if rule.fix == "rename" and not spelled:
-                if _dotted(original) in self._fixed_imports:
-                    return updated  # its import line was rewritten to torch.neuron
-            if rule.fix == "autocast":
-                self._add(original, rule, name, False)  # fixed at the call, see leave_Call
-                return updated
+            if rule.guard:
+                return self._query(original, updated, rule, name)
+            if rule.fix == "rename_last":
+                self._add(original, rule, name, True)
+                assert isinstance(updated, cst.Attribute) and rule.target
+                return updated.with_changes(attr=cst.Name(rule.target))
+            if rule.fix == "rename" and not spelled and _dotted(original) in self._fixed_imports:
+                return updated  # its import line was rewritten to torch.neuron
+            if rule.fix in AT_CALL or rule.missing_keyword:
+                parent = self.get_metadata(ParentNodeProvider, original, None)
+                if isinstance(parent, cst.Call) and parent.func is original or isinstance(parent, cst.Decorator):
+                    return updated  # found (and fixed) at the call: leave_Call
+                if rule.missing_keyword:
+                    return updated
             fixed = spelled and rule.fix == "rename"
-            self._add(original, rule, name, fixed)
+            index = self._add(original, rule, name, fixed)
+            if rule.id == "nxd-parallel-layers":
+                self._plan_entry(original, name.rsplit(".", 1)[1], index)
             return _expr(rule.target) if fixed and rule.target else updated
         return updated
+
+    def _plan_entry(self, reference: cst.CSTNode, layer: str, index: int) -> None:
+        """`self.fc1 = ColumnParallelLinear(...)` in class C: `"fc1": ColwiseParallel()` in C's DTensor plan."""
+        call = self.get_metadata(ParentNodeProvider, reference, None)
+        assign = self.get_metadata(ParentNodeProvider, call, None) if isinstance(call, cst.Call) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return
+        target = assign.targets[0].target
+        node: cst.CSTNode | None = assign
+        while node is not None and not isinstance(node, cst.ClassDef):
+            node = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(target, cst.Attribute) and isinstance(node, cst.ClassDef):
+            self._plans.setdefault(node.name.value, {})[target.attr.value] = TP_STYLES[layer]
+            self._plan_findings.append((index, node.name.value))
+
+    def _note_plans(self) -> None:
+        for index, owner in self._plan_findings:
+            plan = ", ".join(f'"{attr}": {style}' for attr, style in self._plans[owner].items())
+            self.findings[index] = replace(self.findings[index], note=(
+                f'the plan for {owner} (nn.Linear / nn.Embedding in place of the parallel layers): parallelize_module('
+                f'{owner.lower()}, init_device_mesh("neuron", (tp,)), {{{plan}}})'))
+
+    def _query(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule: Rule,
+               name: str) -> cst.BaseExpression:
+        """A CUDA query: rewritten inside a guard that is, else a decide finding with its note."""
+        if id(original) in self._rewrite_checks:
+            assert rule.target
+            return _expr(rule.target) if "." in rule.target else updated.with_changes(attr=cst.Name(rule.target))  # type: ignore[call-arg]
+        self._check_found(original, rule, name)
+        return updated
+
+    def _check_found(self, node: cst.CSTNode, rule: Rule, detail: str) -> None:
+        guard = self._check_guard.get(id(node))
+        if guard is None:
+            self._add(node, rule, detail, False, note=self._check_note(node))
+        else:
+            guard.findings.append(self._add(node, rule, detail, False))
+
+    def _check_note(self, node: cst.CSTNode) -> str | None:
+        """How a check outside an `if` test reads on neuron."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else node
+        reading = self.checks.value_on_neuron(call)
+        return None if reading is None else f"reads {reading!r} on neuron, as without CUDA or XLA"
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         parent = self.get_metadata(ParentNodeProvider, original, None)
@@ -152,36 +350,246 @@ class PortMatcher(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         rule = self._methods.get(original.attr.value)
         if rule and rule.attribute and not self._has_rule(original) and not self._import_depth:
+            if rule.guard:
+                if id(original) in self._rewrite_checks:
+                    return updated.with_changes(attr=cst.Name(rule.target))
+                self._check_found(original, rule, "." + original.attr.value)
+                return updated
             self._add(original, rule, "." + original.attr.value, True)
             return updated.with_changes(attr=cst.Name(rule.target))
         return self._reference(original, updated)
 
-    # --- calls: methods, autocast, keywords --------------------------------------------------------------
+    # --- checks and what they guard -----------------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        checks, flags = self.checks.find(node.test)
+        if not checks and not flags:
+            return
+        orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else None
+        neutral = isinstance(node.orelse, (cst.Else, type(None))) and self.checks.neutral(list(node.body.body)) \
+            and (orelse is None or self.checks.neutral(list(orelse.body)))  # type: ignore[union-attr]
+        if not flags and (neutral or self.checks.statement_choice(node, self._following(node))):
+            self._add(node.test, rule_by_id("device-guard"), code(node.test), True)
+            self._rewrite_guard(node.test, checks)
+            return
+        value = self.checks.value_on_neuron(node.test)
+        body = self._lines(node.body)
+        other = self._lines(node.orelse) if node.orelse is not None else None
+        taken, untaken = (body, other) if value else (other, body)
+        guard = _Guard(self._line(node), taken if value is not None else None,
+                       untaken if value is not None else None, value)
+        self._guards.append(guard)
+        for check in checks:
+            self._check_guard[id(check.node)] = guard
+        for flag in flags:
+            self._check_guard[id(flag)] = guard
+        if flags and not checks:  # `if use_cuda:`: reported here, the flag's definition says why
+            guard.findings.append(self._add(node.test, rule_by_id("cuda-check"), code(node.test), False))
+
+    def _following(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement after `node` in its block, if any."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        body = list(getattr(parent, "body", ()) or ())
+        index = next((i for i, s in enumerate(body) if s is node), None)
+        return body[index + 1] if index is not None and index + 1 < len(body) else None
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        checks, flags = self.checks.find(node.test)
+        if checks and not flags and self.checks.device_choice(node):
+            self._rewrite_guard(node.test, checks)
+            self._add(node, rule_by_id("device-choice"), code(node), True)
+            self._folded.update(id(n) for n in _walk(node))
+
+    def _rewrite_guard(self, test: cst.CSTNode, checks: list[Check]) -> None:
+        self._rewrite_checks.update(id(c.node) for c in checks)
+        self._folded.update(id(n) for n in _walk(test))
+
+    def _lines(self, block: cst.CSTNode) -> tuple[int, int]:
+        position = self.get_metadata(PositionProvider, block)
+        return position.start.line + isinstance(block, cst.Else), position.end.line
+
+    def _note_guards(self) -> None:
+        """Each kept check in an `if` says which branch runs on neuron and what the other holds; a blocker only
+        the branch not taken reaches is a decision, not a blocker."""
+        for guard in self._guards:
+            inside = []
+            if guard.untaken:
+                first, last = guard.untaken
+                for i, f in enumerate(self.findings):
+                    if first <= f.line <= last and i not in guard.findings:
+                        if f.category == "blocker":
+                            self.findings[i] = replace(f, category="decide", note=(
+                                f"only in the branch of line {guard.line} that neuron does not take"))
+                        inside.append(f"line {f.line} [{f.rule.id}]" + (" blocker" if f.rule.category == "blocker" else ""))
+            note = self._branches(guard, inside)
+            for i in guard.findings:
+                if i >= 0:
+                    self.findings[i] = replace(self.findings[i], note=note)
+
+    @staticmethod
+    def _branches(guard: _Guard, inside: list[str]) -> str:
+        if guard.value is None:
+            return "which branch runs on neuron depends on values the check is combined with: read both branches"
+
+        def span(lines: tuple[int, int], verb: str) -> str:
+            if lines[0] == lines[1]:
+                return f"line {lines[0]} {verb}s"
+            return f"lines {lines[0]}-{lines[1]} {verb}"
+        note = f"reads {guard.value!r} on neuron, as without CUDA or XLA: "
+        note += f"{span(guard.taken, 'run')}, " if guard.taken else ""
+        note += span(guard.untaken, "do").replace(" dos", " does") + " not run" if guard.untaken else "nothing is skipped"
+        if inside:
+            note += " (they hold " + ", ".join(inside[:6]) + (", ..." if len(inside) > 6 else "") + ")"
+        return note
+
+    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
+        check = comparison_check(original)
+        if check and not self._import_depth and id(original) not in self._rewrite_checks:
+            self._check_found(original, rule_by_id(check.rule_id), code(original))
+        return updated
+
+    # --- calls: methods, autocast, keywords, templates --------------------------------------------------
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        check = startswith_check(original)
+        if check and id(original) not in self._rewrite_checks and not self._import_depth:
+            self._check_found(original, rule_by_id(check.rule_id), code(original))
         updated = self._keywords_of(original, updated)
+        updated = self._missing_keywords(original, updated)
         func = original.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "per_device_loader":
+            chained = self._parallel_loader(original, updated)
+            if chained is not None:
+                return chained
         if isinstance(func, cst.Attribute) and not self._has_rule(func):
             rule = self._methods.get(func.attr.value)
             if rule and not rule.attribute:
-                self._add(original, rule, f".{func.attr.value}()", True)
-                return self._to_neuron(updated) if rule.fix == "to_neuron" else updated
+                self._add(original, rule, f".{func.attr.value}()", rule.fix is not None)
+                return self._to_device(updated) if rule.fix == "to_device" else updated
         for name in self._imported_names(func):
             rule = rule_for_name(name)
-            if rule and rule.fix == "autocast" and _dotted(func) == name:
-                self._mark_fixed(func)
+            if rule is None:
+                continue
+            if name in AMP_NAMES and isinstance(func, cst.Name) and func.value in self._amp_names:
+                self._add(func, rule, name, True)
+                return updated.with_changes(args=[cst.Arg(cst.SimpleString('"neuron"')), *updated.args])
+            if rule.fix == "autocast":
+                spelled = _dotted(func) == name
+                self._add(func, rule, name, spelled)
+                if not spelled:
+                    return updated
                 return updated.with_changes(func=_expr(rule.target),
                                             args=[cst.Arg(cst.SimpleString('"neuron"')), *updated.args])
+            if rule.fix == "grad_scaler":
+                return self._grad_scaler(original, updated, rule, name)
+            if rule.fix == "template":
+                return self._template(original, updated, rule, name)
+            if rule.fix == "statement" and not self._own_statement(original):
+                self._add(original, rule, name, False)
         return updated
 
-    def _mark_fixed(self, node: cst.CSTNode) -> None:
-        start = self.get_metadata(PositionProvider, node).start
+    def _own_statement(self, call: cst.Call) -> bool:
+        """Whether the call is a statement line of its own (what a statement fix replaces)."""
+        expr = self.get_metadata(ParentNodeProvider, call, None)
+        line = self.get_metadata(ParentNodeProvider, expr, None) if isinstance(expr, cst.Expr) else None
+        return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
+
+    def _grad_scaler(self, original: cst.Call, updated: cst.Call, rule: Rule, name: str) -> cst.BaseExpression:
+        """A GradScaler made for the device: `torch.cuda.amp.GradScaler(...)` ->
+        `torch.amp.GradScaler("neuron", ...)`; `torch.amp.GradScaler()` gets the device it defaulted to CUDA."""
+        func = original.func
+        device = next((a.value for a in original.args if a.keyword is None),
+                      next((a.value for a in original.args if a.keyword and a.keyword.value == "device"), None))
+        neuron = cst.Arg(cst.SimpleString('"neuron"'))
+        if name == "torch.cuda.amp.GradScaler":
+            if _dotted(func) == name:
+                self._add(func, rule, name, True)
+                return updated.with_changes(func=_expr("torch.amp.GradScaler"), args=[neuron, *updated.args])
+            self._add(func, rule, name, False)
+            return updated
+        value = literal_string(device) if device is not None else None
+        fixed = device is None or (value is not None and re.match(r"^(cuda|neuron)", value) is not None)
+        if device is None:
+            updated = updated.with_changes(args=[neuron, *updated.args])
+        self._add(func, rule, name, fixed)
+        return updated
+
+    def _template(self, original: cst.Call, updated: cst.Call, rule: Rule, name: str) -> cst.BaseExpression:
+        positional = _positional(original, rule)
+        template = rule.template_for(positional, self.facts.distributed, self.facts.own_group)
+        text = edits.fill(template, updated, self.module, rule.ignore_keywords,
+                          parameters=rule.parameters) if template else None
+        self._add(original, rule, name, text is not None)  # ParallelLoader: fixed with its per_device_loader
+        if text is None:
+            return updated
+        self.helpers.update(rule.helpers)
+        return _expr(text)
+
+    def _parallel_loader(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """`pl.ParallelLoader(loader, [device]).per_device_loader(device)` -> `DeviceLoader(loader, device)`."""
+        inner = original.func.value  # type: ignore[attr-defined]
+        if not isinstance(inner, cst.Call) or not original.args:
+            return None
+        rule = rule_by_id("parallel-loader")
+        if not set(self._imported_names(inner.func)) & set(rule.names):
+            return None
+        template = rule.template_for(_positional(inner, rule), False, False)
+        inner_updated = updated.func.value  # type: ignore[attr-defined]
+        device = self.module.code_for_node(updated.args[0].value)
+        text = edits.fill(template, inner_updated, self.module, rule.ignore_keywords, {"chained": device},
+                          rule.parameters) if template else None
+        if text is None:
+            return None
+        position = self.get_metadata(PositionProvider, inner).start
         for i, f in enumerate(self.findings):
-            if (f.line, f.col) == (start.line, start.column + 1) and f.rule.fix == "autocast":
-                self.findings[i] = Finding(f.path, f.line, f.col, f.code, f.rule, f.detail, True)
+            if f.rule.id == "parallel-loader" and (f.line, f.col) == (position.line, position.column + 1):
+                self._mark_fixed(i)
+        self.helpers.update(rule.helpers)
+        return _expr(text)
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                  updated: cst.SimpleStatementLine) -> cst.BaseStatement:
+        """A call whose rule rewrites the whole statement (`xm.mark_step()`, `xm.master_print(...)`)."""
+        if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr) or \
+                not isinstance(original.body[0].value, cst.Call):
+            return updated
+        call = original.body[0].value
+        for name in self._imported_names(call.func):
+            rule = rule_for_name(name)
+            if rule is None or rule.fix != "statement":
+                continue
+            positional = _positional(call, rule)
+            template = rule.template_for(positional, self.facts.distributed, self.facts.own_group)
+            new_call = updated.body[0].value  # type: ignore[attr-defined]
+            if not isinstance(new_call, cst.Call):
+                return updated
+            text = edits.fill(template, new_call, self.module, rule.ignore_keywords,
+                              parameters=rule.parameters) if template is not None else None
+            self._add(call, rule, name, text is not None)
+            if text is None:
+                return updated
+            self.helpers.update(rule.helpers)
+            comment = f"# {' '.join(code(call).split())[:60]}: not needed on neuron {edits.MARK}"
+            return edits.replace_statement(updated, text, comment)
+        return updated
+
+    def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator:
+        """`@torch.compile` with no backend: `@torch.compile(backend="neuron")`."""
+        deco = original.decorator
+        if isinstance(deco, (cst.Name, cst.Attribute)):
+            for name in self._imported_names(deco):
+                rule = rule_for_name(name)
+                if rule is not None and rule.fix == "add_keyword":
+                    self._add(deco, rule, name, True)
+                    keyword, value = rule.replacement.split("=", 1)  # type: ignore[union-attr]
+                    call = cst.Call(func=updated.decorator, args=[
+                        cst.Arg(_expr(value), keyword=cst.Name(keyword),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+                    return updated.with_changes(decorator=call)
+        return updated
 
     @staticmethod
-    def _to_neuron(call: cst.Call) -> cst.Call:
-        """`x.cuda()` -> `x.to("neuron")`; `x.cuda(i)` -> `x.to(torch.device("neuron", i))`; keywords kept."""
+    def _to_device(call: cst.Call) -> cst.Call:
+        """`x.cuda()` -> `x.to("neuron")`; `x.cuda(0)` -> `x.to("neuron:0")`; `x.cuda(d)` -> `x.to(d)` (an index
+        or a torch.device, as `.cuda` takes them); keywords kept."""
         assert isinstance(call.func, cst.Attribute)
         positional = [a for a in call.args if a.keyword is None]
         rest = [a for a in call.args if a.keyword is not None and a.keyword.value != "device"]
@@ -192,15 +600,14 @@ class PortMatcher(cst.CSTTransformer):
         elif isinstance(device, cst.Integer):
             target = cst.SimpleString(f'"neuron:{device.value}"')
         else:
-            target = cst.Call(func=_expr("torch.device"),
-                              args=[cst.Arg(cst.SimpleString('"neuron"')), cst.Arg(device)])
+            target = device
         args = [cst.Arg(target), *rest]
-        if args:
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
 
     def _keywords_of(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         callee = set(self._imported_names(original.func))
+        drop: set[str] = set()
         for arg in original.args:
             if arg.keyword is None:
                 continue
@@ -208,23 +615,92 @@ class PortMatcher(cst.CSTTransformer):
                 if rule.keyword != arg.keyword.value or (rule.call and rule.call not in callee):
                     continue
                 value = _literal(arg.value)
-                if value is not _NO_LITERAL and value in rule.keyword_values:
-                    self._add(arg, rule, f"{rule.keyword}={value!r}", False)
+                if rule.keyword_values and (value is _NO_LITERAL or value not in rule.keyword_values):
+                    continue
+                shown = f"{rule.keyword}={value!r}" if value is not _NO_LITERAL else f"{rule.keyword}=..."
+                fixed = rule.fix == "drop_keyword"
+                self._add(arg, rule, shown, fixed)
+                if fixed:
+                    drop.add(rule.keyword)  # type: ignore[arg-type]
+        if not drop:
+            return updated
+        args = [a for a in updated.args if a.keyword is None or a.keyword.value not in drop]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(args=args)
+
+    def _missing_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """A call without a keyword its rule asks for (`torch.compile(model)`, `torch.load(path)`)."""
+        callee = set(self._imported_names(original.func))
+        for rule in self._missing:
+            if not callee & set(rule.names):
+                continue
+            positional = sum(1 for a in original.args if a.keyword is None and not a.star)
+            if any(a.keyword and a.keyword.value == rule.missing_keyword for a in original.args) or \
+                    any(a.star for a in original.args) or positional > (rule.position or 0):
+                continue
+            fixed = rule.fix == "add_keyword"
+            self._add(original.func, rule, f"{_dotted(original.func) or 'call'}(...)", fixed)
+            if fixed:
+                keyword, value = rule.replacement.split("=", 1)  # type: ignore[union-attr]
+                args = list(updated.args)
+                if args:
+                    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                args.append(cst.Arg(_expr(value), keyword=cst.Name(keyword),
+                                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+                updated = updated.with_changes(args=args)
         return updated
 
     # --- string literals ---------------------------------------------------------------------------------
+    def _check_literal_owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The comparison (or `.startswith` call) a string literal is compared in, if any."""
+        current = node
+        for _ in range(4):
+            parent = self.get_metadata(ParentNodeProvider, current, None)
+            if parent is None:
+                return None
+            if isinstance(parent, cst.Comparison) and comparison_check(parent):
+                return parent
+            if isinstance(parent, cst.Call) and startswith_check(parent):
+                return parent
+            if not isinstance(parent, (cst.ComparisonTarget, cst.Element, cst.Tuple, cst.List, cst.Set, cst.Arg)):
+                return None
+            current = parent
+        return None
+
+    def _written(self, node: cst.SimpleString) -> bool:
+        """Whether a string literal is a key being written: `os.environ[KEY] = v`, `setdefault(KEY, v)`,
+        `putenv(KEY, v)`, or a key of a dict literal."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.DictElement) and parent.key is node:
+            return True
+        if isinstance(parent, cst.Arg):
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
+                call.func.attr.value in ("setdefault", "putenv") and call.args[0] is parent
+        if isinstance(parent, cst.Index):
+            element = self.get_metadata(ParentNodeProvider, parent, None)
+            subscript = self.get_metadata(ParentNodeProvider, element, None)
+            target = self.get_metadata(ParentNodeProvider, subscript, None)
+            return isinstance(target, (cst.AssignTarget, cst.AugAssign))
+        return False
+
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
-        if self._import_depth or "b" in original.prefix.lower():
+        if self._import_depth:
             return updated
-        value = original.evaluated_value
-        if not isinstance(value, str):
+        value = literal_string(original)
+        if value is None:
             return updated
+        owner = self._check_literal_owner(original) if CHECK_LITERAL.match(value) else None
+        if owner is not None:
+            return _string(_neuron(value), updated) if id(owner) in self._rewrite_checks else updated
         for rule in self._strings:
             if rule.matches_string(value):
-                self._add(original, rule, repr(value), True)
-                new = rule.replacement if rule.replacement is not None else re.sub(r"^cuda", "neuron", value)
-                quote = original.quote
-                return updated.with_changes(value=f"{original.prefix}{quote}{new}{quote}")
+                fixed = rule.fix == "string" and (not rule.writes_only or self._written(original))
+                self._add(original, rule, repr(value), fixed)
+                if not fixed:
+                    return updated
+                return _string(rule.replacement if rule.replacement is not None else _neuron(value), updated)
         return updated
 
     def leave_FormattedString(self, original: cst.FormattedString,
@@ -236,9 +712,102 @@ class PortMatcher(cst.CSTTransformer):
                 self._add(original, rule, self.module.code_for_node(original), True)
                 text = updated.parts[0]
                 assert isinstance(text, cst.FormattedStringText)
-                new_first = text.with_changes(value="neuron" + text.value[len("cuda"):])
+                new_first = text.with_changes(value=_neuron(text.value))
                 return updated.with_changes(parts=[new_first, *updated.parts[1:]])
         return updated
+
+
+class _ImportDropper(cst.CSTTransformer):
+    """Removes the torch_xla imports whose names nothing else uses (a statement importing other modules too
+    keeps those)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set[str] = set()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.used = used_outside_imports(node)
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                  updated: cst.SimpleStatementLine) -> cst.BaseStatement:
+        if len(updated.body) != 1:
+            return updated
+        small = updated.body[0]
+        if isinstance(small, cst.Import) and not _is_xla_import(small):
+            kept = [a for a in small.names if not (_is_xla_name(a) and _bound(cst.Import([a])) - self.used == _bound(cst.Import([a])))]
+            if len(kept) < len(small.names):
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                return updated.with_changes(body=[small.with_changes(names=kept)])
+            return updated
+        if not _is_xla_import(small) or _bound(small) & self.used:
+            return updated
+        shown = " ".join(cst.Module([]).code_for_node(small).split())[:70]
+        return edits.replace_statement(updated, "", f"# {shown}: not needed on neuron {edits.MARK}")
+
+
+def _is_xla_name(alias: cst.ImportAlias) -> bool:
+    return (_dotted(alias.name) or "").split(".")[0] == "torch_xla"
+
+
+def _is_xla_import(small: cst.BaseSmallStatement) -> bool:
+    if isinstance(small, cst.Import):
+        return all((_dotted(a.name) or "").split(".")[0] == "torch_xla" for a in small.names)
+    if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+        return (_dotted(small.module) or "").split(".")[0] == "torch_xla" and not isinstance(small.names, cst.ImportStar)
+    return False
+
+
+def _bound(small: cst.BaseSmallStatement) -> set[str]:
+    names = small.names  # type: ignore[attr-defined]
+    if isinstance(small, cst.Import):
+        return {a.asname.name.value if a.asname else (_dotted(a.name) or "").split(".")[0] for a in names}
+    return {a.asname.name.value if a.asname else (_dotted(a.name) or "") for a in names}
+
+
+def used_outside_imports(module: cst.Module) -> set[str]:
+    """The names a module uses outside its import statements."""
+    used: set[str] = set()
+
+    def walk(node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return
+        if isinstance(node, cst.Name):
+            used.add(node.value)
+        for child in node.children:
+            walk(child)
+
+    walk(module)
+    return used
+
+
+def _walk(node: cst.CSTNode):
+    """Every node under `node`, itself included."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _positional(call: cst.Call, rule: Rule) -> int:
+    """How many positional arguments the call passes, counting keywords that name the rule's `parameters`."""
+    count = sum(1 for a in call.args if a.keyword is None and not a.star)
+    named = {a.keyword.value for a in call.args if a.keyword is not None}
+    for name in rule.parameters[count:]:
+        if name not in named:
+            break
+        count += 1
+    return count
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
 
 
 _NO_LITERAL = object()
