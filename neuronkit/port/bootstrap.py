@@ -322,4 +322,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # as the importable module: what torch.multiprocessing pickles for a child (`_Spawned`) is found by name there
+    from neuronkit.port import bootstrap
+
+    sys.exit(bootstrap.main())

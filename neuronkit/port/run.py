@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from neuronkit.port.scan import FileScan, Project
 from neuronkit.units import format_bytes
 
 DEFAULT_DISTRIBUTED_NPROC = 2
+RUN_MARKER = "NEURONKIT_PORT_RUN"
 
 
 @dataclass
@@ -229,7 +231,8 @@ def _run(project: Project, work: Path, steps: int, planned: int | None, distribu
          timeout: float, audit: bool, output: Any) -> RunResult:
     layout = overlay(project, work / "project")
     out = work / "processes"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+    marker = uuid.uuid4().hex  # every process the run starts inherits it: how they are all found at the end
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", RUN_MARKER: marker,
            "PYTHONPATH": os.pathsep.join(str(p) for p in [layout.script.parent, *layout.pythonpath])}
     if distributed:
         env.setdefault("OMP_NUM_THREADS", "1")
@@ -245,7 +248,7 @@ def _run(project: Project, work: Path, steps: int, planned: int | None, distribu
         stop(proc)
         returncode, timed_out = proc.returncode, True
     finally:
-        _end_group(proc.pid)
+        _end_processes(proc.pid, marker)
     wall = time.perf_counter() - start
     ranks, launcher = read_records(out)
     nproc = planned if planned is not None else (launcher or {}).get("spawned", 0)
@@ -262,12 +265,21 @@ def read_records(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None
     return sorted((r for r in records if r["process"] != "launcher"), key=lambda r: r["rank"]), launcher
 
 
-def _end_group(pgid: int) -> None:
-    """Whatever the run started in its session and left running (a daemon the script forgot) is stopped."""
+def _end_processes(pgid: int, marker: str) -> None:
+    """Whatever the run started and left running (a helper process the script forgot) is stopped: its session,
+    and every process whose environment carries the run's marker (one started outside the session, e.g. by
+    a fork server standing in for the interpreter)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    needle = f"{RUN_MARKER}={marker}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if needle in environ.read_bytes().split(b"\0"):
+                os.kill(int(environ.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
 
 
 def _explain(result: RunResult, layout: Overlay, timed_out: bool, timeout: float) -> None:
