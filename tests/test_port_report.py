@@ -12,7 +12,7 @@ from neuronkit.cli import main
 from neuronkit.evidence import ScriptEvidence, specs
 from neuronkit.port import record
 from neuronkit.port.run import RunResult
-from neuronkit.port.scan import scan_paths
+from neuronkit.port.scan import scan_paths, scan_project
 from neuronkit.resources import data_dir
 
 EXAMPLE = data_dir() / "examples" / "train_cuda.py"
@@ -102,9 +102,8 @@ def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_p
     RunDir(run_dir).write_params({"model": str(TINY_QWEN3), "dtype": "float32"})
     script = tmp_path / "train.py"
     script.write_text(_TRAINS_ON_THE_MODEL_PATH)
-    (scan,) = scan_paths([script])
     args = argparse.Namespace(model="unused", script_args="--model {model}", script_steps=3)
-    assert record_script(scan, args, run_dir) is True
+    assert record_script(scan_project([script]), args, run_dir) is True
     doc = json.loads((run_dir / "report.json").read_text())
     assert doc["script"]["run"]["ok"] and doc["script"]["run"]["steps"] == 3
     assert doc["script"]["counts"]["fixed_by_write"] == 2

@@ -220,9 +220,16 @@ def run_script(target: Project | FileScan, steps: int = 20, nproc: int | None = 
     if project.script is None:
         raise NeuronkitInputError("--run runs a script: name the .py file first")
     planned, distributed = plan_processes(project, nproc)
-    if workdir is not None:
+    if workdir is not None:  # kept: the rewritten files and the records, not the links to the project's own
         Path(workdir).mkdir(parents=True, exist_ok=True)
-        return _run(project, Path(workdir), steps, planned, distributed, script_args or [], timeout, audit, output)
+        try:
+            return _run(project, Path(workdir), steps, planned, distributed, script_args or [], timeout, audit,
+                        output)
+        finally:
+            for folder, dirs, files in os.walk(Path(workdir) / "project"):  # os.walk enters no linked folder
+                for name in dirs + files:
+                    if os.path.islink(os.path.join(folder, name)):
+                        os.unlink(os.path.join(folder, name))
     with tempfile.TemporaryDirectory(prefix="neuronkit-port-") as work:
         return _run(project, Path(work), steps, planned, distributed, script_args or [], timeout, audit, output)
 
