@@ -11,9 +11,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import libcst as cst
 import pytest
 import torch
+import port_rules_page
 from conftest import ROOT, TINY_QWEN3
 
 from neuronkit.cli import main
@@ -290,3 +290,15 @@ def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_bac
     assert f"error: {script}:4: ModuleNotFoundError: No module named 'flash_attn'" in out
     assert "blocker hit: line 4 [flash-attn] flash_attn_func" in out
     assert "fell back to CPU: aten::cumprod.out (line 3)" in out  # the overload S's fallback names
+
+
+def test_the_rules_page_is_up_to_date_and_every_source_it_names_exists():
+    """docs/port.md is generated from the rule tables (tests/port_rules_page.py), and every `docs/PAGE#anchor`
+    a rule shows as its source is a heading of that page."""
+    assert port_rules_page.PAGE.read_text() == port_rules_page.render(), "run tests/port_rules_page.py"
+    for rule in load_rules():
+        for source in rule.source.split("; "):
+            assert PUBLIC_SOURCE.match(source), (rule.id, source)
+            if source.startswith("docs/"):
+                page, anchor = source.split("#")
+                assert anchor in port_rules_page.anchors(ROOT / page), (rule.id, source)

@@ -6,9 +6,7 @@ temporary folder, no process). The command runs in this process; the script in t
 from __future__ import annotations
 
 import json
-import os
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest

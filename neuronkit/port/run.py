@@ -192,7 +192,9 @@ def overlay(project: Project, work: Path) -> Overlay:
         copy = work / path.relative_to(base)
         copy.write_text(scan.rewritten, encoding="utf-8")
         copies[copy] = scan
-    inside = (lambda p: work / p.relative_to(base))
+    def inside(path: Path) -> Path:
+        return work / path.relative_to(base)
+
     extra = [inside(r) for r in project.roots[1:]]
     for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
         path = Path(entry).resolve()

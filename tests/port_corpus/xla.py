@@ -12,7 +12,7 @@ import torch_xla.distributed.xla_backend  # expect: xla-import
 import torch_xla.distributed.xla_multiprocessing as xmp  # expect: xla-import
 import torch_xla.runtime as xr  # expect: xla-import
 from neuronx_distributed.parallel_layers import ColumnParallelLinear, RowParallelLinear, parallel_state  # expect: nxd-parallel-layers nxd-parallel-layers nxd-parallel-state
-from neuronx_distributed.trainer import neuronx_distributed_config  # expect: nxd-unknown
+from neuronx_distributed.trainer import neuronx_distributed_config  # noqa: F401  # expect: nxd-unknown
 from torch_xla.amp import syncfree  # expect: xla-import
 
 os.environ["XLA_USE_BF16"] = "1"  # expect: xla-bf16-env
@@ -52,8 +52,9 @@ def _mp_fn(index, loader):
     if xm.is_master_ordinal():  # expect: is-master
         xm.save(model.state_dict(), "model.pt")  # expect: xla-save
     print(met.metrics_report(), xm.xla_device_kind())  # expect: xla-metrics xla-device-info
-    print(xm.get_memory_info(device))  # expect: xla-unknown
+    print(xm.get_memory_info(device), other, total)  # expect: xla-unknown
     traced = torch_neuronx.trace(model, torch.ones(4))  # expect: neuronx-trace
+    print(traced)
     torch_neuronx.analyze(model, torch.ones(4))  # expect: neuronx-xla-era
 
 

@@ -43,7 +43,7 @@ def main():
     args = parser.parse_args()
 
     if "WORLD_SIZE" in os.environ:
-        import torch_xla.distributed.xla_backend  # must: xla-import
+        import torch_xla.distributed.xla_backend  # noqa: F401  # must: xla-import
         torch.distributed.init_process_group("xla")  # must: xla-string
     device = xm.xla_device()  # must: xla-device
     torch.manual_seed(0)
