@@ -20,8 +20,9 @@ EXAMPLE = data_dir() / "examples" / "train_cuda.py"
 
 def _rank(**changes) -> dict:
     """One rank's record as neuronkit.port.bootstrap writes it."""
-    rank = {"rank": 0, "status": "stopped", "error": None, "error_line": None, "exit_code": 0, "script_s": 2.5,
-            "steps": 5, "fallback_ops": ["aten::cumprod"],
+    rank = {"process": "rank0", "rank": 0, "status": "stopped", "error": None, "error_line": None, "exit_code": 0,
+            "script_s": 2.5, "steps": 5, "losses": [2.5, 2.25, 2.0, 1.75, 1.5], "device_ops": 12,
+            "fallback_ops": ["aten::cumprod"],
             "fallback_sites": [{"op": "aten::cumprod", "line": 61, "count": 2}],
             "peak_memory": {"neuron:0": 12 * 2**20}, "neff": {"misses": 40, "hits": 400, "disk_hits": 0}}
     return {**rank, **changes}
@@ -39,7 +40,7 @@ def test_the_report_shows_your_script_and_report_json_carries_it(tmp_path):
     assert "torch.backends.cudnn.benchmark" in section and "torch-neuron-module.html" in section
     assert "+        torch.neuron.synchronize()" in section  # the diff
     assert "aten::<wbr>cumprod" in section and "(line 61)" in section and "12.0 MiB" in section
-    assert "5/5 optimizer steps" in section
+    assert "5/5 optimizer steps" in section and "2.5, 2.25, 2.0, 1.75, 1.5" in section
     script = doc["script"]
     assert script["verdict"] == "ready" and script["counts"]["rewrite"] == 12
     assert set(script) == {s.name for s in specs(ScriptEvidence)}
