@@ -58,8 +58,9 @@ optimizer = Lookahead(torch.optim.SGD(model.parameters(), lr=0.1))
 with open("amp_device.txt") as fh:
     scaler = torch.amp.GradScaler(fh.read())  # made for CUDA, read at run time
 for step in range(10):
-    loss = model(torch.ones(2, 4, device="cuda")).sum()
-    scaler.scale(loss).backward()
+    for micro in range(2):  # gradient accumulation: a step's loss is the sum of its micro-batches'
+        loss = model(torch.ones(2, 4, device="cuda")).sum() / 2
+        scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad()
@@ -77,10 +78,13 @@ def test_a_run_leaves_no_temporary_folder_and_no_process_behind(tmp_path, monkey
     (tmp_path / "amp_device.txt").write_text("cuda")
     (tmp_path / "out").mkdir()
     monkeypatch.chdir(tmp_path)
-    assert main(["port", str(script), "--run", "--steps", "3"]) == 0
-    out = capfd.readouterr().out
-    assert "1 process: 3/3 optimizer steps" in out and "-> ok" in out
-    assert "warning: a GradScaler for 'cuda' disabled itself" in out
+    assert main(["port", str(script), "--run", "--steps", "3", "--json", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert "1 process: 3/3 optimizer steps" in err and "-> ok" in err
+    run = json.loads(out)["run"]
+    assert len(run["losses"]) == 3  # one per step, of 6 backward calls
+    assert run["warnings"] == ["a GradScaler for 'cuda' disabled itself (no such device here): float16 steps are "
+                               "not loss-scaled"]
     assert [p.name for p in temp.iterdir() if p.name.startswith("neuronkit-port-")] == []
     pid = int((tmp_path / "out" / "helper.pid").read_text())
     stat = Path(f"/proc/{pid}/stat")

@@ -19,6 +19,7 @@ import runpy
 import sys
 import time
 import traceback
+import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
@@ -35,23 +36,25 @@ class StepBudgetReached(BaseException):
 
 class RunRecorder:
     """What one process of the run did: optimizer steps (a step of an optimizer that wraps another, such as
-    ZeroRedundancyOptimizer, counts once), the loss of each step (what `.backward()` was called on, unscaled
-    when a GradScaler scaled it), where ops fell back to the CPU until the first step is done (observing every
-    op routes it through the device's Python path), GradScalers that disabled themselves, and the op audit of
-    the first model the script calls."""
+    ZeroRedundancyOptimizer, counts once), the loss of each step (the sum of what `.backward()` was called on
+    since the step before: the micro-batches of gradient accumulation add up; unscaled when a GradScaler scaled
+    it), where ops fell back to the CPU until the first step is done (observing every op routes it through the
+    device's Python path), GradScalers that disabled themselves, and the op audit of the first model the
+    script calls."""
 
     def __init__(self, files: set[str], steps: int, audit: bool = True) -> None:
         self.files = files
         self.budget = steps
         self.steps = 0
         self.losses: list[float] = []
+        self._pending: list[float] = []  # losses backpropagated since the last step
         self.fallback_sites: Counter[tuple[str, str | None, int | None]] = Counter()
         self.disabled_scalers: list[str] = []
         self.model_audit: dict[str, Any] | None = None
         self._audit = audit
         self._observing = False
         self._depth = 0
-        self._module_depth = 0
+        self._module_hooks: list[Any] = []
         self._scaled: weakref.WeakSet = weakref.WeakSet()
         self._handles: list[Any] = []
         self._restore: list[tuple[Any, str, Any]] = []
@@ -71,8 +74,11 @@ class RunRecorder:
         self._observing = True
         self._watch_losses(torch)
         if self._audit:
-            self._handles += [torch.nn.modules.module.register_module_forward_pre_hook(self._first_forward),
-                              torch.nn.modules.module.register_module_forward_hook(self._forward_done)]
+            self._module_hooks = [torch.nn.modules.module.register_module_forward_pre_hook(self._first_forward)]
+            self._handles += self._module_hooks
+            # torch.compile warns of global module hooks once per call while they exist: here they are
+            # neuronkit's, and gone after the first call
+            warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
 
     def stop_observing(self) -> None:
         if self._observing:
@@ -88,6 +94,9 @@ class RunRecorder:
         if self._depth > 0:
             return  # the inner optimizer of a wrapper: its step is the wrapper's
         self.steps += 1
+        if self._pending:
+            self.losses.append(sum(self._pending))
+            self._pending.clear()
         self.stop_observing()
         if self.steps >= self.budget:
             raise StepBudgetReached(self.steps)
@@ -101,14 +110,14 @@ class RunRecorder:
         init = torch.amp.GradScaler.__init__
 
         def recorded_backward(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-            if tensor.numel() == 1 and tensor not in recorder._scaled and len(recorder.losses) < recorder.budget:
-                recorder.losses.append(float(tensor.detach().float().cpu()))
+            if tensor.numel() == 1 and tensor not in recorder._scaled:
+                recorder._pending.append(float(tensor.detach().float().cpu()))
             return backward(tensor, *args, **kwargs)
 
         def recorded_scale(scaler: Any, outputs: Any) -> Any:
             scaled = scale(scaler, outputs)
-            if isinstance(outputs, torch.Tensor) and outputs.numel() == 1 and len(recorder.losses) < recorder.budget:
-                recorder.losses.append(float(outputs.detach().float().cpu()))
+            if isinstance(outputs, torch.Tensor) and outputs.numel() == 1:
+                recorder._pending.append(float(outputs.detach().float().cpu()))
                 if isinstance(scaled, torch.Tensor):
                     recorder._scaled.add(scaled)
             return scaled
@@ -127,12 +136,11 @@ class RunRecorder:
         torch.amp.GradScaler.__init__ = watched_init
 
     def _first_forward(self, module: Any, args: Any, kwargs: Any = None) -> None:
-        self._module_depth += 1
-        if self._module_depth == 1 and self.model_audit is None:
+        """The first module called (the model, not one of its layers): audited, then the hooks go."""
+        if self.model_audit is None:
             self.model_audit = audit_model(module, args)
-
-    def _forward_done(self, module: Any, args: Any, output: Any) -> None:
-        self._module_depth = max(0, self._module_depth - 1)
+            for handle in self._module_hooks:
+                handle.remove()
 
     def _on_op(self, event: Any) -> None:
         if event.fallback:
@@ -177,6 +185,7 @@ def audit_model(module: Any, args: Any) -> dict[str, Any]:
 
     model = getattr(module, "module", module) if type(module).__name__ in (
         "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel") else module
+    model = getattr(model, "_orig_mod", model)  # torch.compile's wrapper
     try:
         from neuronkit.op_audit import audit
         inputs = tree_map_only(torch.Tensor, lambda t: t.detach().cpu(), tuple(args))

@@ -42,7 +42,13 @@ READERS = frozenset({*(f"torch.cuda.{name}" for name in (
     "memory_summary", "device_count", "current_device", "get_device_properties", "is_available")),
     "builtins.str", "builtins.round", "builtins.int", "builtins.float", "builtins.len", "builtins.format",
     "builtins.repr"})
+BUILTIN_READERS = frozenset(name for name in READERS if name.startswith("builtins."))
 PRINTERS = frozenset({"builtins.print"})
+# Other accelerators' checks: not reported (nothing to port), but they read False on neuron too.
+OTHER_ACCELERATOR_ATTRIBUTES = frozenset({"is_xpu", "is_mps", "is_hpu", "is_mtia", "is_ipu"})
+OTHER_ACCELERATOR_QUERIES = frozenset({"torch.xpu.is_available", "torch.mps.is_available",
+                                       "torch.backends.mps.is_available", "torch.backends.mps.is_built",
+                                       "torch.mtia.is_available", "torch.hpu.is_available"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "log"})
 MOVES = frozenset({"cuda", "to"})
 # Methods a move may be chained through without changing the value (`x.pin_memory().to(d, non_blocking=True)`).
@@ -250,8 +256,14 @@ class Checks:
                 return all(self._moved_from(v.value) == code(t.value) for t, v in zip(target.elements, value.elements))
             if self._moved_from(value) == code(target):
                 return True
-            return isinstance(target, cst.Name) and self._reads_only(value)
+            if isinstance(target, cst.Name) and self.designation(value):
+                return True  # `device = "cuda"` over a default: a device choice
+            return isinstance(target, cst.Name) and self._reads_only(value) and self._reads_device(value)
         return False
+
+    def _reads_device(self, expr: cst.CSTNode) -> bool:
+        """An expression that reads a device fact (`torch.cuda.max_memory_allocated() / 2**20`)."""
+        return any(isinstance(n, cst.Call) and self.resolve(n.func) & READERS - BUILTIN_READERS for n in _children(expr))
 
     def _moved_from(self, node: cst.CSTNode) -> str | None:
         """`x` when `node` moves `x` to a device (`x.cuda()`, `x.pin_memory().to(d, non_blocking=True)`)."""
@@ -287,11 +299,11 @@ class Checks:
                     return _compare(left, expr.comparisons[0].operator, int(right.value))
             return None
         if isinstance(expr, cst.Call):
-            if startswith_check(expr):
+            if startswith_check(expr) or self.resolve(expr.func) & OTHER_ACCELERATOR_QUERIES:
                 return False
             rule_id = self.query(expr.func)
             return None if rule_id is None else (0 if rule_id == "device-count" else False)
-        if isinstance(expr, cst.Attribute) and self.query(expr):
+        if isinstance(expr, cst.Attribute) and (self.query(expr) or expr.attr.value in OTHER_ACCELERATOR_ATTRIBUTES):
             return False
         if isinstance(expr, cst.Name) and expr.value in self.flags and expr.value not in seen:
             return self.value_on_neuron(self.flags[expr.value], seen | {expr.value})

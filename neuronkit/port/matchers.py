@@ -388,7 +388,9 @@ class PortMatcher(cst.CSTTransformer):
     def _following(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The statement after `node` in its block, if any."""
         parent = self.get_metadata(ParentNodeProvider, node, None)
-        body = list(getattr(parent, "body", ()) or ())
+        if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            return None  # an elif, or an if on one line
+        body = list(parent.body)
         index = next((i for i, s in enumerate(body) if s is node), None)
         return body[index + 1] if index is not None and index + 1 < len(body) else None
 
@@ -506,7 +508,9 @@ class PortMatcher(cst.CSTTransformer):
             self._add(func, rule, name, False)
             return updated
         value = literal_string(device) if device is not None else None
-        fixed = device is None or (value is not None and re.match(r"^(cuda|neuron)", value) is not None)
+        if device is not None and value is None:
+            return updated  # a device named at run time: the device-agnostic form (a run warns if it is CUDA's)
+        fixed = device is None or re.match(r"^(cuda|neuron)", value or "") is not None
         if device is None:
             updated = updated.with_changes(args=[neuron, *updated.args])
         self._add(func, rule, name, fixed)

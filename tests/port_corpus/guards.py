@@ -23,6 +23,10 @@ if torch.cuda.is_available():  # expect: device-guard
     where = "cuda"  # expect: device-string
 else:
     where = "cpu"
+if os.environ.get("FORCE_CPU"):
+    where = "cpu"
+elif torch.cuda.is_available():  # expect: device-guard
+    where = "cuda:0"  # expect: device-string
 
 # device guards: the branch moves work to the device or keeps device bookkeeping
 model = nn.Linear(4, 4)
@@ -47,6 +51,10 @@ fused = torch.device(dev).type in ("cuda", "xpu")  # expect: cuda-check
 t = torch.ones(2)
 if t.is_cuda:  # expect: tensor-is-cuda
     t = t.half()
+if (t.is_cuda or t.is_xpu) and torch.cuda.device_count() > 1:  # expect: tensor-is-cuda device-count
+    t = torch.nn.parallel.data_parallel(model, t)  # expect: data-parallel
+if torch.cuda.is_available():  # expect: is-available
+    use_amp = True
 world = torch.cuda.device_count()  # expect: device-count
 with torch.autocast("cuda", enabled=torch.device(dev).type == "cuda"):  # expect: device-string cuda-check
     pass

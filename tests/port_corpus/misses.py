@@ -22,6 +22,8 @@ compiled = torch.compile(model)  # expect: compile-backend
 lstm = torch.nn.LSTM(8, 8)  # expect: rnn-layers
 gru = torch.nn.GRUCell(8, 8)  # expect: rnn-layers
 major, minor = torch.cuda.get_device_capability()  # expect: get-device-capability
+device_type = torch.accelerator.current_accelerator().type
+scaler = torch.amp.GradScaler(device_type)  # the device named at run time: device-agnostic already
 
 
 @torch.compile  # expect: compile-backend
