@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import port_rules_page
-from conftest import ROOT, TINY_QWEN3
+from conftest import RANK_ENV, ROOT, TINY_QWEN3
 
 from neuronkit.cli import main
 from neuronkit.port.edits import HELPERS_HEADER
@@ -282,7 +282,8 @@ from flash_attn import flash_attn_func
 
 
 @pytest.mark.subprocess
-def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_back(tmp_path, capfd):
+def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_back(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", RANK_ENV["OMP_NUM_THREADS"])  # forked from the rank server (conftest)
     script = tmp_path / "crash.py"
     script.write_text(_CRASHES)
     assert main(["port", str(script), "--run"]) == 1

@@ -33,7 +33,7 @@ import pytest
 from conftest import ROOT
 
 from neuronkit.distributed.launch import free_port
-from neuronkit.port.matchers import used_outside_imports
+from neuronkit.port.xla_rewrites import used_outside_imports
 from neuronkit.port.run import RunResult, overlay, read_records
 from neuronkit.port.scan import FileScan, scan_project
 

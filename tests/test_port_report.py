@@ -90,9 +90,11 @@ for _ in range(10):
 """
 
 
-def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_path, capfd):
+def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_path, capfd, monkeypatch):
     """The glue of `neuronkit run --script`: {model} is the run's checkpoint, the run stops after
     --script-steps, script.json and the report's section follow."""
+    from conftest import RANK_ENV
+    monkeypatch.setenv("OMP_NUM_THREADS", RANK_ENV["OMP_NUM_THREADS"])  # forked from the rank server (conftest)
     import argparse
 
     from conftest import TINY_QWEN3

@@ -10,12 +10,20 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import RANK_ENV, ROOT
 
 from neuronkit.cli import main
 from neuronkit.distributed.launch import free_port
 
 PROJECTS = ROOT / "tests" / "port_corpus" / "projects"
+
+
+@pytest.fixture(autouse=True)
+def _forkable(monkeypatch):
+    """The run's process forked from the session's rank server, which imported torch under RANK_ENV
+    (conftest): a one-process run gets the process's environment, so it must match."""
+    for name, value in RANK_ENV.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.mark.subprocess

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from neuronkit.port.cst_util import code, literal_string
+
 # Strings naming a device, or a process-group backend, in a device choice's arms.
 DEVICE_LITERAL = re.compile(r"^(cuda|cpu|mps|xpu|xla|neuron|hpu|meta)(:\d+)?$")
 BACKENDS = frozenset({"nccl", "gloo", "mpi", "ucc", "neuron", "xla"})
@@ -55,19 +57,6 @@ MOVES = frozenset({"cuda", "to"})
 MOVE_CHAIN = frozenset({"cuda", "to", "pin_memory", "contiguous", "cpu"})
 
 Resolve = Callable[[cst.CSTNode], set[str]]  # a node's fully qualified names (imports resolved)
-
-
-def code(node: cst.CSTNode) -> str:
-    """A node's source text."""
-    return cst.Module([]).code_for_node(node)
-
-
-def literal_string(node: cst.CSTNode) -> str | None:
-    """The value of a plain (non-bytes) string literal, else None."""
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

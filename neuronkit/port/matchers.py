@@ -7,7 +7,7 @@ the script computes."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.metadata import (
@@ -19,16 +19,16 @@ from libcst.metadata import (
 )
 
 from neuronkit.port import edits
-from neuronkit.port.guards import CHECK_LITERAL, Check, Checks, code, comparison_check, literal_string, startswith_check
+from neuronkit.port.cst_util import code, dotted, expr, literal_string, walk
+from neuronkit.port.guard_rewrites import GuardRewrites
+from neuronkit.port.guards import CHECK_LITERAL, Checks, comparison_check, startswith_check
 from neuronkit.port.rules import Rule, load_rules, rule_by_id, rule_for_name
+from neuronkit.port.xla_rewrites import XlaRewrites
 
 # `from torch.cuda.amp import GradScaler, autocast`: the same names in torch.amp, which take the device first.
 AMP_NAMES = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.autocast"})
 PROCESS_GROUP = "torch.distributed.init_process_group"
 AT_CALL = frozenset({"autocast", "grad_scaler", "template", "statement", "add_keyword"})  # fixes made at the call
-# neuronx-distributed's parallel layers and the DTensor style each becomes (nxd-parallel-layers' plan note).
-TP_STYLES = {"ColumnParallelLinear": "ColwiseParallel()", "RowParallelLinear": "RowwiseParallel()",
-             "ParallelEmbedding": "RowwiseParallel(input_layouts=Replicate())"}
 SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                       "torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch"})
 
@@ -91,21 +91,6 @@ def facts_from(names: set[str]) -> ProjectFacts:
                         spawns=bool(names & SPAWNERS))
 
 
-@dataclass
-class _Guard:
-    """A check in an `if` test that stays as it reads without CUDA: where each branch is, for the note."""
-
-    line: int
-    taken: tuple[int, int] | None  # the branch neuron takes (lines), None when it cannot be told
-    untaken: tuple[int, int] | None
-    value: object
-    findings: list[int] = field(default_factory=list)
-
-
-def _expr(text: str) -> cst.BaseExpression:
-    return cst.parse_expression(text)
-
-
 def _string(value: str, like: cst.SimpleString) -> cst.SimpleString:
     return like.with_changes(value=f"{like.prefix}{like.quote}{value}{like.quote}")
 
@@ -114,8 +99,9 @@ def _neuron(value: str) -> str:
     return re.sub(r"^(cuda|xla)", "neuron", value)
 
 
-class PortMatcher(cst.CSTTransformer):
-    """Collects `findings` for one module while transforming it; the result is the rewritten module."""
+class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
+    """Collects `findings` for one module while transforming it; the result is the rewritten module. The CUDA
+    checks are `GuardRewrites`' (guard_rewrites.py), the XLA calls `XlaRewrites`' (xla_rewrites.py)."""
 
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
 
@@ -138,13 +124,8 @@ class PortMatcher(cst.CSTTransformer):
         self.checks = Checks(self._resolve, guard_rules, guard_attributes)
         self._fixed_imports: set[str] = set()  # names imported from torch.neuron by a fixed import line
         self._amp_names: set[str] = set()  # local names of torch.cuda.amp imports moved to torch.amp
-        self._rewrite_checks: set[int] = set()  # check nodes inside a guard that is rewritten
-        self._folded: set[int] = set()  # nodes whose findings a guard rewrite's own finding stands for
-        self._check_guard: dict[int, _Guard] = {}
-        self._guards: list[_Guard] = []
-        self._xla_imports: list[tuple[int, set[str]]] = []  # (finding index, names the import binds)
-        self._plans: dict[str, dict[str, str]] = {}  # class -> {attribute: DTensor style} (parallel layers)
-        self._plan_findings: list[tuple[int, str]] = []
+        self._init_guards()
+        self._init_xla()
 
     # --- bookkeeping -------------------------------------------------------------------------------------
     def _resolve(self, node: cst.CSTNode) -> set[str]:
@@ -190,7 +171,7 @@ class PortMatcher(cst.CSTTransformer):
 
     def _amp_only_called(self, module: cst.Module) -> bool:
         """Whether every use of a name imported from torch.cuda.amp (GradScaler, autocast) is a call."""
-        for node in _walk(module):
+        for node in walk(module):
             if isinstance(node, cst.Call):
                 continue
             if isinstance(node, cst.Name) and set(self._imported_names(node)) & AMP_NAMES:
@@ -204,7 +185,7 @@ class PortMatcher(cst.CSTTransformer):
     def visit_Import(self, node: cst.Import) -> None:
         self._import_depth += 1
         for alias in node.names:
-            name = _dotted(alias.name) or ""
+            name = dotted(alias.name) or ""
             if name == "torch_xla" or name.startswith("torch_xla."):
                 bound = alias.asname.name.value if alias.asname else name.split(".")[0]  # type: ignore[union-attr]
                 self._xla_imports.append((self._add(node, rule_by_id("xla-import"), name, False), {bound}))
@@ -220,17 +201,17 @@ class PortMatcher(cst.CSTTransformer):
 
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.BaseSmallStatement:
         self._import_depth -= 1
-        module = _dotted(original.module) if original.module and not original.relative else None
+        module = dotted(original.module) if original.module and not original.relative else None
         if module is not None and (module == "torch_xla" or module.startswith("torch_xla.")):
             bound = set() if isinstance(original.names, cst.ImportStar) else {
-                (a.asname.name.value if a.asname else _dotted(a.name)) for a in original.names}  # type: ignore[union-attr]
+                (a.asname.name.value if a.asname else dotted(a.name)) for a in original.names}  # type: ignore[union-attr]
             self._xla_imports.append((self._add(original, rule_by_id("xla-import"), module, False), bound))
             return updated
         if module is None or isinstance(original.names, cst.ImportStar):
             if module and (rule := rule_for_name(module)):
                 self._add(original, rule, module, False)
             return updated
-        hits = [(alias, f"{module}.{_dotted(alias.name)}") for alias in original.names]
+        hits = [(alias, f"{module}.{dotted(alias.name)}") for alias in original.names]
         hits = [(alias, name, rule) for alias, name in hits if (rule := rule_for_name(name))]
         # `from torch.cuda import synchronize, empty_cache`: the same names exist in torch.neuron
         same_name = module == "torch.cuda" and len(hits) == len(original.names) and all(
@@ -240,24 +221,14 @@ class PortMatcher(cst.CSTTransformer):
             all(name in AMP_NAMES for _, name, _ in hits)
         for alias, name, rule in hits:
             self._add(alias, rule, name, same_name or amp)
-        local = {(alias.asname.name.value if alias.asname else _dotted(alias.name)) for alias, _, _ in hits}  # type: ignore[union-attr]
+        local = {(alias.asname.name.value if alias.asname else dotted(alias.name)) for alias, _, _ in hits}  # type: ignore[union-attr]
         if same_name:
             self._fixed_imports.update(local)  # type: ignore[arg-type]
-            return updated.with_changes(module=_expr("torch.neuron"))
+            return updated.with_changes(module=expr("torch.neuron"))
         if amp:
             self._amp_names.update(local)  # type: ignore[arg-type]
-            return updated.with_changes(module=_expr("torch.amp"))
+            return updated.with_changes(module=expr("torch.amp"))
         return updated
-
-    def _drop_unused_xla_imports(self, module: cst.Module) -> cst.Module:
-        """Each torch_xla import whose names nothing in the rewritten module uses any more is removed."""
-        if not self._xla_imports:
-            return module
-        used = used_outside_imports(module)
-        for index, bound in self._xla_imports:
-            if bound and not bound & used:
-                self._mark_fixed(index)
-        return module.visit(_ImportDropper())
 
     # --- names and attributes ----------------------------------------------------------------------------
     def _outermost(self, node: cst.CSTNode) -> bool:
@@ -269,20 +240,20 @@ class PortMatcher(cst.CSTTransformer):
 
     def _reference(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
         # `f(x).attr` resolves to f's name plus `.attr` in libcst; only a plain dotted chain names a thing
-        if self._import_depth or not self._outermost(original) or _dotted(original) is None:
+        if self._import_depth or not self._outermost(original) or dotted(original) is None:
             return updated
         for name in self._imported_names(original):
             rule = rule_for_name(name)
             if rule is None:
                 continue
-            spelled = _dotted(original) == name
+            spelled = dotted(original) == name
             if rule.guard:
                 return self._query(original, updated, rule, name)
             if rule.fix == "rename_last":
                 self._add(original, rule, name, True)
                 assert isinstance(updated, cst.Attribute) and rule.target
                 return updated.with_changes(attr=cst.Name(rule.target))
-            if rule.fix == "rename" and not spelled and _dotted(original) in self._fixed_imports:
+            if rule.fix == "rename" and not spelled and dotted(original) in self._fixed_imports:
                 return updated  # its import line was rewritten to torch.neuron
             if rule.fix in AT_CALL or rule.missing_keyword:
                 parent = self.get_metadata(ParentNodeProvider, original, None)
@@ -294,52 +265,8 @@ class PortMatcher(cst.CSTTransformer):
             index = self._add(original, rule, name, fixed)
             if rule.id == "nxd-parallel-layers":
                 self._plan_entry(original, name.rsplit(".", 1)[1], index)
-            return _expr(rule.target) if fixed and rule.target else updated
+            return expr(rule.target) if fixed and rule.target else updated
         return updated
-
-    def _plan_entry(self, reference: cst.CSTNode, layer: str, index: int) -> None:
-        """`self.fc1 = ColumnParallelLinear(...)` in class C: `"fc1": ColwiseParallel()` in C's DTensor plan."""
-        call = self.get_metadata(ParentNodeProvider, reference, None)
-        assign = self.get_metadata(ParentNodeProvider, call, None) if isinstance(call, cst.Call) else None
-        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
-            return
-        target = assign.targets[0].target
-        node: cst.CSTNode | None = assign
-        while node is not None and not isinstance(node, cst.ClassDef):
-            node = self.get_metadata(ParentNodeProvider, node, None)
-        if isinstance(target, cst.Attribute) and isinstance(node, cst.ClassDef):
-            self._plans.setdefault(node.name.value, {})[target.attr.value] = TP_STYLES[layer]
-            self._plan_findings.append((index, node.name.value))
-
-    def _note_plans(self) -> None:
-        for index, owner in self._plan_findings:
-            plan = ", ".join(f'"{attr}": {style}' for attr, style in self._plans[owner].items())
-            self.findings[index] = replace(self.findings[index], note=(
-                f'the plan for {owner} (nn.Linear / nn.Embedding in place of the parallel layers): parallelize_module('
-                f'{owner.lower()}, init_device_mesh("neuron", (tp,)), {{{plan}}})'))
-
-    def _query(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule: Rule,
-               name: str) -> cst.BaseExpression:
-        """A CUDA query: rewritten inside a guard that is, else a decide finding with its note."""
-        if id(original) in self._rewrite_checks:
-            assert rule.target
-            return _expr(rule.target) if "." in rule.target else updated.with_changes(attr=cst.Name(rule.target))  # type: ignore[call-arg]
-        self._check_found(original, rule, name)
-        return updated
-
-    def _check_found(self, node: cst.CSTNode, rule: Rule, detail: str) -> None:
-        guard = self._check_guard.get(id(node))
-        if guard is None:
-            self._add(node, rule, detail, False, note=self._check_note(node))
-        else:
-            guard.findings.append(self._add(node, rule, detail, False))
-
-    def _check_note(self, node: cst.CSTNode) -> str | None:
-        """How a check outside an `if` test reads on neuron."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        call = parent if isinstance(parent, cst.Call) and parent.func is node else node
-        reading = self.checks.value_on_neuron(call)
-        return None if reading is None else f"reads {reading!r} on neuron, as without CUDA or XLA"
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         parent = self.get_metadata(ParentNodeProvider, original, None)
@@ -358,96 +285,6 @@ class PortMatcher(cst.CSTTransformer):
             self._add(original, rule, "." + original.attr.value, True)
             return updated.with_changes(attr=cst.Name(rule.target))
         return self._reference(original, updated)
-
-    # --- checks and what they guard -----------------------------------------------------------------------
-    def visit_If(self, node: cst.If) -> None:
-        checks, flags = self.checks.find(node.test)
-        if not checks and not flags:
-            return
-        orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else None
-        neutral = isinstance(node.orelse, (cst.Else, type(None))) and self.checks.neutral(list(node.body.body)) \
-            and (orelse is None or self.checks.neutral(list(orelse.body)))  # type: ignore[union-attr]
-        if not flags and (neutral or self.checks.statement_choice(node, self._following(node))):
-            self._add(node.test, rule_by_id("device-guard"), code(node.test), True)
-            self._rewrite_guard(node.test, checks)
-            return
-        value = self.checks.value_on_neuron(node.test)
-        body = self._lines(node.body)
-        other = self._lines(node.orelse) if node.orelse is not None else None
-        taken, untaken = (body, other) if value else (other, body)
-        guard = _Guard(self._line(node), taken if value is not None else None,
-                       untaken if value is not None else None, value)
-        self._guards.append(guard)
-        for check in checks:
-            self._check_guard[id(check.node)] = guard
-        for flag in flags:
-            self._check_guard[id(flag)] = guard
-        if flags and not checks:  # `if use_cuda:`: reported here, the flag's definition says why
-            guard.findings.append(self._add(node.test, rule_by_id("cuda-check"), code(node.test), False))
-
-    def _following(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The statement after `node` in its block, if any."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
-            return None  # an elif, or an if on one line
-        body = list(parent.body)
-        index = next((i for i, s in enumerate(body) if s is node), None)
-        return body[index + 1] if index is not None and index + 1 < len(body) else None
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        checks, flags = self.checks.find(node.test)
-        if checks and not flags and self.checks.device_choice(node):
-            self._rewrite_guard(node.test, checks)
-            self._add(node, rule_by_id("device-choice"), code(node), True)
-            self._folded.update(id(n) for n in _walk(node))
-
-    def _rewrite_guard(self, test: cst.CSTNode, checks: list[Check]) -> None:
-        self._rewrite_checks.update(id(c.node) for c in checks)
-        self._folded.update(id(n) for n in _walk(test))
-
-    def _lines(self, block: cst.CSTNode) -> tuple[int, int]:
-        position = self.get_metadata(PositionProvider, block)
-        return position.start.line + isinstance(block, cst.Else), position.end.line
-
-    def _note_guards(self) -> None:
-        """Each kept check in an `if` says which branch runs on neuron and what the other holds; a blocker only
-        the branch not taken reaches is a decision, not a blocker."""
-        for guard in self._guards:
-            inside = []
-            if guard.untaken:
-                first, last = guard.untaken
-                for i, f in enumerate(self.findings):
-                    if first <= f.line <= last and i not in guard.findings:
-                        if f.category == "blocker":
-                            self.findings[i] = replace(f, category="decide", note=(
-                                f"only in the branch of line {guard.line} that neuron does not take"))
-                        inside.append(f"line {f.line} [{f.rule.id}]" + (" blocker" if f.rule.category == "blocker" else ""))
-            note = self._branches(guard, inside)
-            for i in guard.findings:
-                if i >= 0:
-                    self.findings[i] = replace(self.findings[i], note=note)
-
-    @staticmethod
-    def _branches(guard: _Guard, inside: list[str]) -> str:
-        if guard.value is None:
-            return "which branch runs on neuron depends on values the check is combined with: read both branches"
-
-        def span(lines: tuple[int, int], verb: str) -> str:
-            if lines[0] == lines[1]:
-                return f"line {lines[0]} {verb}s"
-            return f"lines {lines[0]}-{lines[1]} {verb}"
-        note = f"reads {guard.value!r} on neuron, as without CUDA or XLA: "
-        note += f"{span(guard.taken, 'run')}, " if guard.taken else ""
-        note += span(guard.untaken, "do").replace(" dos", " does") + " not run" if guard.untaken else "nothing is skipped"
-        if inside:
-            note += " (they hold " + ", ".join(inside[:6]) + (", ..." if len(inside) > 6 else "") + ")"
-        return note
-
-    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
-        check = comparison_check(original)
-        if check and not self._import_depth and id(original) not in self._rewrite_checks:
-            self._check_found(original, rule_by_id(check.rule_id), code(original))
-        return updated
 
     # --- calls: methods, autocast, keywords, templates --------------------------------------------------
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -474,11 +311,11 @@ class PortMatcher(cst.CSTTransformer):
                 self._add(func, rule, name, True)
                 return updated.with_changes(args=[cst.Arg(cst.SimpleString('"neuron"')), *updated.args])
             if rule.fix == "autocast":
-                spelled = _dotted(func) == name
+                spelled = dotted(func) == name
                 self._add(func, rule, name, spelled)
                 if not spelled:
                     return updated
-                return updated.with_changes(func=_expr(rule.target),
+                return updated.with_changes(func=expr(rule.target),
                                             args=[cst.Arg(cst.SimpleString('"neuron"')), *updated.args])
             if rule.fix == "grad_scaler":
                 return self._grad_scaler(original, updated, rule, name)
@@ -488,12 +325,6 @@ class PortMatcher(cst.CSTTransformer):
                 self._add(original, rule, name, False)
         return updated
 
-    def _own_statement(self, call: cst.Call) -> bool:
-        """Whether the call is a statement line of its own (what a statement fix replaces)."""
-        expr = self.get_metadata(ParentNodeProvider, call, None)
-        line = self.get_metadata(ParentNodeProvider, expr, None) if isinstance(expr, cst.Expr) else None
-        return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
-
     def _grad_scaler(self, original: cst.Call, updated: cst.Call, rule: Rule, name: str) -> cst.BaseExpression:
         """A GradScaler made for the device: `torch.cuda.amp.GradScaler(...)` ->
         `torch.amp.GradScaler("neuron", ...)`; `torch.amp.GradScaler()` gets the device it defaulted to CUDA."""
@@ -502,9 +333,9 @@ class PortMatcher(cst.CSTTransformer):
                       next((a.value for a in original.args if a.keyword and a.keyword.value == "device"), None))
         neuron = cst.Arg(cst.SimpleString('"neuron"'))
         if name == "torch.cuda.amp.GradScaler":
-            if _dotted(func) == name:
+            if dotted(func) == name:
                 self._add(func, rule, name, True)
-                return updated.with_changes(func=_expr("torch.amp.GradScaler"), args=[neuron, *updated.args])
+                return updated.with_changes(func=expr("torch.amp.GradScaler"), args=[neuron, *updated.args])
             self._add(func, rule, name, False)
             return updated
         value = literal_string(device) if device is not None else None
@@ -514,65 +345,6 @@ class PortMatcher(cst.CSTTransformer):
         if device is None:
             updated = updated.with_changes(args=[neuron, *updated.args])
         self._add(func, rule, name, fixed)
-        return updated
-
-    def _template(self, original: cst.Call, updated: cst.Call, rule: Rule, name: str) -> cst.BaseExpression:
-        positional = _positional(original, rule)
-        template = rule.template_for(positional, self.facts.distributed, self.facts.own_group)
-        text = edits.fill(template, updated, self.module, rule.ignore_keywords,
-                          parameters=rule.parameters) if template else None
-        self._add(original, rule, name, text is not None)  # ParallelLoader: fixed with its per_device_loader
-        if text is None:
-            return updated
-        self.helpers.update(rule.helpers)
-        return _expr(text)
-
-    def _parallel_loader(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-        """`pl.ParallelLoader(loader, [device]).per_device_loader(device)` -> `DeviceLoader(loader, device)`."""
-        inner = original.func.value  # type: ignore[attr-defined]
-        if not isinstance(inner, cst.Call) or not original.args:
-            return None
-        rule = rule_by_id("parallel-loader")
-        if not set(self._imported_names(inner.func)) & set(rule.names):
-            return None
-        template = rule.template_for(_positional(inner, rule), False, False)
-        inner_updated = updated.func.value  # type: ignore[attr-defined]
-        device = self.module.code_for_node(updated.args[0].value)
-        text = edits.fill(template, inner_updated, self.module, rule.ignore_keywords, {"chained": device},
-                          rule.parameters) if template else None
-        if text is None:
-            return None
-        position = self.get_metadata(PositionProvider, inner).start
-        for i, f in enumerate(self.findings):
-            if f.rule.id == "parallel-loader" and (f.line, f.col) == (position.line, position.column + 1):
-                self._mark_fixed(i)
-        self.helpers.update(rule.helpers)
-        return _expr(text)
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
-                                  updated: cst.SimpleStatementLine) -> cst.BaseStatement:
-        """A call whose rule rewrites the whole statement (`xm.mark_step()`, `xm.master_print(...)`)."""
-        if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr) or \
-                not isinstance(original.body[0].value, cst.Call):
-            return updated
-        call = original.body[0].value
-        for name in self._imported_names(call.func):
-            rule = rule_for_name(name)
-            if rule is None or rule.fix != "statement":
-                continue
-            positional = _positional(call, rule)
-            template = rule.template_for(positional, self.facts.distributed, self.facts.own_group)
-            new_call = updated.body[0].value  # type: ignore[attr-defined]
-            if not isinstance(new_call, cst.Call):
-                return updated
-            text = edits.fill(template, new_call, self.module, rule.ignore_keywords,
-                              parameters=rule.parameters) if template is not None else None
-            self._add(call, rule, name, text is not None)
-            if text is None:
-                return updated
-            self.helpers.update(rule.helpers)
-            comment = f"# {' '.join(code(call).split())[:60]}: not needed on neuron {edits.MARK}"
-            return edits.replace_statement(updated, text, comment)
         return updated
 
     def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator:
@@ -585,7 +357,7 @@ class PortMatcher(cst.CSTTransformer):
                     self._add(deco, rule, name, True)
                     keyword, value = rule.replacement.split("=", 1)  # type: ignore[union-attr]
                     call = cst.Call(func=updated.decorator, args=[
-                        cst.Arg(_expr(value), keyword=cst.Name(keyword),
+                        cst.Arg(expr(value), keyword=cst.Name(keyword),
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
                     return updated.with_changes(decorator=call)
         return updated
@@ -644,13 +416,13 @@ class PortMatcher(cst.CSTTransformer):
                     any(a.star for a in original.args) or positional > (rule.position or 0):
                 continue
             fixed = rule.fix == "add_keyword"
-            self._add(original.func, rule, f"{_dotted(original.func) or 'call'}(...)", fixed)
+            self._add(original.func, rule, f"{dotted(original.func) or 'call'}(...)", fixed)
             if fixed:
                 keyword, value = rule.replacement.split("=", 1)  # type: ignore[union-attr]
                 args = list(updated.args)
                 if args:
                     args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                args.append(cst.Arg(_expr(value), keyword=cst.Name(keyword),
+                args.append(cst.Arg(expr(value), keyword=cst.Name(keyword),
                                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
                 updated = updated.with_changes(args=args)
         return updated
@@ -719,99 +491,6 @@ class PortMatcher(cst.CSTTransformer):
                 new_first = text.with_changes(value=_neuron(text.value))
                 return updated.with_changes(parts=[new_first, *updated.parts[1:]])
         return updated
-
-
-class _ImportDropper(cst.CSTTransformer):
-    """Removes the torch_xla imports whose names nothing else uses (a statement importing other modules too
-    keeps those)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.used: set[str] = set()
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self.used = used_outside_imports(node)
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
-                                  updated: cst.SimpleStatementLine) -> cst.BaseStatement:
-        if len(updated.body) != 1:
-            return updated
-        small = updated.body[0]
-        if isinstance(small, cst.Import) and not _is_xla_import(small):
-            kept = [a for a in small.names if not (_is_xla_name(a) and _bound(cst.Import([a])) - self.used == _bound(cst.Import([a])))]
-            if len(kept) < len(small.names):
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return updated.with_changes(body=[small.with_changes(names=kept)])
-            return updated
-        if not _is_xla_import(small) or _bound(small) & self.used:
-            return updated
-        shown = " ".join(cst.Module([]).code_for_node(small).split())[:70]
-        return edits.replace_statement(updated, "", f"# {shown}: not needed on neuron {edits.MARK}")
-
-
-def _is_xla_name(alias: cst.ImportAlias) -> bool:
-    return (_dotted(alias.name) or "").split(".")[0] == "torch_xla"
-
-
-def _is_xla_import(small: cst.BaseSmallStatement) -> bool:
-    if isinstance(small, cst.Import):
-        return all((_dotted(a.name) or "").split(".")[0] == "torch_xla" for a in small.names)
-    if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-        return (_dotted(small.module) or "").split(".")[0] == "torch_xla" and not isinstance(small.names, cst.ImportStar)
-    return False
-
-
-def _bound(small: cst.BaseSmallStatement) -> set[str]:
-    names = small.names  # type: ignore[attr-defined]
-    if isinstance(small, cst.Import):
-        return {a.asname.name.value if a.asname else (_dotted(a.name) or "").split(".")[0] for a in names}
-    return {a.asname.name.value if a.asname else (_dotted(a.name) or "") for a in names}
-
-
-def used_outside_imports(module: cst.Module) -> set[str]:
-    """The names a module uses outside its import statements."""
-    used: set[str] = set()
-
-    def walk(node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            return
-        if isinstance(node, cst.Name):
-            used.add(node.value)
-        for child in node.children:
-            walk(child)
-
-    walk(module)
-    return used
-
-
-def _walk(node: cst.CSTNode):
-    """Every node under `node`, itself included."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
-
-
-def _positional(call: cst.Call, rule: Rule) -> int:
-    """How many positional arguments the call passes, counting keywords that name the rule's `parameters`."""
-    count = sum(1 for a in call.args if a.keyword is None and not a.star)
-    named = {a.keyword.value for a in call.args if a.keyword is not None}
-    for name in rule.parameters[count:]:
-        if name not in named:
-            break
-        count += 1
-    return count
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else None
-    return None
 
 
 _NO_LITERAL = object()
