@@ -46,7 +46,8 @@ STEPS = 3
 @dataclass(frozen=True)
 class Item:
     """A corpus project: its script, the arguments of its CPU run and of its ported run ({n}: the process
-    count of a script that spawns its processes, {port}: a free port), and how close its losses must be."""
+    count of a script that spawns its processes, {port}: a free port, {one}: whether it runs in one process),
+    and how close its losses must be."""
 
     name: str
     script: str
@@ -62,7 +63,9 @@ class Item:
 
 
 ITEMS = [
-    Item("gpt_trainer", "train.py", ("--device=cpu", "--compile=False", "--dtype=float32"), ("--dtype=float32",)),
+    # compiled (backend="neuron", the rewrite) in one process; eager in two, which checks the same DDP path
+    Item("gpt_trainer", "train.py", ("--device=cpu", "--compile=False", "--dtype=float32"),
+         ("--dtype=float32", "--compile={one}")),
     Item("image_trainer", "main.py", ("--epochs", "1"), ("--epochs", "1")),
     Item("package_project", "train.py"),
     Item("ddp_spawn", "main.py", ("--world-size", "{n}", "--port", "{port}"), ("--world-size", "{n}", "--port", "{port}"),
@@ -163,7 +166,8 @@ def _run(item: Item, variant: str, nproc: int, work: Path) -> RunResult:
         layout = overlay(scan_project([item.path]), work / f"tree{nproc}")
         script, files, cwd = layout.script, [c for c in layout.copies if c != layout.script], layout.cwd
         pythonpath += [str(p) for p in layout.pythonpath]
-    args = [a.format(n=nproc, port=free_port()) for a in (item.cpu_args if variant == "cpu" else item.port_args)]
+    args = [a.format(n=nproc, port=free_port(), one=nproc == 1)
+            for a in (item.cpu_args if variant == "cpu" else item.port_args)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
     if item.spawns or nproc == 1:

@@ -138,9 +138,9 @@ class RunRecorder:
     def _first_forward(self, module: Any, args: Any, kwargs: Any = None) -> None:
         """The first module called (the model, not one of its layers): audited, then the hooks go."""
         if self.model_audit is None:
-            self.model_audit = audit_model(module, args)
             for handle in self._module_hooks:
-                handle.remove()
+                handle.remove()  # first: the audit calls the model too
+            self.model_audit = audit_model(module, args)
 
     def _on_op(self, event: Any) -> None:
         if event.fallback:
@@ -179,22 +179,28 @@ class RunRecorder:
 
 def audit_model(module: Any, args: Any) -> dict[str, Any]:
     """The op audit of the first model the script calls, on a CPU copy of it and of its inputs: its blockers
-    (what the device cannot run, such as an LSTM's fused cell), before the device meets them."""
+    (what the device cannot run, such as an LSTM's fused cell), before the device meets them. The audit's
+    recorder and classifier, without its runner (which loads transformers: seconds in every run)."""
     import torch
     from torch.utils._pytree import tree_map_only
+
+    from neuronkit.op_audit.classify import classify
+    from neuronkit.op_audit.recorder import OpRecorder
+    from neuronkit.policy import load_policy
 
     model = getattr(module, "module", module) if type(module).__name__ in (
         "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel") else module
     model = getattr(model, "_orig_mod", model)  # torch.compile's wrapper
     try:
-        from neuronkit.op_audit import audit
+        copy_ = copy.deepcopy(model).cpu()
         inputs = tree_map_only(torch.Tensor, lambda t: t.detach().cpu(), tuple(args))
-        with torch.no_grad():
-            report = audit(copy.deepcopy(model).cpu(), example_inputs=inputs)
+        with torch.no_grad(), OpRecorder(copy_) as recorder:
+            copy_(*inputs)
+        _, findings, _ = classify(recorder.ops, load_policy())
     except Exception as exc:  # noqa: BLE001 - the run goes on; the record says the audit could not run
         return {"module": type(model).__name__, "blockers": [], "error": f"{type(exc).__name__}: {exc}"[:300]}
     blockers = [{"category": f.category, "op": f.op, "modules": list(f.module_paths[:3]), "remedy": f.remedy}
-                for f in report.findings if f.severity == "blocker"]
+                for f in findings if f.severity == "blocker"]
     return {"module": type(model).__name__, "blockers": blockers, "error": None}
 
 
