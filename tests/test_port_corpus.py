@@ -35,7 +35,7 @@ from conftest import ROOT
 from neuronkit.distributed.launch import free_port
 from neuronkit.port.xla_rewrites import used_outside_imports
 from neuronkit.port.run import RunResult, overlay, read_records
-from neuronkit.port.scan import FileScan, scan_project
+from neuronkit.port.scan import FileScan, Project, scan_project
 
 PROJECTS = ROOT / "tests" / "port_corpus" / "projects"
 XLA_CPU = ROOT / "tests" / "port_corpus" / "xla_cpu"
@@ -77,8 +77,12 @@ ITEMS = [
 
 
 @functools.cache
+def _project(item: Item) -> Project:
+    return scan_project([item.path])
+
+
 def _scans(item: Item) -> list[FileScan]:
-    return scan_project([item.path]).scans
+    return _project(item).scans
 
 
 # --- precision and recall of the scan ---------------------------------------------------------------------------
@@ -163,7 +167,7 @@ def _run(item: Item, variant: str, nproc: int, work: Path) -> RunResult:
             pythonpath.append(str(XLA_CPU))
     else:
         os.chdir(item.path.parent)  # the run's working directory is the copy of the script's folder
-        layout = overlay(scan_project([item.path]), work / f"tree{nproc}")
+        layout = overlay(_project(item), work / f"tree{nproc}")
         script, files, cwd = layout.script, [c for c in layout.copies if c != layout.script], layout.cwd
         pythonpath += [str(p) for p in layout.pythonpath]
     args = [a.format(n=nproc, port=free_port(), one=nproc == 1)
