@@ -132,13 +132,11 @@ class GuardRewrites:
         if guard.value is None:
             return "which branch runs on neuron depends on values the check is combined with: read both branches"
 
-        def span(lines: tuple[int, int], verb: str) -> str:
-            if lines[0] == lines[1]:
-                return f"line {lines[0]} {verb}s"
-            return f"lines {lines[0]}-{lines[1]} {verb}"
+        def span(lines: tuple[int, int], one: str, many: str) -> str:
+            return f"line {lines[0]} {one}" if lines[0] == lines[1] else f"lines {lines[0]}-{lines[1]} {many}"
         note = f"reads {guard.value!r} on neuron, as without CUDA or XLA: "
-        note += f"{span(guard.taken, 'run')}, " if guard.taken else ""
-        note += span(guard.untaken, "do").replace(" dos", " does") + " not run" if guard.untaken else "nothing is skipped"
+        note += f"{span(guard.taken, 'runs', 'run')}, " if guard.taken else ""
+        note += span(guard.untaken, "does not run", "do not run") if guard.untaken else "nothing is skipped"
         if inside:
             note += " (they hold " + ", ".join(inside[:6]) + (", ..." if len(inside) > 6 else "") + ")"
         return note

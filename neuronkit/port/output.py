@@ -57,11 +57,14 @@ def table(scans: list[FileScan], width: int | None = None) -> str:
         for f in s.findings:
             mark = " (fixed by --write)" if f.fixed else (" (by hand)" if f.category == "rewrite" else "")
             lines.append(f"{f.path}:{f.line}:{f.col}  {f.category.upper()}{mark}  [{f.rule.id}]  {f.code}")
-            details = [f"-> {f.rule.remedy}"] + ([f"here: {f.note}"] if f.note else []) + [f"source: {f.rule.source}"]
-            if f.rule.accelerator:
-                details.append(f"device-agnostic: {f.rule.accelerator}")
+            details = [f"-> {f.rule.remedy}"] + ([f"here: {f.note}"] if f.note else [])
             for d in details:
                 lines.extend(textwrap.wrap(d, width=width, initial_indent="    ", subsequent_indent="      ",
                                            break_on_hyphens=False, break_long_words=False))
+            # one source a line, never broken (a URL may run past the width)
+            lines += [f"    {'source:' if i == 0 else '       '} {s}" for i, s in enumerate(f.rule.source.split("; "))]
+            if f.rule.accelerator:
+                lines.extend(textwrap.wrap(f"device-agnostic: {f.rule.accelerator}", width=width, initial_indent="    ",
+                                           subsequent_indent="      ", break_on_hyphens=False, break_long_words=False))
     lines.append(summary_line(scans))
     return "\n".join(lines)

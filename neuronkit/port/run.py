@@ -187,14 +187,13 @@ def overlay(project: Project, work: Path) -> Overlay:
             link = work / entry.relative_to(base)
             if not link.exists():
                 link.symlink_to(entry)
-    copies = {}
-    for path, scan in scans.items():
-        copy = work / path.relative_to(base)
-        copy.write_text(scan.rewritten, encoding="utf-8")
-        copies[copy] = scan
     def inside(path: Path) -> Path:
         return work / path.relative_to(base)
 
+    copies = {}
+    for path, scan in scans.items():
+        inside(path).write_text(scan.rewritten, encoding="utf-8")
+        copies[inside(path)] = scan
     extra = [inside(r) for r in project.roots[1:]]
     for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
         path = Path(entry).resolve()
