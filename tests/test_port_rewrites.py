@@ -34,6 +34,8 @@ class Case:
     cpu: str | None = None  # the same computation spelled for the CPU, when the original needs CUDA
     rtol: float = 0.0
     fresh: bool = False  # makes a process group: runs in a new process (forked_python)
+    traced: bool = True  # its lines are compared (compile-backend: one line, and tracing dynamo's own Python
+    #                      while it compiles costs seconds)
 
     @property
     def original(self) -> str:
@@ -99,7 +101,7 @@ CASES = [
          "result = (x, start.elapsed_time(end) >= 0)", cpu="result = (torch.arange(4.0) * 2, True)"),
     Case("cuda-oom", "try:\n    result = torch.arange(3) + 1\nexcept torch.cuda.OutOfMemoryError:\n    result = None"),
     Case("compile-backend", "def f(x):\n    return torch.sin(x) * 2\ng = torch.compile(f)\nresult = g(torch.arange(4.0))",
-         rtol=1e-6),
+         rtol=1e-6, traced=False),
     Case("profiler-cuda", "from torch.profiler import ProfilerActivity, profile\n"
          "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    result = torch.arange(3) * 4"),
     # --- PyTorch/XLA
@@ -154,7 +156,7 @@ class Outcome:
     error: BaseException | None = None
 
 
-def _run(code: str, xla: bool = False) -> Outcome:
+def _run(code: str, xla: bool = False, traced: bool = True) -> Outcome:
     """Run a snippet in this process, tracing the lines it executes; with `xla`, torch_xla is the CPU stand-in."""
     lines: list[int] = []
 
@@ -172,8 +174,8 @@ def _run(code: str, xla: bool = False) -> Outcome:
     if added:
         sys.path.insert(0, str(XLA_CPU))
     try:
-        with contextlib.redirect_stdout(io.StringIO()), torch._dynamo.config.patch(disable=xla is None):
-            sys.settrace(trace)
+        with contextlib.redirect_stdout(io.StringIO()):
+            sys.settrace(trace if traced else None)
             try:
                 exec(compile(code, "<snippet>", "exec"), namespace)
             finally:
@@ -216,8 +218,8 @@ def test_the_rewritten_snippet_gives_the_originals_result(case, monkeypatch):
     assert case.rule in fixed, [(f.rule.id, f.fixed) for f in scan.findings]
     assert not re.search(r"^\s*(import|from) torch_xla", scan.rewritten, re.M)
     with torch._dynamo.config.patch(disable=True):  # the original's compile: eager, the values it would give
-        original = _run(case.original, xla=case.xla)
-    ported = _run(scan.rewritten)
+        original = _run(case.original, xla=case.xla, traced=case.traced)
+    ported = _run(scan.rewritten, traced=case.traced)
     assert ported.error is None, f"the rewritten snippet failed: {ported.error!r}\n{scan.rewritten}"
     if original.error is None:
         assert case.cpu is None, "the original ran without CUDA: no CPU spelling needed"
