@@ -288,6 +288,15 @@ class BlockerHit:
 
 
 @dataclass
+class ScriptModelBlocker:
+    """What the op audit of the model the script trains found the device cannot run."""
+
+    op: str = fact("Op", default="")
+    category: str = fact("Category", doc="the op-support policy's rule", default="")
+    remedy: str = fact("Remedy", default="")
+
+
+@dataclass
 class ScriptRun:
     """The rewritten script run on the device for a few optimizer steps (`neuronkit port --run`)."""
 
@@ -300,6 +309,10 @@ class ScriptRun:
     error: str | None = fact("Error", doc="the script's exception, when it crashed")
     error_line: int | None = fact("Error line", doc="the script's line the error came from")
     blockers_hit: list[BlockerHit] = fact("Blockers hit", factory=list)
+    model_blockers: list[ScriptModelBlocker] = fact("Model blockers", doc="the op audit of the model the script "
+                                                    "trains", factory=list)
+    losses: list[float] = fact("Loss per step", doc="averaged over the processes", factory=list)
+    warnings: list[str] = fact("Warnings", doc="a GradScaler that disabled itself, no op on the device", factory=list)
     fallbacks: list[ScriptFallback] = fact("CPU fallbacks", factory=list)
     peak_memory: dict[str, int] = fact("Peak memory per core", "bytes", factory=dict)
     neff_compiles: int = fact("NEFF compiles", "count", default=0)

@@ -1,5 +1,6 @@
-"""`neuronkit port SCRIPT.py [more files or a directory]`: find the CUDA in a training script, say what each use
-takes on Trainium, rewrite what is mechanical, and (`--run`) run the rewritten copy on the simulated device.
+"""`neuronkit port SCRIPT.py [DIR...]`: find the CUDA and the PyTorch/XLA in a training script and the local
+modules it imports, say what each use takes on Trainium, rewrite what keeps the script's behaviour, and
+(`--run`) run the rewritten project on the simulated device.
 
 Exit status: 0 ready (decide findings allowed), 1 blockers found, or the run failed, 2 bad input (an
 unparsable file is one line naming it). The files named are only read: `--write OUT` writes the rewritten copy.
@@ -15,13 +16,14 @@ from pathlib import Path
 
 from neuronkit.errors import NeuronkitInputError, positive_int_problem
 from neuronkit.port.output import scan_record, summary_line, table
-from neuronkit.port.scan import FileScan, scan_paths
+from neuronkit.port.scan import FileScan, scan_project
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="SCRIPT",
-                        help="the training script, and more files or directories (every *.py under them)")
-    parser.add_argument("--json", metavar="OUT", help="write the findings as JSON to OUT ('-' for stdout)")
+                        help="the training script, then folders its local modules are imported from (or other "
+                             "files); a folder first: every *.py under the paths named")
+    parser.add_argument("--json", metavar="OUT", help="write the findings (and the run) as JSON to OUT ('-' for stdout)")
     parser.add_argument("--diff", action="store_true", help="print a unified diff of the rewrite fixes")
     parser.add_argument("--write", metavar="OUT",
                         help="write the rewritten copy to OUT (a file for one script, else a directory)")
@@ -30,8 +32,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=20, metavar="N",
                         help="with --run: stop after N optimizer steps (default 20)")
     parser.add_argument("--nproc", type=int, metavar="K",
-                        help="with --run: K processes under torchrun; 1 is one plain process (default: 2 "
-                             "under torchrun when the script calls init_process_group, else 1)")
+                        help="with --run: K processes under torchrun; 1 is one plain process (default: 2 under "
+                             "torchrun when the script calls init_process_group, else 1; a script that spawns "
+                             "its own processes starts as many as it asks)")
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
                         help="with --run: end the run after S seconds (default 600)")
     parser.epilog = "with --run, everything after '--' is the script's own arguments: " \
@@ -59,32 +62,40 @@ def run(args: argparse.Namespace) -> int:
             raise NeuronkitInputError(problem)
     if args.script_args and not args.run:
         raise NeuronkitInputError("arguments after '--' are for the script, and only with --run")
-    scans = scan_paths(args.paths)
-    if args.run and (len(args.paths) != 1 or not Path(args.paths[0]).is_file()):
-        raise NeuronkitInputError("--run runs one script: name exactly one .py file")
-    if args.json == "-":
-        print(json.dumps(scan_record(scans), indent=2, ensure_ascii=False))
-    elif args.diff:
+    if args.run and not Path(args.paths[0]).is_file():
+        raise NeuronkitInputError("--run runs a script: name the .py file first (then the folders it imports from)")
+    project = scan_project(args.paths)
+    scans = project.scans
+    if args.run:
+        from neuronkit.port.run import plan_processes
+        plan_processes(project, args.nproc)  # bad input (--nproc for a script that spawns) before anything runs
+    to_stdout = args.json == "-"
+    if args.diff:
         print("".join(s.diff() for s in scans), end="")
         print(summary_line(scans), file=sys.stderr)
-    else:
+    elif not to_stdout:
         print(table(scans))
-    if args.json and args.json != "-":
-        Path(args.json).write_text(json.dumps(scan_record(scans), indent=2, ensure_ascii=False) + "\n")
-        print(f"findings JSON written to {args.json}", file=sys.stderr)
     if args.write:
         for target in write_copies(scans, Path(args.write)):
             print(f"rewritten copy written to {target}", file=sys.stderr)
     blocked = any(f.category == "blocker" for s in scans for f in s.findings)
+    doc = scan_record(scans)
+    status = 1 if blocked else 0
     if args.run:
         from neuronkit.port.run import run_script, run_summary
-        result = run_script(scans[0], steps=args.steps, nproc=args.nproc, script_args=args.script_args,
-                            timeout=args.timeout)
-        print(run_summary(result))
-        return 1 if blocked or not result.ok else 0
-    if blocked:
+        result = run_script(project, steps=args.steps, nproc=args.nproc, script_args=args.script_args,
+                            timeout=args.timeout, output=sys.stderr if to_stdout else None)
+        print(run_summary(result), file=sys.stderr if to_stdout else sys.stdout)
+        doc["run"] = result.record()
+        status = 1 if blocked or not result.ok else 0
+    elif blocked:
         print("neuronkit port: blocked: blocker findings (see above)", file=sys.stderr)
-    return 1 if blocked else 0
+    if to_stdout:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        print(f"findings JSON written to {args.json}", file=sys.stderr)
+    return status
 
 
 def write_copies(scans: list[FileScan], out: Path) -> list[Path]:
@@ -104,4 +115,3 @@ def write_copies(scans: list[FileScan], out: Path) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(scan.rewritten, encoding="utf-8")
     return targets
-

@@ -16,7 +16,7 @@ def finding_record(f: Finding) -> dict[str, Any]:
     """One finding as JSON."""
     return {"path": f.path, "line": f.line, "col": f.col, "category": f.category, "rule": f.rule.id,
             "code": f.code, "match": f.detail, "remedy": f.rule.remedy, "source": f.rule.source,
-            "accelerator": f.rule.accelerator, "fixed_by_write": f.fixed}
+            "accelerator": f.rule.accelerator, "fixed_by_write": f.fixed, "note": f.note}
 
 
 def counts(scans: list[FileScan]) -> dict[str, int]:
@@ -43,7 +43,7 @@ def summary_line(scans: list[FileScan]) -> str:
     c = counts(scans)
     total = sum(c[k] for k in CATEGORIES)
     files = f"{len(scans)} file{'s' * (len(scans) != 1)}"
-    return (f"{files}: {total} CUDA-specific use{'s' * (total != 1)} ({c['rewrite']} rewrite, "
+    return (f"{files}: {total} finding{'s' * (total != 1)} ({c['rewrite']} rewrite, "
             f"{c['fixed_by_write']} fixed by --write; {c['decide']} decide; {c['blocker']} blocker"
             f"{'s' * (c['blocker'] != 1)}) -> {verdict(scans)}")
 
@@ -57,10 +57,14 @@ def table(scans: list[FileScan], width: int | None = None) -> str:
         for f in s.findings:
             mark = " (fixed by --write)" if f.fixed else (" (by hand)" if f.category == "rewrite" else "")
             lines.append(f"{f.path}:{f.line}:{f.col}  {f.category.upper()}{mark}  [{f.rule.id}]  {f.code}")
-            details = [f"-> {f.rule.remedy}", f"source: {f.rule.source}"]
-            if f.rule.accelerator:
-                details.append(f"device-agnostic: {f.rule.accelerator}")
+            details = [f"-> {f.rule.remedy}"] + ([f"here: {f.note}"] if f.note else [])
             for d in details:
-                lines.extend(textwrap.wrap(d, width=width, initial_indent="    ", subsequent_indent="      "))
+                lines.extend(textwrap.wrap(d, width=width, initial_indent="    ", subsequent_indent="      ",
+                                           break_on_hyphens=False, break_long_words=False))
+            # one source a line, never broken (a URL may run past the width)
+            lines += [f"    {'source:' if i == 0 else '       '} {s}" for i, s in enumerate(f.rule.source.split("; "))]
+            if f.rule.accelerator:
+                lines.extend(textwrap.wrap(f"device-agnostic: {f.rule.accelerator}", width=width, initial_indent="    ",
+                                           subsequent_indent="      ", break_on_hyphens=False, break_long_words=False))
     lines.append(summary_line(scans))
     return "\n".join(lines)

@@ -20,13 +20,15 @@ from neuronkit.pipeline.record import RunDir
 RECORD = "script.json"
 
 
-def build(scan: FileScan, result: RunResult | None) -> ScriptEvidence:
-    """The record of one scanned (and possibly run) script."""
+def build(scans: FileScan | list[FileScan], result: RunResult | None) -> ScriptEvidence:
+    """The record of one scanned (and possibly run) script, or of its project (the script's scan first)."""
+    scans = [scans] if isinstance(scans, FileScan) else scans
     run = load(ScriptRun, {k: v for k, v in result.record().items() if k not in ("script", "ranks")}) \
         if result is not None else None
-    blocked = any(f.category == "blocker" for f in scan.findings) or (run is not None and not run.ok)
-    doc = {"script": str(scan.path), "verdict": "blocked" if blocked else "ready", "counts": counts([scan]),
-           "findings": [finding_record(f) for f in scan.findings], "diff": scan.diff()}
+    findings = [f for scan in scans for f in scan.findings]
+    blocked = any(f.category == "blocker" for f in findings) or (run is not None and not run.ok)
+    doc = {"script": str(scans[0].path), "verdict": "blocked" if blocked else "ready", "counts": counts(scans),
+           "findings": [finding_record(f) for f in findings], "diff": "".join(scan.diff() for scan in scans)}
     evidence = load(ScriptEvidence, doc)
     evidence.run = run
     return evidence

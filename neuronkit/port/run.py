@@ -1,33 +1,43 @@
-"""`neuronkit port SCRIPT --run`: run the rewritten copy of the one script the user named on the simulated
-device (under torchrun when asked for more than one process or when the script initialises a process
-group), stopped after N optimizer steps, and collect what each rank recorded (`bootstrap.py`)."""
+"""`neuronkit port SCRIPT --run`: run the rewritten project on the simulated device, stopped after N optimizer
+steps, and collect what each process recorded (`bootstrap.py`).
+
+The rewritten files run from a copy that keeps the project's layout (`overlay`): the ported modules are
+written, everything else beside them is linked, and the working directory is the copy of the user's one, so
+paths relative to the script or to the working directory find the same files. How many processes: a script
+that starts its own (mp.spawn, xmp.spawn) runs as one process that starts them; one that makes a process
+group runs under torchrun (2 processes unless `nproc` says otherwise); any other in one process, or `nproc`
+under torchrun. The temporary copy and every process the run started are gone when it returns."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, QualifiedNameProvider
+from libcst.metadata import MetadataWrapper
 
 from neuronkit.distributed.launch import stop
-from neuronkit.port.scan import FileScan
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.port.matchers import called_names, facts_from
+from neuronkit.port.scan import FileScan, Project
 from neuronkit.units import format_bytes
 
-PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 DEFAULT_DISTRIBUTED_NPROC = 2
+RUN_MARKER = "NEURONKIT_PORT_RUN"
 
 
 @dataclass
 class RunResult:
-    """What a `--run` did: per-rank records, merged figures, and the run's command and wall time."""
+    """What a `--run` did: per-process records, merged figures, and the run's wall time."""
 
     script: str
     nproc: int
@@ -35,135 +45,310 @@ class RunResult:
     wall_s: float
     returncode: int
     ranks: list[dict[str, Any]]
-    blockers_hit: list[dict[str, Any]] = field(default_factory=list)
+    launcher: dict[str, Any] | None = None  # the process that started the ranks itself (mp.spawn)
+    findings_hit: list[dict[str, Any]] = field(default_factory=list)  # findings at the line the run failed on
     error: str | None = None
+    error_file: str | None = None
     error_line: int | None = None
 
     @property
+    def blockers_hit(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings_hit if f["category"] == "blocker"]
+
+    @property
+    def model_blockers(self) -> list[dict[str, Any]]:
+        """What the op audit of the model the script trains found the device cannot run."""
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
+        for rank in self.ranks:
+            for blocker in (rank.get("model_audit") or {}).get("blockers", []):
+                seen.setdefault((blocker["category"], blocker["op"]), blocker)
+        return list(seen.values())
+
+    @property
+    def warnings(self) -> list[str]:
+        found = list(dict.fromkeys(w for r in self.ranks for w in r.get("warnings", [])))
+        if self.ranks and not any(r.get("device_ops") for r in self.ranks):
+            found.append("no op ran on the device: the script kept its CPU path (see the decide findings on "
+                         "its CUDA checks)")
+        return found
+
+    @property
     def ok(self) -> bool:
-        """Every rank finished or stopped after the asked steps, and no blocker was hit."""
-        return (self.returncode == 0 and len(self.ranks) == self.nproc and not self.blockers_hit
-                and all(r["exit_code"] == 0 for r in self.ranks))
+        """Every process finished or stopped after the asked steps, having taken at least one, and neither a
+        blocker finding nor the model's op audit stopped it."""
+        return (self.returncode == 0 and self.nproc >= 1 and len(self.ranks) == self.nproc
+                and not self.blockers_hit and not self.model_blockers
+                and all(r["exit_code"] == 0 and r["steps"] >= 1 for r in self.ranks))
 
     @property
     def steps(self) -> int:
         return min((r["steps"] for r in self.ranks), default=0)
 
+    @property
+    def losses(self) -> list[float]:
+        """The loss of each step, averaged over the processes (each process's own batch)."""
+        series = [r.get("losses", []) for r in self.ranks]
+        return [sum(step) / len(step) for step in zip(*series)] if series else []
+
     def fallbacks(self) -> list[dict[str, Any]]:
-        """Every op that fell back on any rank, with the script lines (of the first step) that issued it."""
-        sites: dict[str, set[int]] = {}
+        """Every op that fell back on any process, with the lines (of the first step) that issued it: `lines` in
+        the script, `elsewhere` in its other files (`file:line`)."""
+        sites: dict[str, tuple[set[int], set[str]]] = {}
         for rank in self.ranks:
             for op in rank["fallback_ops"]:
-                sites.setdefault(op, set())
+                sites.setdefault(op, (set(), set()))
             for site in rank["fallback_sites"]:
                 if site["line"] is not None:
-                    sites.setdefault(site["op"], set()).add(site["line"])
-        return [{"op": op, "lines": sorted(lines)} for op, lines in sorted(sites.items())]
+                    lines, elsewhere = sites.setdefault(site["op"], (set(), set()))
+                    if site.get("file") in (None, self.script):
+                        lines.add(site["line"])
+                    else:
+                        elsewhere.add(f"{site['file']}:{site['line']}")
+        return [{"op": op, "lines": sorted(lines), "elsewhere": sorted(elsewhere)}
+                for op, (lines, elsewhere) in sorted(sites.items())]
 
     def record(self) -> dict[str, Any]:
         """The run as JSON."""
         return {"script": self.script, "ok": self.ok, "nproc": self.nproc, "steps_asked": self.steps_asked,
                 "steps": self.steps, "wall_s": round(self.wall_s, 3), "returncode": self.returncode,
-                "error": self.error, "error_line": self.error_line, "blockers_hit": self.blockers_hit,
+                "error": self.error, "error_file": self.error_file, "error_line": self.error_line,
+                "blockers_hit": self.blockers_hit, "findings_hit": self.findings_hit,
+                "model_blockers": self.model_blockers, "warnings": self.warnings, "losses": self.losses,
                 "fallbacks": self.fallbacks(),
                 "peak_memory": {core: peak for r in self.ranks for core, peak in r["peak_memory"].items()},
                 "neff_compiles": sum(r["neff"]["misses"] for r in self.ranks),
                 "neff_cache_hits": sum(r["neff"]["hits"] + r["neff"]["disk_hits"] for r in self.ranks),
-                "ranks": [{k: r[k] for k in ("rank", "status", "steps", "error", "error_line", "script_s")}
-                          for r in self.ranks]}
+                "launcher": None if self.launcher is None else {
+                    k: self.launcher.get(k) for k in ("status", "error", "spawned")},
+                "ranks": [{k: r.get(k) for k in ("process", "rank", "status", "steps", "error", "error_line",
+                                                  "script_s")} for r in self.ranks]}
 
 
-class _ProcessGroupCalls(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        names = self.get_metadata(QualifiedNameProvider, node.func, set())
-        self.found = self.found or any(q.name == PROCESS_GROUP_INIT for q in names)
-
-
-def initialises_process_group(text: str) -> bool:
-    """Whether the script calls `torch.distributed.init_process_group` (however it imported it)."""
-    finder = _ProcessGroupCalls()
-    MetadataWrapper(cst.parse_module(text)).visit(finder)
-    return finder.found
+# --- what to launch ---------------------------------------------------------------------------------------------
+def plan_processes(project: Project, nproc: int | None) -> tuple[int | None, bool]:
+    """(processes, under torchrun): `None` processes when the script starts its own (counted as they start)."""
+    if project.facts.spawns:
+        if nproc is not None:
+            raise NeuronkitInputError(
+                f"{project.script}: the script starts its own processes (mp.spawn / xmp.spawn): set how many with "
+                "its own arguments, not --nproc")
+        return None, False
+    if nproc is None:
+        return (DEFAULT_DISTRIBUTED_NPROC, True) if project.facts.own_group else (1, False)
+    return nproc, nproc > 1
 
 
 def launch_command(copy: Path, steps: int, nproc: int, distributed: bool, out: Path, script_args: list[str],
-                   port: int | None = None) -> list[str]:
-    """`python -m neuronkit.port.bootstrap ...`, under torchrun for a distributed run."""
+                   files: list[Path] = (), port: int | None = None, audit: bool = True) -> list[str]:
+    """`python -u -m neuronkit.port.bootstrap ...`, under torchrun for a distributed run. The interpreter is
+    torchrun's (`PYTHON_EXEC` when set, as torchrun starts its workers), so the one-process run and a rank
+    start the same way."""
     boot = ["-m", "neuronkit.port.bootstrap", "--steps", str(steps), "--out", str(out), "--script", str(copy),
-            "--", *script_args]
+            *(f"--file={f}" for f in files), *([] if audit else ["--no-audit"]), "--", *script_args]
     if not distributed:
-        return [sys.executable, *boot]
+        return [os.environ.get("PYTHON_EXEC", sys.executable), "-u", *boot]
     from neuronkit.distributed.launch import free_port
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--rdzv-backend=c10d",
             f"--rdzv-endpoint=localhost:{port or free_port()}", *boot]
 
 
-def run_script(scan: FileScan, steps: int = 20, nproc: int | None = None, script_args: list[str] | None = None,
-               timeout: float = 600, workdir: str | os.PathLike | None = None) -> RunResult:
-    """Run the rewritten copy of `scan`'s file (its findings' `rewrite` fixes applied) for `steps` optimizer
-    steps: `nproc` processes under torchrun when it is above 1, one plain process when it is 1, and when it is
-    None, torchrun with 2 if the script calls `init_process_group`, else one plain process. The copy lives in `workdir` (a temporary folder by default) under the script's own name; the
-    script's folder stays importable. Errors and lines refer to the original file (the rewrite keeps lines)."""
-    if nproc is None:  # torchrun when the script makes a process group, else one plain process
-        distributed = initialises_process_group(scan.rewritten)
-        nproc = DEFAULT_DISTRIBUTED_NPROC if distributed else 1
-    else:  # as asked: one plain process (as `python train.py`), or torchrun with K
-        distributed = nproc > 1
-    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="neuronkit-port-"))
-    work.mkdir(parents=True, exist_ok=True)
-    copy = work / scan.path.name
-    copy.write_text(scan.rewritten, encoding="utf-8")
-    out = work / "ranks"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(scan.path.resolve().parent), os.environ.get("PYTHONPATH")]))}
+# --- the copy ---------------------------------------------------------------------------------------------------
+@dataclass
+class Overlay:
+    """The rewritten project in a folder of its own: each copy, the file it stands for, and where to run."""
+
+    script: Path
+    copies: dict[Path, FileScan]  # copy -> scan of the original
+    cwd: Path
+    pythonpath: list[Path]
+
+
+def overlay(project: Project, work: Path) -> Overlay:
+    """Lay the rewritten files out under `work` as the originals lie under their common folder, with every
+    other entry of the folders on their way linked (not `__pycache__`): the copy imports the rewritten modules
+    and reads the project's own data at the same relative paths."""
+    assert project.script is not None
+    scans = {s.path.resolve(): s for s in project.scans}
+    cwd = Path.cwd().resolve()
+    anchors = [*scans, *project.roots]
+    base = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in anchors]))
+    wanted = [*scans, *(r for r in project.roots), *([cwd] if cwd.is_relative_to(base) else [])]
+    chain = {base}
+    for path in wanted:
+        for parent in (path if path.is_dir() else path.parent, *(path if path.is_dir() else path.parent).parents):
+            if not parent.is_relative_to(base):
+                break
+            chain.add(parent)
+    for folder in sorted(chain):
+        (work / folder.relative_to(base)).mkdir(parents=True, exist_ok=True)
+        for entry in folder.iterdir():
+            if entry in chain or entry in scans or entry.name == "__pycache__":
+                continue
+            link = work / entry.relative_to(base)
+            if not link.exists():
+                link.symlink_to(entry)
+    def inside(path: Path) -> Path:
+        return work / path.relative_to(base)
+
+    copies = {}
+    for path, scan in scans.items():
+        inside(path).write_text(scan.rewritten, encoding="utf-8")
+        copies[inside(path)] = scan
+    extra = [inside(r) for r in project.roots[1:]]
+    for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        path = Path(entry).resolve()
+        extra.append(inside(path) if path.is_relative_to(base) and path in chain else path)
+    return Overlay(inside(project.script.resolve()), copies, inside(cwd) if cwd.is_relative_to(base) else cwd,
+                   extra)
+
+
+# --- the run ----------------------------------------------------------------------------------------------------
+def _project_of(target: Project | FileScan) -> Project:
+    if isinstance(target, Project):
+        return target
+    facts = facts_from(called_names(MetadataWrapper(cst.parse_module(target.original))))
+    return Project(target.path, [target], [target.path.resolve().parent], facts)
+
+
+def run_script(target: Project | FileScan, steps: int = 20, nproc: int | None = None,
+               script_args: list[str] | None = None, timeout: float = 600,
+               workdir: str | os.PathLike | None = None, audit: bool = True, output: Any = None) -> RunResult:
+    """Run the rewritten project (`target`: a scanned project, or one scanned file) for `steps` optimizer
+    steps (see the module's docstring for how many processes). The copy lives in `workdir` when given (kept),
+    else in a temporary folder removed at the end. Errors and lines refer to the original files. The script's
+    output goes to `output` (a file object; this process's stdout by default)."""
+    project = _project_of(target)
+    if project.script is None:
+        raise NeuronkitInputError("--run runs a script: name the .py file first")
+    planned, distributed = plan_processes(project, nproc)
+    if workdir is not None:  # kept: the rewritten files and the records, not the links to the project's own
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        try:
+            return _run(project, Path(workdir), steps, planned, distributed, script_args or [], timeout, audit,
+                        output)
+        finally:
+            for folder, dirs, files in os.walk(Path(workdir) / "project"):  # os.walk enters no linked folder
+                for name in dirs + files:
+                    if os.path.islink(os.path.join(folder, name)):
+                        os.unlink(os.path.join(folder, name))
+    with tempfile.TemporaryDirectory(prefix="neuronkit-port-") as work:
+        return _run(project, Path(work), steps, planned, distributed, script_args or [], timeout, audit, output)
+
+
+def _run(project: Project, work: Path, steps: int, planned: int | None, distributed: bool, script_args: list[str],
+         timeout: float, audit: bool, output: Any) -> RunResult:
+    layout = overlay(project, work / "project")
+    out = work / "processes"
+    marker = uuid.uuid4().hex  # every process the run starts inherits it: how they are all found at the end
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", RUN_MARKER: marker,
+           "PYTHONPATH": os.pathsep.join(str(p) for p in [layout.script.parent, *layout.pythonpath])}
     if distributed:
         env.setdefault("OMP_NUM_THREADS", "1")
         env.pop("NEURON_RT_VISIBLE_CORES", None)  # each rank gets its own core from the process group
+    others = [c for c in layout.copies if c != layout.script]
+    command = launch_command(layout.script, steps, planned or 1, distributed, out, script_args, others, audit=audit)
     start = time.perf_counter()
-    proc = subprocess.Popen(launch_command(copy, steps, nproc, distributed, out, script_args or []), env=env,
-                            cwd=os.getcwd(), start_new_session=True)
+    proc = subprocess.Popen(command, env=env, cwd=layout.cwd, start_new_session=True, stdout=output)
+    timed_out = False
     try:
         returncode = proc.wait(timeout=timeout)
-        timed_out = False
     except subprocess.TimeoutExpired:
         stop(proc)
         returncode, timed_out = proc.returncode, True
+    finally:
+        _end_processes(proc.pid, marker)
     wall = time.perf_counter() - start
-    ranks = sorted((json.loads(p.read_text()) for p in out.glob("rank*.json")), key=lambda r: r["rank"])
-    result = RunResult(str(scan.path), nproc, steps, wall, returncode, ranks)
-    crashed = next((r for r in ranks if r["error"]), None)
+    ranks, launcher = read_records(out)
+    nproc = planned if planned is not None else (launcher or {}).get("spawned", 0)
+    result = RunResult(str(project.script), nproc, steps, wall, returncode, ranks, launcher)
+    _explain(result, layout, timed_out, timeout)
+    return result
+
+
+def read_records(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The records the run's processes wrote: the ranks (in rank order) and the launcher, if the script
+    started its processes itself."""
+    records = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    launcher = next((r for r in records if r["process"] == "launcher"), None)
+    return sorted((r for r in records if r["process"] != "launcher"), key=lambda r: r["rank"]), launcher
+
+
+def _end_processes(pgid: int, marker: str) -> None:
+    """Whatever the run started and left running (a helper process the script forgot) is stopped: its session,
+    and every process whose environment carries the run's marker (one started outside the session, e.g. by
+    a fork server standing in for the interpreter)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    needle = f"{RUN_MARKER}={marker}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if needle in environ.read_bytes().split(b"\0"):
+                os.kill(int(environ.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+def _explain(result: RunResult, layout: Overlay, timed_out: bool, timeout: float) -> None:
+    """The run's error in the original files' terms, and the findings at the line it failed on."""
+    scans = {str(copy): scan for copy, scan in layout.copies.items()}
+    for record in [*result.ranks, *([result.launcher] if result.launcher else [])]:
+        for site in record.get("fallback_sites", []):
+            scan = scans.get(site.get("file") or "")
+            if scan is not None:
+                site["file"], site["line"] = str(scan.path), scan.original_line(site["line"])
+        scan = scans.get(record.get("error_file") or "")
+        if scan is not None:
+            record["error_file"], record["error_line"] = str(scan.path), scan.original_line(record["error_line"])
+    crashed = next((r for r in [*result.ranks, result.launcher] if r and r["error"]), None)
     if crashed:
-        result.error, result.error_line = crashed["error"], crashed["error_line"]
+        result.error = _short(crashed["error"])
+        result.error_file, result.error_line = crashed.get("error_file"), crashed.get("error_line")
     elif timed_out:
         result.error = f"timed out after {timeout:g} s"
-    elif returncode and not ranks:
-        result.error = f"the launcher exited with {returncode} before the script ran"
+    elif result.returncode and not result.ranks:
+        result.error = f"the launcher exited with {result.returncode} before the script ran"
+    elif result.nproc == 0 or (result.launcher is not None and not result.ranks):
+        result.error = "the script started no processes (mp.spawn with nprocs=0: see its process count's findings)"
     if result.error_line is not None:
-        result.blockers_hit = [{"line": f.line, "rule": f.rule.id, "code": f.code} for f in scan.findings
-                               if f.category == "blocker" and f.line == result.error_line]
-    return result
+        failing = next((s for s in layout.copies.values() if str(s.path) == result.error_file), None)
+        for f in failing.findings if failing else ():
+            if f.line == result.error_line and not f.fixed:
+                result.findings_hit.append({"line": f.line, "rule": f.rule.id, "category": f.category,
+                                            "code": f.code, "remedy": f.rule.remedy})
+
+
+def _short(error: str, limit: int = 300) -> str:
+    """An error as one line of at most `limit` characters."""
+    return error if len(error) <= limit else error[:limit - 3] + "..."
 
 
 def run_summary(result: RunResult) -> str:
     """The run in a few lines for the terminal."""
     r = result.record()
+    launched = "" if result.launcher is None else " started by the script"
     head = (f"run: {Path(r['script']).name} on the simulated device, {r['nproc']} process"
-            f"{'es' * (r['nproc'] != 1)}: {r['steps']}/{r['steps_asked']} optimizer steps in {r['wall_s']:.1f} s "
-            f"-> {'ok' if r['ok'] else 'FAILED'}")
+            f"{'es' * (r['nproc'] != 1)}{launched}: {r['steps']}/{r['steps_asked']} optimizer steps in "
+            f"{r['wall_s']:.1f} s -> {'ok' if r['ok'] else 'FAILED'}")
     lines = [head]
     if r["error"]:
-        where = f"{r['script']}:{r['error_line']}: " if r["error_line"] else ""
+        where = f"{r['error_file']}:{r['error_line']}: " if r["error_line"] else ""
         lines.append(f"  error: {where}{r['error']}")
-    for hit in r["blockers_hit"]:
-        lines.append(f"  blocker hit: line {hit['line']} [{hit['rule']}] {hit['code']}")
+    for hit in r["findings_hit"]:
+        kind = "blocker hit" if hit["category"] == "blocker" else f"{hit['category']} finding at that line"
+        lines.append(f"  {kind}: line {hit['line']} [{hit['rule']}] {hit['code']} -> {hit['remedy']}")
+    for blocker in r["model_blockers"]:
+        lines.append(f"  model blocker (op audit): {blocker['op']} [{blocker['category']}] in "
+                     f"{', '.join(blocker['modules']) or 'the model'} -> {blocker['remedy']}")
+    if r["losses"]:
+        lines.append("  loss: " + ", ".join(f"{loss:.4f}" for loss in r["losses"][:8]))
+    for warning in r["warnings"]:
+        lines.append(f"  warning: {warning}")
+    if result.ranks and any(rank["steps"] == 0 for rank in result.ranks) and not r["error"]:
+        lines.append("  the script took no optimizer step")
     for fb in r["fallbacks"]:
-        where = ", ".join(f"line {n}" for n in fb["lines"]) or "after the first step"
+        where = ", ".join([*(f"line {n}" for n in fb["lines"]), *fb["elsewhere"]]) or "after the first step"
         lines.append(f"  fell back to CPU: {fb['op']} ({where})")
     peaks = ", ".join(f"{core} {format_bytes(peak)}" for core, peak in sorted(r["peak_memory"].items()))
     lines.append(f"  peak memory: {peaks or 'none on device'}")

@@ -1,18 +1,20 @@
 """The static pass of `neuronkit port`: parse each file with libcst, collect the findings and the rewritten
-text (the original files are only read)."""
+text (the original files are only read). A script is followed into the local modules it imports
+(`project.py`), and every file of the project is rewritten knowing what the whole project does."""
 
 from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.port.matchers import Finding, PortMatcher
+from neuronkit.port.matchers import Finding, PortMatcher, ProjectFacts, called_names, facts_from
+from neuronkit.port.project import follow_imports, import_roots
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,8 @@ class FileScan:
     findings: tuple[Finding, ...]
     original: str
     rewritten: str
+    line_map: tuple[int, ...] = ()  # the original's line of each line of `rewritten`
+    added_lines: frozenset[int] = frozenset()  # lines of `rewritten` with no original (the native helpers)
 
     def diff(self) -> str:
         """A unified diff of the rewrite fixes (empty when there are none)."""
@@ -30,18 +34,53 @@ class FileScan:
                                             self.rewritten.splitlines(keepends=True),
                                             fromfile=str(self.path), tofile=f"{self.path} (rewritten)"))
 
+    def original_line(self, rewritten_line: int | None) -> int | None:
+        """The original file's line for a line of the rewritten copy (errors and fallbacks are reported there;
+        a line of the native helpers reports the line they were inserted after)."""
+        if rewritten_line is None or not 1 <= rewritten_line <= len(self.line_map):
+            return rewritten_line
+        return self.line_map[rewritten_line - 1]
 
-def scan_source(text: str, path: str | os.PathLike = "<string>") -> FileScan:
-    """Scan one module's source text. Raises NeuronkitInputError naming the file and line when it does not parse."""
+
+@dataclass
+class Project:
+    """What `neuronkit port SCRIPT [DIR...]` works on: the script (None when only directories were named),
+    every file scanned (the script first, then the local modules it imports), and the folders its imports
+    resolve from."""
+
+    script: Path | None
+    scans: list[FileScan]
+    roots: list[Path] = field(default_factory=list)
+    facts: ProjectFacts = ProjectFacts()
+
+
+def _parse(text: str, path: str | os.PathLike) -> cst.Module:
     try:
-        module = cst.parse_module(text)
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         raise NeuronkitInputError(f"{path}:{exc.raw_line}:{exc.raw_column + 1}: not valid Python "
                                   f"({exc.message.splitlines()[0]})") from None
-    matcher = PortMatcher(str(path))
-    rewritten = MetadataWrapper(module).visit(matcher)
+
+
+def _rewrite(wrapper: MetadataWrapper, text: str, path: str | os.PathLike, facts: ProjectFacts) -> FileScan:
+    matcher = PortMatcher(str(path), facts)
+    rewritten = wrapper.visit(matcher)
     findings = tuple(sorted(matcher.findings, key=lambda f: (f.line, f.col, f.rule.id)))
-    return FileScan(Path(path), findings, text, rewritten.code)
+    return FileScan(Path(path), findings, text, rewritten.code, tuple(matcher.line_map), frozenset(matcher.added_lines))
+
+
+def scan_source(text: str, path: str | os.PathLike = "<string>", facts: ProjectFacts | None = None) -> FileScan:
+    """Scan one module's source text (what the project does: `facts`, else what this module does). Raises
+    NeuronkitInputError naming the file and line when it does not parse."""
+    wrapper = MetadataWrapper(_parse(text, path))
+    return _rewrite(wrapper, text, path, facts if facts is not None else facts_from(called_names(wrapper)))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise NeuronkitInputError(f"{path}: not UTF-8 text") from None
 
 
 def python_files(paths: list[str | os.PathLike]) -> list[Path]:
@@ -63,13 +102,26 @@ def python_files(paths: list[str | os.PathLike]) -> list[Path]:
     return files
 
 
+def scan_project(paths: list[str | os.PathLike]) -> Project:
+    """`SCRIPT [DIR|FILE...]`: the script, the local modules it imports (found under its folder and the named
+    folders) and the named files; or, when the first path is a directory, every `*.py` under the paths named.
+    Every file is rewritten knowing what the whole project does (e.g. whether it starts several processes)."""
+    files = python_files(paths)
+    first = Path(paths[0])
+    script = first if first.is_file() else None
+    roots: list[Path] = []
+    if script is not None:
+        roots = import_roots(script, [Path(p) for p in paths[1:] if Path(p).is_dir()])
+        named = [f for f in files[1:] if not any(Path(p).is_dir() and f.is_relative_to(Path(p)) for p in paths[1:])]
+        files = list(dict.fromkeys([*follow_imports(script, roots, _read, _parse), *named]))
+    parsed = []
+    for path in files:
+        text = _read(path)
+        parsed.append((path, text, MetadataWrapper(_parse(text, path))))
+    facts = facts_from(set().union(*(called_names(wrapper) for _, _, wrapper in parsed)) if parsed else set())
+    return Project(script, [_rewrite(wrapper, text, path, facts) for path, text, wrapper in parsed], roots, facts)
+
+
 def scan_paths(paths: list[str | os.PathLike]) -> list[FileScan]:
-    """Scan every file `paths` name (see `python_files`)."""
-    scans = []
-    for path in python_files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise NeuronkitInputError(f"{path}: not UTF-8 text") from None
-        scans.append(scan_source(text, path))
-    return scans
+    """Scan what `paths` name (see `scan_project`)."""
+    return scan_project(paths).scans

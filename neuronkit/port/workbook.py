@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from neuronkit.errors import NeuronkitInputError, positive_int_problem
-from neuronkit.port.scan import FileScan, scan_paths
+from neuronkit.port.scan import Project, scan_project
 
 
 def configure_script_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,9 @@ def configure_script_arguments(parser: argparse.ArgumentParser) -> None:
                         help="optimizer steps of the script's run (default 5)")
 
 
-def check_script(args: argparse.Namespace) -> FileScan | None:
-    """The scan of `--script` (None without one); raises NeuronkitInputError for a bad script or steps."""
+def check_script(args: argparse.Namespace) -> Project | None:
+    """The scan of `--script` and the local modules it imports (None without one); raises NeuronkitInputError
+    for a bad script or steps."""
     if args.script is None:
         if args.script_args:
             raise NeuronkitInputError("--script-args needs --script")
@@ -35,11 +36,10 @@ def check_script(args: argparse.Namespace) -> FileScan | None:
         raise NeuronkitInputError(problem)
     if not args.script.is_file():
         raise NeuronkitInputError(f"--script {args.script}: no such file")
-    (scan,) = scan_paths([args.script])
-    return scan
+    return scan_project([args.script])
 
 
-def record_script(scan: FileScan, args: argparse.Namespace, run_dir: Path) -> bool:
+def record_script(project: Project, args: argparse.Namespace, run_dir: Path) -> bool:
     """Run the rewritten script, write `run_dir/script.json`, re-render the report; whether it is ready."""
     from neuronkit.models import resolve_model
     from neuronkit.port import record
@@ -50,10 +50,10 @@ def record_script(scan: FileScan, args: argparse.Namespace, run_dir: Path) -> bo
     # the model the notebooks ran: with --random-weights, the checkpoint saved into the run directory
     model = resolve_model(RunDir(run_dir).read_params().get("model", args.model)).resolve()
     script_args = [a.replace("{model}", str(model)) for a in shlex.split(args.script_args)]
-    result = run_script(scan, steps=args.script_steps, script_args=script_args, workdir=run_dir / "artifacts" /
+    result = run_script(project, steps=args.script_steps, script_args=script_args, workdir=run_dir / "artifacts" /
                         "script")
     print(run_summary(result))
-    evidence = record.build(scan, result)
+    evidence = record.build(project.scans, result)
     record.write(run_dir, evidence)
     report(run_dir)
     print(f"your script: {evidence.verdict} (the report's 'Your script' section)")

@@ -1,7 +1,9 @@
 """Notebook 09 (port your script): a clean jupytext pair, and (marked `notebooks`) executed by papermill: scan,
-diff and a run of the bundled example training script on the simulated device."""
+diff and a run of the bundled CUDA example and of the bundled PyTorch/XLA example on the simulated device."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -21,5 +23,9 @@ def test_notebook_09_scans_diffs_and_runs_the_example(tmp_path, forked_kernels):
     assert "REWRITE (fixed by --write)  [synchronize]  torch.cuda.synchronize" in text
     assert "+        torch.neuron.synchronize()" in text
     assert_ran_the_example(text, nproc=1)  # the run's summary, as `neuronkit port --run` prints it
-    assert "1 file: 17 CUDA-specific uses (13 rewrite, 13 fixed by --write; 4 decide; 0 blockers) -> ready" in text
+    assert "1 file: 16 findings (12 rewrite, 12 fixed by --write; 4 decide; 0 blockers) -> ready" in text
+    assert "train_cuda.py:46  rewrite [device-guard] device.type == \"cuda\"" in text  # a check that only moves work
+    assert "ModuleNotFoundError: No module named 'torch_xla'" in text
+    assert "-            xm.optimizer_step(optimizer)" in text and "torch_xla imports left in the rewritten script: 0" in text
+    assert re.search(r"run: train_xla.py on the simulated device, 1 process: 2/2 optimizer steps .* -> ok", text)
     assert shows_an_image

@@ -4,19 +4,21 @@ targets on the simulated device, the command's outputs and exit codes, and `--ru
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import subprocess
 from collections import Counter
 from pathlib import Path
 
-import libcst as cst
 import pytest
 import torch
-from conftest import ROOT, TINY_QWEN3
+import port_rules_page
+from conftest import RANK_ENV, ROOT, TINY_QWEN3
 
 from neuronkit.cli import main
-from neuronkit.port.rules import load_rules
+from neuronkit.port.edits import HELPERS_HEADER
+from neuronkit.port.rules import PUBLIC_SOURCE, load_rules
 from neuronkit.port.scan import scan_paths, scan_source
 from neuronkit.resources import data_dir
 
@@ -47,17 +49,22 @@ def test_every_rule_has_a_corpus_line():
 
 @pytest.mark.parametrize("path", [*CORPUS_FILES, EXAMPLE], ids=lambda p: p.name)
 def test_the_rewritten_copy_parses_and_its_diff_touches_only_fixed_lines(path):
+    """Every line the rewrite changes carries a finding it fixed; lines are only added by the native helpers
+    (copied after the imports), so a line of the original keeps its number up to them."""
     (scan,) = scan_paths([path])
     compile(scan.rewritten, str(path), "exec")
-    cst.parse_module(scan.rewritten)
     before, after = scan.original.splitlines(), scan.rewritten.splitlines()
-    assert len(before) == len(after)  # the fixes are in-line: lines keep their numbers
-    changed = {n for n, (a, b) in enumerate(zip(before, after), 1) if a != b}
     fixed = {f.line for f in scan.findings if f.fixed}
-    assert changed == fixed
-    reported = {f.line for f in scan.findings}
-    assert changed <= reported
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "insert":
+            assert HELPERS_HEADER in "\n".join(after[j1:j2]) or all(not line.strip() for line in after[j1:j2])
+        elif tag != "equal":
+            assert tag == "replace" and i2 - i1 == j2 - j1 and set(range(i1 + 1, i2 + 1)) <= fixed, (tag, i1, i2)
     assert all(f.category == "rewrite" for f in scan.findings if f.fixed)
+    kept = [line for j, line in enumerate(after, 1) if j not in scan.added_lines]
+    assert len(kept) == len(before)  # a line of the original keeps its place, less the helpers
+    assert all(scan.original_line(j) == i for i, j in enumerate(
+        (j for j in range(1, len(after) + 1) if j not in scan.added_lines), 1))
 
 
 def test_rewrites_read_as_torchneuron_code():
@@ -65,13 +72,28 @@ def test_rewrites_read_as_torchneuron_code():
                        'x = torch.ones(1).cuda(rank, non_blocking=True)\ny = m.cuda()\nz = m.cuda(1)\n'
                        'torch.cuda.synchronize()\nsynchronize()\ns = f"cuda:{rank}"\n'
                        'with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n    pass\n'
-                       'dist.init_process_group("nccl")\nif t.is_cuda:\n    pass\n')
+                       'dist.init_process_group("nccl", device_id=rank)\nif t.is_cuda:\n    t = t.cuda()\n'
+                       'model = torch.compile(model)\nscaler = torch.cuda.amp.GradScaler()\nimport torch.distributed as dist\n')
     assert scan.rewritten.splitlines() == [
         "import torch", "from torch.neuron import synchronize",
-        'x = torch.ones(1).to(torch.device("neuron", rank), non_blocking=True)', 'y = m.to("neuron")',
+        "x = torch.ones(1).to(rank, non_blocking=True)", 'y = m.to("neuron")',
         'z = m.to("neuron:1")', "torch.neuron.synchronize()", "synchronize()", 's = f"neuron:{rank}"',
         'with torch.autocast("neuron", dtype=torch.bfloat16):', "    pass", 'dist.init_process_group("neuron")',
-        "if t.is_neuron:", "    pass"]
+        "if t.is_neuron:", '    t = t.to("neuron")', 'model = torch.compile(model, backend="neuron")',
+        'scaler = torch.amp.GradScaler("neuron")', "import torch.distributed as dist"]
+
+
+def test_a_cuda_check_keeps_the_path_the_script_took_and_shows_both_branches():
+    """The image trainer that wrapped its model in DataParallel once `device_count()` was rewritten: the check
+    reads as without CUDA, its branch is shown, and the blocker only that branch reaches is a decision."""
+    scan = scan_source("import torch\nmodel = torch.nn.Linear(2, 2)\nif torch.cuda.device_count() > 1:\n"
+                       "    model = torch.nn.DataParallel(model)\nelse:\n    model = model.float()\n")
+    assert scan.rewritten == scan.original
+    check, wrapper = scan.findings
+    assert (check.rule.id, check.category, check.fixed) == ("device-count", "decide", False)
+    assert check.note == ("reads False on neuron, as without CUDA or XLA: line 6 runs, line 4 does not run "
+                          "(they hold line 4 [data-parallel] blocker)")
+    assert (wrapper.rule.id, wrapper.category) == ("data-parallel", "decide")
 
 
 def test_a_star_import_from_torch_cuda_is_reported():
@@ -95,12 +117,15 @@ def _resolve(dotted: str):
 def test_each_target_exists_on_the_simulated_device_and_in_S(rule):
     """A rewrite's target is real on the simulated device (`torch.neuron.*`), and S defines it at the line the
     rule cites (or the rule says S lacks it)."""
-    if rule.fix == "rename_attr":
+    if rule.attribute:
         assert hasattr(torch.ones(1, device="neuron"), rule.target) and torch.ones(1, device="neuron").is_neuron
         return
+    if rule.fix == "rename_last":
+        assert hasattr(torch.profiler.ProfilerActivity, rule.target)
+        return
     assert callable(_resolve(rule.target))
-    if rule.source_line and S_REPO.exists():
-        path, line = rule.source_line.split(":")
+    if rule.s_line and S_REPO.exists():
+        path, line = rule.s_line.split(":")
         text = _s_source(path).splitlines()[int(line) - 1]
         assert text.startswith(f"def {rule.target.rsplit('.', 1)[1]}("), (rule.id, text)
 
@@ -174,28 +199,35 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert all(line.startswith("neuronkit port: error:") for line in capsys.readouterr().err.splitlines())
 
 
-def test_a_directory_with_blockers_exits_1_and_lists_them(capsys):
-    assert main(["port", str(CORPUS)]) == 1
+def test_a_directory_with_blockers_exits_1_and_lists_them(tmp_path, capsys):
+    folder = tmp_path / "scripts"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "libraries.py").write_text((CORPUS / "libraries.py").read_text())
+    (folder / "sub" / "basics.py").write_text((CORPUS / "basics.py").read_text())
+    assert main(["port", str(folder)]) == 1
     out = capsys.readouterr().out
-    assert f"{CORPUS / 'libraries.py'}:7:24  BLOCKER  [flash-attn]  flash_attn_func" in out
-    assert re.search(r"6 files: \d+ CUDA-specific uses .* -> blocked", out)
+    assert f"{folder / 'libraries.py'}:7:24  BLOCKER  [flash-attn]  flash_attn_func" in out
+    assert f"{folder / 'sub' / 'basics.py'}:8:" in out  # every *.py under the folder
+    assert re.search(r"^2 files: \d+ findings .* -> blocked$", out, re.M)
 
 
 def test_ready_script_exits_0_with_remedy_source_and_device_agnostic_form(capsys):
     assert main(["port", str(CORPUS / "basics.py")]) == 0
     out = capsys.readouterr().out
     assert "REWRITE (fixed by --write)  [synchronize]  torch.cuda.synchronize" in out
-    assert "source: S torch_neuronx/neuron.py:249" in out and "device-agnostic: torch.accelerator.synchronize()" in out
+    assert ("source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html"
+            in out and "device-agnostic: torch.accelerator.synchronize()" in out)
 
 
 def test_json_lists_each_finding_with_location_category_and_source(capsys):
     assert main(["port", str(CORPUS / "amp.py"), "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["verdict"] == "ready" and doc["counts"]["decide"] == 4
+    assert doc["verdict"] == "ready" and doc["counts"] == {"rewrite": 10, "decide": 0, "blocker": 0,
+                                                           "fixed_by_write": 10}
     first = doc["findings"][0]
-    assert {k: first[k] for k in ("line", "col", "category", "rule")} == {
-        "line": 3, "col": 28, "category": "decide", "rule": "grad-scaler"}
-    assert first["source"] and first["remedy"]
+    assert {k: first[k] for k in ("line", "col", "category", "rule", "fixed_by_write")} == {
+        "line": 3, "col": 28, "category": "rewrite", "rule": "grad-scaler", "fixed_by_write": True}
+    assert first["source"] and first["remedy"] and "run" not in doc
 
 
 def test_diff_and_write_leave_the_original_alone(tmp_path, capsys):
@@ -225,7 +257,7 @@ def test_write_mirrors_a_directory(tmp_path):
 @pytest.mark.subprocess
 def test_the_example_runs_n_steps_on_two_simulated_cores(tmp_path, capfd, monkeypatch):
     """Under torchrun each rank holds its own core. One process: notebook 09 runs the example so
-    (tests/test_notebook_09.py), with the same summary."""
+    (tests/notebooks/test_notebook_09.py), with the same summary."""
     monkeypatch.chdir(tmp_path)
     assert main(["port", str(EXAMPLE), "--run", "--steps", "2", "--nproc", "2", "--", "--model", str(TINY_QWEN3),
                  "--steps", "50", "--seq-len", "8"]) == 0
@@ -250,7 +282,8 @@ from flash_attn import flash_attn_func
 
 
 @pytest.mark.subprocess
-def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_back(tmp_path, capfd):
+def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_back(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", RANK_ENV["OMP_NUM_THREADS"])  # forked from the rank server (conftest)
     script = tmp_path / "crash.py"
     script.write_text(_CRASHES)
     assert main(["port", str(script), "--run"]) == 1
@@ -258,3 +291,15 @@ def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_bac
     assert f"error: {script}:4: ModuleNotFoundError: No module named 'flash_attn'" in out
     assert "blocker hit: line 4 [flash-attn] flash_attn_func" in out
     assert "fell back to CPU: aten::cumprod.out (line 3)" in out  # the overload S's fallback names
+
+
+def test_the_rules_page_is_up_to_date_and_every_source_it_names_exists():
+    """docs/port.md is generated from the rule tables (tests/port/port_rules_page.py), and every `docs/PAGE#anchor`
+    a rule shows as its source is a heading of that page."""
+    assert port_rules_page.PAGE.read_text() == port_rules_page.render(), "run tests/port/port_rules_page.py"
+    for rule in load_rules():
+        for source in rule.source.split("; "):
+            assert PUBLIC_SOURCE.match(source), (rule.id, source)
+            if source.startswith("docs/"):
+                page, anchor = source.split("#")
+                assert anchor in port_rules_page.anchors(ROOT / page), (rule.id, source)

@@ -12,7 +12,7 @@ from neuronkit.cli import main
 from neuronkit.evidence import ScriptEvidence, specs
 from neuronkit.port import record
 from neuronkit.port.run import RunResult
-from neuronkit.port.scan import scan_paths
+from neuronkit.port.scan import scan_paths, scan_project
 from neuronkit.resources import data_dir
 
 EXAMPLE = data_dir() / "examples" / "train_cuda.py"
@@ -20,8 +20,9 @@ EXAMPLE = data_dir() / "examples" / "train_cuda.py"
 
 def _rank(**changes) -> dict:
     """One rank's record as neuronkit.port.bootstrap writes it."""
-    rank = {"rank": 0, "status": "stopped", "error": None, "error_line": None, "exit_code": 0, "script_s": 2.5,
-            "steps": 5, "fallback_ops": ["aten::cumprod"],
+    rank = {"process": "rank0", "rank": 0, "status": "stopped", "error": None, "error_line": None, "exit_code": 0,
+            "script_s": 2.5, "steps": 5, "losses": [2.5, 2.25, 2.0, 1.75, 1.5], "device_ops": 12,
+            "fallback_ops": ["aten::cumprod"],
             "fallback_sites": [{"op": "aten::cumprod", "line": 61, "count": 2}],
             "peak_memory": {"neuron:0": 12 * 2**20}, "neff": {"misses": 40, "hits": 400, "disk_hits": 0}}
     return {**rank, **changes}
@@ -35,13 +36,13 @@ def test_the_report_shows_your_script_and_report_json_carries_it(tmp_path):
     html, doc, _ = render(run_dir)
     section = html[html.index('<section id="your-script">'):]
     section = section[:section.index("</section>")]
-    assert "Your script" in section and "13 rewrite (13 fixed by the rewrite), 4 decide, 0 blocker" in section
-    assert "torch.backends.cudnn.benchmark" in section and "S torch_neuronx/neuron.py:249" in section
+    assert "Your script" in section and "12 rewrite (12 fixed by the rewrite), 4 decide, 0 blocker" in section
+    assert "torch.backends.cudnn.benchmark" in section and "torch-neuron-module.html" in section
     assert "+        torch.neuron.synchronize()" in section  # the diff
     assert "aten::<wbr>cumprod" in section and "(line 61)" in section and "12.0 MiB" in section
-    assert "5/5 optimizer steps" in section
+    assert "5/5 optimizer steps" in section and "2.5, 2.25, 2.0, 1.75, 1.5" in section
     script = doc["script"]
-    assert script["verdict"] == "ready" and script["counts"]["rewrite"] == 13
+    assert script["verdict"] == "ready" and script["counts"]["rewrite"] == 12
     assert set(script) == {s.name for s in specs(ScriptEvidence)}
     assert script["run"]["fallbacks"] == [{"op": "aten::cumprod", "lines": [61]}]
     nccl = next(f for f in script["findings"] if f["rule"] == "nccl-backend")
@@ -89,9 +90,11 @@ for _ in range(10):
 """
 
 
-def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_path, capfd):
+def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_path, capfd, monkeypatch):
     """The glue of `neuronkit run --script`: {model} is the run's checkpoint, the run stops after
     --script-steps, script.json and the report's section follow."""
+    from conftest import RANK_ENV
+    monkeypatch.setenv("OMP_NUM_THREADS", RANK_ENV["OMP_NUM_THREADS"])  # forked from the rank server (conftest)
     import argparse
 
     from conftest import TINY_QWEN3
@@ -102,9 +105,8 @@ def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_p
     RunDir(run_dir).write_params({"model": str(TINY_QWEN3), "dtype": "float32"})
     script = tmp_path / "train.py"
     script.write_text(_TRAINS_ON_THE_MODEL_PATH)
-    (scan,) = scan_paths([script])
     args = argparse.Namespace(model="unused", script_args="--model {model}", script_steps=3)
-    assert record_script(scan, args, run_dir) is True
+    assert record_script(scan_project([script]), args, run_dir) is True
     doc = json.loads((run_dir / "report.json").read_text())
     assert doc["script"]["run"]["ok"] and doc["script"]["run"]["steps"] == 3
     assert doc["script"]["counts"]["fixed_by_write"] == 2

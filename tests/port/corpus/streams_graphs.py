@@ -10,8 +10,9 @@ g = torch.cuda.CUDAGraph()  # expect: cuda-graphs
 with torch.cuda.graph(g):  # expect: cuda-graphs
     pass
 step = torch.cuda.make_graphed_callables(torch.nn.Linear(2, 2), (torch.ones(1, 2),))  # expect: cuda-graphs
-fast = torch.compile(torch.nn.Linear(2, 2), mode="reduce-overhead")  # expect: compile-mode
-tuned = torch.compile(torch.nn.Linear(2, 2), mode="max-autotune")  # expect: compile-mode
-plain = torch.compile(torch.nn.Linear(2, 2), mode="default")
+fast = torch.compile(torch.nn.Linear(2, 2), mode="reduce-overhead")  # expect: compile-mode compile-backend
+tuned = torch.compile(torch.nn.Linear(2, 2), mode="max-autotune")  # expect: compile-mode compile-backend
+plain = torch.compile(torch.nn.Linear(2, 2), mode="default")  # expect: compile-backend
+named = torch.compile(torch.nn.Linear(2, 2), backend="neuron")
 torch.cuda.nvtx.range_push("step")  # expect: nvtx
 torch.cuda.nvtx.range_pop()  # expect: nvtx
