@@ -25,9 +25,15 @@ from safetensors import SafetensorError, safe_open
 from transformers import (
     AutoConfig,
     AutoModel,
+    AutoModelForAudioClassification,
     AutoModelForCausalLM,
+    AutoModelForCTC,
     AutoModelForImageClassification,
     AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
+    AutoModelForNextSentencePrediction,
+    AutoModelForPreTraining,
+    AutoModelForQuestionAnswering,
     AutoModelForSeq2SeqLM,
     AutoModelForSequenceClassification,
     AutoModelForSpeechSeq2Seq,
@@ -53,8 +59,11 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"
 _WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
 # Set in the config.json of a checkpoint `save_random_checkpoint` wrote: its weights are random.
 RANDOM_WEIGHTS_KEY = "neuronkit_random_weights"
-# The tasks neuronkit has an input recipe for, with the Auto class mapping a config to the task's model
-# class. With no architecture named in config.json, the first task the model type supports is taken.
+# The tasks neuronkit gives labels for (`neuronkit.inputs`), with the Auto class mapping a config to the task's
+# model class, in the order a config without `architectures` and without weights is resolved in (the first
+# task its model type has). A transformers class in none of them (a detection, segmentation or depth head, a
+# backbone, ...) is task `other`: it gets the inputs of its modality and, like a base model, the surrogate
+# loss (`neuronkit.graph_compile.compare.loss_of`).
 TASKS: tuple[tuple[str, str, type], ...] = (
     ("causal_lm", "causal LM", AutoModelForCausalLM),
     ("masked_lm", "masked LM", AutoModelForMaskedLM),
@@ -63,7 +72,13 @@ TASKS: tuple[tuple[str, str, type], ...] = (
     ("base", "base model", AutoModel),
     ("sequence_classification", "sequence classification", AutoModelForSequenceClassification),
     ("token_classification", "token classification", AutoModelForTokenClassification),
+    ("question_answering", "question answering", AutoModelForQuestionAnswering),
+    ("multiple_choice", "multiple choice", AutoModelForMultipleChoice),
+    ("next_sentence_prediction", "next-sentence prediction", AutoModelForNextSentencePrediction),
+    ("pretraining", "pre-training head", AutoModelForPreTraining),
     ("image_classification", "image classification", AutoModelForImageClassification),
+    ("audio_classification", "audio classification", AutoModelForAudioClassification),
+    ("ctc", "speech recognition (CTC)", AutoModelForCTC),
 )
 SUPPORTED = ", ".join(label for _, label, _ in TASKS)
 
@@ -150,12 +165,12 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
 
 
 def task_of(config: PretrainedConfig) -> str:
-    """The task of the config's own architecture (`config.architectures[0]`): one of TASKS, or `other`
-    for a transformers class neuronkit has no input recipe for."""
+    """The task of the config's own architecture (`config.architectures[0]`): one of TASKS, or `other` for a
+    transformers class in none of their mappings (it gets its modality's inputs and the surrogate loss)."""
     names = list(getattr(config, "architectures", None) or [])
     for task, _, auto in TASKS:
-        cls = _mapped(auto, config)
-        if cls is not None and (not names or cls.__name__ == names[0]):
+        classes = _mapped(auto, config)
+        if classes and (not names or any(cls.__name__ == names[0] for cls in classes)):
             return task
     if names:
         model_class(config)  # refuses a name transformers does not have
@@ -170,7 +185,7 @@ def model_class(config: PretrainedConfig) -> type[PreTrainedModel]:
     names = list(getattr(config, "architectures", None) or [])
     if not names:
         task = task_of(config)
-        return next(_mapped(auto, config) for name, _, auto in TASKS if name == task)
+        return next(_mapped(auto, config)[0] for name, _, auto in TASKS if name == task)
     cls = getattr(transformers, names[0], None) if names[0].isidentifier() else None
     if not (isinstance(cls, type) and issubclass(cls, PreTrainedModel)):
         raise NeuronkitInputError(
@@ -344,12 +359,13 @@ def compute_dtype(dtype: torch.dtype | str) -> torch.dtype:
     return value
 
 
-def _mapped(auto: type, config: PretrainedConfig) -> type | None:
-    """The model class the Auto class `auto` builds for this config type, or None."""
+def _mapped(auto: type, config: PretrainedConfig) -> tuple[type, ...]:
+    """The model classes the Auto class `auto` builds for this config type (most types have one), or ()."""
     try:
-        return auto._model_mapping[type(config)]
+        found = auto._model_mapping[type(config)]
     except (KeyError, ValueError):
-        return None
+        return ()
+    return tuple(found) if isinstance(found, (list, tuple)) else (found,)
 
 
 @contextmanager
