@@ -219,7 +219,7 @@ def test_json_document_follows_the_schema(tmp_path):
     assert data["schema_version"] == 2
     assert set(data) == {"schema_version", "model", "versions", "summary", "ops", "findings", "severities", "remedies"}
     assert set(data["model"]) == {"name", "class", "architecture", "model_type", "num_parameters", "dtype",
-                                  "weightless", "weights", "inputs", "phases"}
+                                  "weightless", "weights", "inputs", "phases", "retraced"}
     assert set(data["versions"]) >= {"torch", "transformers", "neuronkit"}
     assert set(data["summary"]) == {"distinct_ops", "total_calls", "support_pct_ops", "support_pct_calls",
                                     "by_category", "by_classification", "findings", "fallbacks", "blockers", "nki_ops"}
