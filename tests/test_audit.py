@@ -8,6 +8,7 @@ import resource
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -172,7 +173,17 @@ def test_training_audit_attributes_phases_and_leaves_the_model_as_it_was():
 
 
 def test_tiny_qwen3_audit_is_stable_and_fully_native(capsys):
-    first, second = audit("tiny-qwen3"), audit("tiny-qwen3")
+    warn_always = torch._C._get_warnAlways()
+    torch._C._set_warnAlways(True)  # every C++ warning, not only the process's first of each kind
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first, second = audit("tiny-qwen3"), audit("tiny-qwen3")
+    finally:
+        torch._C._set_warnAlways(warn_always)
+    # a structured op's composite kernel (pow, mul, ...) never runs on fake storage: no data-pointer warning
+    assert not [w for w in caught if "data pointer of FakeTensor" in str(w.message)]
+    assert first.op("aten::pow").calls == 9  # its out= overload, the call the device receives
     assert first.summary == second.summary
     assert first.ops == second.ops and first.findings == second.findings
     assert first.model.weightless and first.summary.by_category == {"native": first.summary.distinct_ops}
