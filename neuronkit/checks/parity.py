@@ -15,11 +15,13 @@ import dataclasses
 import functools
 import html
 import os
+import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+import numpy as np
 import torch
 
 from neuronkit import inputs as example, models
@@ -527,7 +529,7 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
             optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
             try:
                 for step in range(steps):
-                    torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
+                    _seed(step)  # same dropout and masking on both devices (the device RNG is the host's)
                     with mode():
                         loss = compare.loss_of(call(model, inputs, **s.extra))
                     loss.backward()
@@ -656,6 +658,15 @@ def _stage_timing(s: _Session, record: CompileTiming) -> tuple[str, str]:
 
 # ---------------------------------------------------------------------------------------------------
 # Helpers.
+
+
+def _seed(step: int) -> None:
+    """Seed every generator a training step may draw from: torch's (dropout; the device's is the host's), and
+    NumPy's and Python's, which transformers' speech models draw their SpecAugment masks from
+    (`_compute_mask_indices`): otherwise the CPU and the device steps mask different frames."""
+    random.seed(step)
+    np.random.seed(step)
+    torch.manual_seed(step)
 
 
 def _recompiles(s: _Session, compiled: torch.nn.Module,
