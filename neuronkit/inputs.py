@@ -104,10 +104,24 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     return {k: v for k, v in inputs.items() if k in accepted}
 
 
-def loss_recipe(config: PretrainedConfig) -> str | None:
-    """What the example inputs' labels train the model on (`TASK_LABELS`), None when the task has none and
-    a stage trains on the surrogate loss."""
-    return TASK_LABELS.get(models.task_of(config))
+def describe(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
+             processor: dict[str, Any] | None = None) -> str:
+    """Where the example inputs come from and what their labels train, in a sentence for the records: the
+    checkpoint's tokenizer or processor, else the config alone (named: a checkpoint without a tokenizer gets
+    seeded random token ids); the task's loss, else the surrogate loss."""
+    modality = _modality(config, _accepted(config))
+    if modality == "input_ids":
+        made = ("token ids from the checkpoint's tokenizer" if tokenizer is not None else
+                "seeded random token ids below the config's vocab_size (the checkpoint ships no tokenizer)")
+    else:
+        made = {"pixel_values": "a seeded random image", "input_features": "seeded random speech features",
+                "input_values": "a seeded random waveform"}[modality]
+        made += (" shaped and normalised as its preprocessor_config.json says" if processor else
+                 " shaped from the config (the checkpoint ships no preprocessor_config.json)")
+    labels = TASK_LABELS.get(models.task_of(config))
+    loss = f"labels for {labels}" if labels else \
+        "no labels for its task: trained on the surrogate loss (the mean square of its first output)"
+    return f"{made}; {loss}"
 
 
 def _labels(config: PretrainedConfig, task: str, tokenizer: PreTrainedTokenizerBase | None,

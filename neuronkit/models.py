@@ -158,10 +158,75 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
             f"{len(known)} model types{custom}")
     try:
         if path.is_dir():
-            return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=True)
-        return CONFIG_MAPPING[model_type].from_dict(raw)
+            config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=True)
+        else:
+            config = CONFIG_MAPPING[model_type].from_dict(raw)
     except (StrictDataclassError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
         raise NeuronkitInputError(f"{config_file}: invalid configuration: {_one_line(exc)}") from None
+    if not getattr(config, "architectures", None):  # a config saved on its own: the class is inferred
+        config.architectures = [architecture_of(spec, config)[0]]
+    return config
+
+
+def architecture_of(spec: str | os.PathLike, config: PretrainedConfig | None = None) -> tuple[str, str]:
+    """The class a MODEL spec runs as and where that comes from: config.json's `architectures`, else (a config
+    saved on its own, common in training checkpoints) the model type's class whose weights match the
+    checkpoint's best (a head's weights tell a classifier from a masked LM), else without weights the class of
+    the first task the model type has (TASKS order)."""
+    path = resolve_model(spec)
+    config_file = path / CONFIG_NAME if path.is_dir() else path
+    raw = _read_json(config_file)
+    if raw.get("architectures"):
+        return raw["architectures"][0], "config.json"
+    files = tuple(str(f) for f in _weight_files(path)) if path.is_dir() else ()
+    key = (str(config_file), *((f, os.stat(f).st_mtime_ns) for f in (str(config_file), *files)))
+    if key not in _INFERRED:  # every stage loads the config: the candidates are built once per process
+        _INFERRED[key] = _inferred_architecture(config if config is not None else load_config(spec), files)
+    return _INFERRED[key]
+
+
+_INFERRED: dict[tuple[Any, ...], tuple[str, str]] = {}
+
+
+def _inferred_architecture(config: PretrainedConfig, files: tuple[str, ...]) -> tuple[str, str]:
+    candidates = list(dict.fromkeys(cls for _, _, auto in TASKS for cls in _mapped(auto, config)))
+    if not candidates:
+        raise NeuronkitInputError(f"unsupported model: model_type {config.model_type!r} has no transformers class "
+                                  f"for any of: {SUPPORTED}")
+    keys = _checkpoint_keys(files)
+    if not keys:
+        return candidates[0].__name__, (f"config.json names no architecture and there are no weights: the first "
+                                        f"task class of model_type {config.model_type}")
+    scores = {cls: _agreement(cls, config, keys) for cls in candidates}
+    best = max(candidates, key=lambda cls: scores[cls])  # the first of equals: TASKS order
+    return best.__name__, (f"config.json names no architecture: the {config.model_type} class whose weights match "
+                           f"the checkpoint's ({scores[best][1]} of {len(keys)} checkpoint weights)")
+
+
+def _agreement(cls: type, config: PretrainedConfig, keys: frozenset[str]) -> tuple[int, int]:
+    """How well a class's state dict fits a checkpoint's keys (the base model's prefix left out of both):
+    (minus the weights only one of them has, the weights both have)."""
+    prefix = f"{cls.base_model_prefix}." if getattr(cls, "base_model_prefix", "") else ""
+    with torch.device("meta"), _quiet_transformers():
+        names = {k.removeprefix(prefix) for k in cls._from_config(config).state_dict()}
+    theirs = {k.removeprefix(prefix) for k in keys}
+    return -len(names ^ theirs), len(names & theirs)
+
+
+def _checkpoint_keys(files: tuple[str, ...]) -> frozenset[str]:
+    """The weight names of a checkpoint's files: safetensors headers, `.bin` pickles loaded (weights_only) onto
+    the meta device."""
+    keys: set[str] = set()
+    for file in files:
+        try:
+            if file.endswith(".safetensors"):
+                with safe_open(file, framework="pt") as fh:
+                    keys.update(fh.keys())
+            else:
+                keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
+        except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+            raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
+    return frozenset(keys)
 
 
 def task_of(config: PretrainedConfig) -> str:
