@@ -520,6 +520,7 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     runs = {"cpu": (s.cpu_model, s.inputs, s.cpu_mode),
             "neuron": (device_model, s.neuron_inputs, s.device_mode)}
     history: dict[str, dict[str, list[float]]] = {}
+    source = "model"
     for device, (model, inputs, mode) in runs.items():
         losses, norms = [], []
         was_training = model.training
@@ -531,7 +532,9 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
                 for step in range(steps):
                     _seed(step)  # same dropout and masking on both devices (the device RNG is the host's)
                     with mode():
-                        loss = compare.loss_of(call(model, inputs, **s.extra))
+                        out = call(model, inputs, **s.extra)
+                        loss = compare.loss_of(out)
+                    source = compare.loss_source(out)
                     loss.backward()
                     losses.append(loss.item())
                     norms.append(compare.grad_norm(model))
@@ -547,9 +550,10 @@ def _stage_train(s: _Session, record: EagerTraining) -> tuple[str, str]:
     record.neuron_losses, record.grad_norm_neuron = history["neuron"]["losses"], history["neuron"]["grad_norms"]
     record.max_loss_rel_err, record.max_grad_norm_rel_err, record.rtol = loss_err, grad_err, s.tol.train_rtol
     record.optimizer, record.steps, record.ok = f"SGD(lr={lr})", steps, ok
-    record.cpu_autocast, record.frozen = _autocast_name(s), frozen
+    record.cpu_autocast, record.frozen, record.loss_source = _autocast_name(s), frozen, source
     held = f" ({', '.join(frozen)} held fixed)" if frozen else ""
-    summary = f"{steps} SGD steps{held}: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
+    on = "" if source == "model" else f" on the {source} (the model has no loss of its own)"
+    summary = f"{steps} SGD steps{held}{on}: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
     return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
 
 
