@@ -203,7 +203,8 @@ with torch.profiler.profile(activities=[ProfilerActivity.CPU]) as host_prof:
     next_token = logits.argmax(-1)
 host_prof.export_chrome_trace(f"{OUTPUT_DIR}/decode_step_host.json")
 print("host-only trace:", f"{OUTPUT_DIR}/decode_step_host.json")
-#
+
+# %% [markdown]
 # ## Try it
 #
 # Profile a training step instead of inference: keep the `labels` in the batch, call
