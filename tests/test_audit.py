@@ -193,6 +193,17 @@ def test_tiny_qwen3_audit_is_stable_and_fully_native(capsys):
         print(f"\ntiny-qwen3 audit: {first.summary.by_category}, findings {first.summary.findings}")
 
 
+def test_a_python_number_passed_on_as_a_wrapped_tensor_is_recorded():
+    # remainder.Scalar's composite calls remainder.Tensor with the number wrapped, which a dispatch mode sees
+    # as the number again (CANINE hashes code points with `%`): recorded, not a schema error
+    class Hashing(nn.Module):
+        def forward(self, ids):
+            return (ids % 7) + (ids & 1) + (1 - ids)
+
+    report = audit(Hashing(), (torch.arange(8),))
+    assert report.op("aten::remainder").calls == 1 and report.op("aten::bitwise_and").calls == 1
+
+
 def test_weightless_and_real_audits_of_tiny_qwen3_agree():
     weightless = audit("tiny-qwen3")
     real = audit(models.load_model("tiny-qwen3"), {"input_ids": inputs.example_inputs(

@@ -316,12 +316,12 @@ class _DispatchLevel(TorchDispatchMode):
             # A structured op's kernel for a backend without one of its own computes the output's meta (a
             # TensorIterator, whose memory-overlap check reads each storage's data pointer: a fake tensor has
             # none) and calls the out= overload, which is what the device receives: recorded as that call.
-            out = func(*args, **kwargs)
+            out = _scalar_overload(func, args)(*args, **kwargs)
             names = [a.name for a in target._schema.arguments if a.is_out]
             outs = out if isinstance(out, (tuple, list)) else (out,)
             self._record_call(recorder._op_info(target), target, args, {**kwargs, **dict(zip(names, outs))}, out)
             return out
-        out = func(*args, **kwargs)
+        out = _scalar_overload(func, args)(*args, **kwargs)
         self._record_call(info, func, args, kwargs, out)
         return out
 
@@ -336,6 +336,23 @@ class _DispatchLevel(TorchDispatchMode):
             categories += _refusals(info.preconditions, call)
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
+
+
+def _scalar_overload(func: Any, args: tuple) -> Any:
+    """`func`, or its `.Scalar` overload when a Python number sits where `func` takes a Tensor. A composite
+    kernel passes a scalar on as a wrapped-number tensor (`remainder.Scalar` calls `remainder.Tensor`), which
+    reaches a dispatch mode as the Python number again, and `remainder.Tensor` refuses a number: the
+    `.Scalar` overload is the same call on it."""
+    schema = func._schema.arguments
+    if not any(isinstance(a, (int, float, bool)) and str(s.type) == "Tensor" for a, s in zip(args, schema)):
+        return func
+    name = func._overloadname.replace("Tensor", "Scalar")
+    if name not in func.overloadpacket.overloads():
+        return func
+    scalar = getattr(func.overloadpacket, name)
+    fits = all(str(s.type) == ("Tensor" if isinstance(a, torch.Tensor) else "number")
+               for a, s in zip(args, scalar._schema.arguments) if isinstance(a, (torch.Tensor, int, float, bool)))
+    return scalar if fits else func
 
 
 @functools.cache
