@@ -186,12 +186,11 @@ py::object to_python(const c10::Argument& argument, const c10::IValue& value) {
       break;
   }
   if (value.isTensor() && value.toTensor().unsafeGetTensorImpl()->is_wrapped_number()) {
-    // A Python number passed where the schema says Tensor stays the wrapped-number tensor the dispatcher made
-    // of it (toPyObject would make it a number again): the Python path calls the overload with it, and
-    // torch.ops takes a bare number in a Tensor position only for a few ops (`add`, `mul`, ...; not
-    // `remainder.Tensor_out` or `bitwise_and.Tensor_out`, which `x % 7` and `x & 1` reach through their
-    // composites), while the flag keeps the number's type promotion.
-    return py::reinterpret_steal<py::object>(THPVariable_Wrap(value.toTensor()));
+    const auto& t = value.toTensor();  // a Python number passed where the schema says Tensor
+    if (t.scalar_type() == at::kBool) return py::bool_(t.item<bool>());
+    if (at::isIntegralType(t.scalar_type(), false)) return py::int_(t.item<int64_t>());
+    if (at::isComplexType(t.scalar_type())) return py::cast(t.item<c10::complex<double>>());
+    return py::float_(t.item<double>());
   }
   return torch::jit::toPyObject(value);
 }
