@@ -58,6 +58,7 @@ loading.neuron_device(device)  # a core this machine does not have is refused he
 setup = loading.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
+architecture = setup.architecture  # config.json's, or the class neuronkit inferred when it names none
 params
 
 # %% [markdown]
@@ -85,7 +86,7 @@ import torch
 import transformers
 
 config = transformers.AutoConfig.from_pretrained(path)
-model_class = getattr(transformers, (config.architectures or [setup.architecture])[0])
+model_class = getattr(transformers, (config.architectures or [architecture])[0])
 model = model_class.from_pretrained(path, dtype=torch_dtype, device_map=device, **slice_kwargs)  # the only change
 batch = {name: tensor.to(device) for name, tensor in inputs.items()}
 autocast = {"device_type": "neuron", "dtype": torch_dtype, "enabled": torch_dtype != torch.float32}

@@ -57,6 +57,7 @@ params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, 
 setup = loading.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, slice_kwargs, inputs = setup.path, setup.slice_kwargs, setup.inputs
+architecture = setup.architecture  # config.json's, or the class neuronkit inferred when it names none
 params
 
 # %% [markdown]
@@ -72,7 +73,7 @@ import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tra
 import transformers
 
 config = transformers.AutoConfig.from_pretrained(path)
-model_class = getattr(transformers, (config.architectures or [setup.architecture])[0])
+model_class = getattr(transformers, (config.architectures or [architecture])[0])
 model = model_class.from_pretrained(path, device_map="neuron", **slice_kwargs)
 batch = {name: tensor.to("neuron") for name, tensor in inputs.items()}
 tracked = {}
