@@ -178,7 +178,7 @@ def _trains_on_cpu(config: PretrainedConfig) -> None:
     the sweep's runs build on. CannotBuild when the model's own code raises (a config the tiny sizes leave
     inconsistent, inputs it needs that neuronkit does not make)."""
     from neuronkit import inputs, models
-    from neuronkit.checks.parity import forward_extras
+    from neuronkit.pipeline.session import forward_extras
     from neuronkit.graph_compile.compare import loss_of
 
     torch.manual_seed(0)

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import papermill
 
-from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.kernels.starter import KERNEL_NAME, ensure_kernel
 from neuronkit.resources import notebooks_dir
 from neuronkit.workbook.runner import KERNEL_ARGUMENTS, NOTEBOOKS
 
