@@ -315,15 +315,27 @@ class _DispatchLevel(TorchDispatchMode):
                     return func._op_dk(info.decompose, *args, **kwargs)
             # A structured op's kernel for a backend without one of its own computes the output's meta (a
             # TensorIterator, whose memory-overlap check reads each storage's data pointer: a fake tensor has
-            # none) and calls the out= overload, which is what the device receives: recorded as that call.
+            # none) and calls the out= overload, which is what the device receives: recorded as that call,
+            # after the output allocation the kernel makes on the device for a functional op (its create_out:
+            # at::empty, or at::empty_strided for a non-contiguous layout; an in-place op writes to self).
             out = _scalar_overload(func, args)(*args, **kwargs)
             names = [a.name for a in target._schema.arguments if a.is_out]
             outs = out if isinstance(out, (tuple, list)) else (out,)
+            if not func._schema.name.endswith("_"):
+                for tensor in outs:
+                    self._record_allocation(tensor)
             self._record_call(recorder._op_info(target), target, args, {**kwargs, **dict(zip(names, outs))}, out)
             return out
         out = _scalar_overload(func, args)(*args, **kwargs)
         self._record_call(info, func, args, kwargs, out)
         return out
+
+    def _record_allocation(self, tensor: torch.Tensor) -> None:
+        """Record the allocation of a structured op's output as the device receives it."""
+        alloc = torch.ops.aten.empty.memory_format if tensor.is_contiguous() else torch.ops.aten.empty_strided.default
+        info = self.recorder._op_info(alloc)
+        if info is not None:
+            self.recorder._record(info.name, [tensor], 0)
 
     def _record_call(self, info: _OpInfo, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         """Record one call of `func` (its input-aware categories too) with its outputs."""

@@ -184,6 +184,7 @@ def test_tiny_qwen3_audit_is_stable_and_fully_native(capsys):
     # a structured op's composite kernel (pow, mul, ...) never runs on fake storage: no data-pointer warning
     assert not [w for w in caught if "data pointer of FakeTensor" in str(w.message)]
     assert first.op("aten::pow").calls == 9  # its out= overload, the call the device receives
+    assert first.op("aten::empty").calls >= 9  # after the kernel allocates its output on the device
     assert first.summary == second.summary
     assert first.ops == second.ops and first.findings == second.findings
     assert first.model.weightless and first.summary.by_category == {"native": first.summary.distinct_ops}
