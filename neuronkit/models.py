@@ -25,9 +25,15 @@ from safetensors import SafetensorError, safe_open
 from transformers import (
     AutoConfig,
     AutoModel,
+    AutoModelForAudioClassification,
     AutoModelForCausalLM,
+    AutoModelForCTC,
     AutoModelForImageClassification,
     AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
+    AutoModelForNextSentencePrediction,
+    AutoModelForPreTraining,
+    AutoModelForQuestionAnswering,
     AutoModelForSeq2SeqLM,
     AutoModelForSequenceClassification,
     AutoModelForSpeechSeq2Seq,
@@ -51,8 +57,11 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"
 _WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
 # Set in the config.json of a checkpoint `save_random_checkpoint` wrote: its weights are random.
 RANDOM_WEIGHTS_KEY = "neuronkit_random_weights"
-# The tasks neuronkit has an input recipe for, with the Auto class mapping a config to the task's model
-# class. With no architecture named in config.json, the first task the model type supports is taken.
+# The tasks neuronkit gives labels for (`neuronkit.inputs`), with the Auto class mapping a config to the task's
+# model class, in the order a config without `architectures` and without weights is resolved in (the first
+# task its model type has). A transformers class in none of them (a detection, segmentation or depth head, a
+# backbone, ...) is task `other`: it gets the inputs of its modality and, like a base model, the surrogate
+# loss (`neuronkit.graph_compile.compare.loss_of`).
 TASKS: tuple[tuple[str, str, type], ...] = (
     ("causal_lm", "causal LM", AutoModelForCausalLM),
     ("masked_lm", "masked LM", AutoModelForMaskedLM),
@@ -61,7 +70,13 @@ TASKS: tuple[tuple[str, str, type], ...] = (
     ("base", "base model", AutoModel),
     ("sequence_classification", "sequence classification", AutoModelForSequenceClassification),
     ("token_classification", "token classification", AutoModelForTokenClassification),
+    ("question_answering", "question answering", AutoModelForQuestionAnswering),
+    ("multiple_choice", "multiple choice", AutoModelForMultipleChoice),
+    ("next_sentence_prediction", "next-sentence prediction", AutoModelForNextSentencePrediction),
+    ("pretraining", "pre-training head", AutoModelForPreTraining),
     ("image_classification", "image classification", AutoModelForImageClassification),
+    ("audio_classification", "audio classification", AutoModelForAudioClassification),
+    ("ctc", "speech recognition (CTC)", AutoModelForCTC),
 )
 SUPPORTED = ", ".join(label for _, label, _ in TASKS)
 
@@ -141,19 +156,84 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
             f"{len(known)} model types{custom}")
     try:
         if path.is_dir():
-            return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=True)
-        return CONFIG_MAPPING[model_type].from_dict(raw)
+            config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=True)
+        else:
+            config = CONFIG_MAPPING[model_type].from_dict(raw)
     except (StrictDataclassError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
         raise NeuronkitInputError(f"{config_file}: invalid configuration: {_one_line(exc)}") from None
+    if not getattr(config, "architectures", None):  # a config saved on its own: the class is inferred
+        config.architectures = [architecture_of(spec, config)[0]]
+    return config
+
+
+def architecture_of(spec: str | os.PathLike, config: PretrainedConfig | None = None) -> tuple[str, str]:
+    """The class a MODEL spec runs as and where that comes from: config.json's `architectures`, else (a config
+    saved on its own, common in training checkpoints) the model type's class whose weights match the
+    checkpoint's best (a head's weights tell a classifier from a masked LM), else without weights the class of
+    the first task the model type has (TASKS order)."""
+    path = resolve_model(spec)
+    config_file = path / CONFIG_NAME if path.is_dir() else path
+    raw = _read_json(config_file)
+    if raw.get("architectures"):
+        return raw["architectures"][0], "config.json"
+    files = tuple(str(f) for f in _weight_files(path)) if path.is_dir() else ()
+    key = (str(config_file), *((f, os.stat(f).st_mtime_ns) for f in (str(config_file), *files)))
+    if key not in _INFERRED:  # every stage loads the config: the candidates are built once per process
+        _INFERRED[key] = _inferred_architecture(config if config is not None else load_config(spec), files)
+    return _INFERRED[key]
+
+
+_INFERRED: dict[tuple[Any, ...], tuple[str, str]] = {}
+
+
+def _inferred_architecture(config: PretrainedConfig, files: tuple[str, ...]) -> tuple[str, str]:
+    candidates = list(dict.fromkeys(cls for _, _, auto in TASKS for cls in _mapped(auto, config)))
+    if not candidates:
+        raise NeuronkitInputError(f"unsupported model: model_type {config.model_type!r} has no transformers class "
+                                  f"for any of: {SUPPORTED}")
+    keys = _checkpoint_keys(files)
+    if not keys:
+        return candidates[0].__name__, (f"config.json names no architecture and there are no weights: the first "
+                                        f"task class of model_type {config.model_type}")
+    scores = {cls: _agreement(cls, config, keys) for cls in candidates}
+    best = max(candidates, key=lambda cls: scores[cls])  # the first of equals: TASKS order
+    return best.__name__, (f"config.json names no architecture: the {config.model_type} class whose weights match "
+                           f"the checkpoint's ({scores[best][1]} of {len(keys)} checkpoint weights)")
+
+
+def _agreement(cls: type, config: PretrainedConfig, keys: frozenset[str]) -> tuple[int, int]:
+    """How well a class's state dict fits a checkpoint's keys (the base model's prefix left out of both):
+    (minus the weights only one of them has, the weights both have)."""
+    prefix = f"{cls.base_model_prefix}." if getattr(cls, "base_model_prefix", "") else ""
+    with torch.device("meta"), _quiet_transformers():
+        names = {k.removeprefix(prefix) for k in cls._from_config(config).state_dict()}
+    theirs = {k.removeprefix(prefix) for k in keys}
+    return -len(names ^ theirs), len(names & theirs)
+
+
+def _checkpoint_keys(files: tuple[str, ...]) -> frozenset[str]:
+    """The weight names of a checkpoint's files: safetensors headers, `.bin` pickles loaded (weights_only) onto
+    the meta device."""
+    keys: set[str] = set()
+    for file in files:
+        try:
+            if file.endswith(".safetensors"):
+                with safe_open(file, framework="pt") as fh:
+                    keys.update(fh.keys())
+            else:
+                keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
+        except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+            raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
+    return frozenset(keys)
 
 
 def task_of(config: PretrainedConfig) -> str:
-    """The task of the config's own architecture (`config.architectures[0]`): one of TASKS, or `other`
-    for a transformers class neuronkit has no input recipe for."""
+    """The task of the config's own architecture (`config.architectures[0]`): one of TASKS, or `other` for a
+    transformers class in none of their mappings (it gets its modality's inputs and the surrogate loss)."""
     names = list(getattr(config, "architectures", None) or [])
     for task, _, auto in TASKS:
-        cls = _mapped(auto, config)
-        if cls is not None and (not names or cls.__name__ == names[0]):
+        classes = _mapped(auto, config)
+        if classes and (not names or any(cls.__name__ == names[0] for cls in classes)):
             return task
     if names:
         model_class(config)  # refuses a name transformers does not have
@@ -168,7 +248,7 @@ def model_class(config: PretrainedConfig) -> type[PreTrainedModel]:
     names = list(getattr(config, "architectures", None) or [])
     if not names:
         task = task_of(config)
-        return next(_mapped(auto, config) for name, _, auto in TASKS if name == task)
+        return next(_mapped(auto, config)[0] for name, _, auto in TASKS if name == task)
     cls = getattr(transformers, names[0], None) if names[0].isidentifier() else None
     if not (isinstance(cls, type) and issubclass(cls, PreTrainedModel)):
         raise NeuronkitInputError(
@@ -327,12 +407,13 @@ def compute_dtype(dtype: torch.dtype | str) -> torch.dtype:
     return value
 
 
-def _mapped(auto: type, config: PretrainedConfig) -> type | None:
-    """The model class the Auto class `auto` builds for this config type, or None."""
+def _mapped(auto: type, config: PretrainedConfig) -> tuple[type, ...]:
+    """The model classes the Auto class `auto` builds for this config type (most types have one), or ()."""
     try:
-        return auto._model_mapping[type(config)]
+        found = auto._model_mapping[type(config)]
     except (KeyError, ValueError):
-        return None
+        return ()
+    return tuple(found) if isinstance(found, (list, tuple)) else (found,)
 
 
 @contextmanager

@@ -64,6 +64,7 @@ import transformers
 setup = session.recipe(params)
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
+architecture = setup.architecture  # config.json's, or the class neuronkit inferred when it names none
 print("checkpoint:", path)
 print("runs on:   ", setup.model_slice.describe(), f"({setup.model_slice.reason})")
 print("inputs:    ", {name: tuple(t.shape) for name, t in inputs.items()})
@@ -72,8 +73,10 @@ print("inputs:    ", {name: tuple(t.shape) for name, t in inputs.items()})
 # ## Load it and run it on the CPU
 #
 # Transformers' own call, with the checkpoint's own class (`config.architectures[0]`), so a classifier
-# keeps its head. `output_loading_info=True` says which weights the class has and the checkpoint lacks
-# (those start random) before you trust a single number. On a layer slice, transformers' load report
+# keeps its head; a config saved without `architectures` names none, and then the class whose weights match
+# the checkpoint's is taken (`architecture`, which notebook 00's record names). `output_loading_info=True`
+# says which weights the class has and the checkpoint lacks (those start random) before you trust a single
+# number. On a layer slice, transformers' load report
 # lists the blocks past the slice as `UNEXPECTED`: they are the ones left out on purpose, and their
 # weights are never read. The kernel keeps this model: the stage below runs on it, without reading the
 # checkpoint again.
@@ -83,7 +86,7 @@ import torch
 import transformers
 
 config = transformers.AutoConfig.from_pretrained(path)
-model_class = getattr(transformers, config.architectures[0])  # the checkpoint's own class, head included
+model_class = getattr(transformers, (config.architectures or [architecture])[0])  # its own class, head included
 model, loading_info = model_class.from_pretrained(path, dtype=torch_dtype, output_loading_info=True, **slice_kwargs)
 print(f"{model_class.__name__}: {sum(p.numel() for p in model.parameters()):,} parameters in {torch_dtype}")
 print("weights missing from the checkpoint:", loading_info["missing_keys"] or "none")

@@ -60,6 +60,7 @@ session.neuron_device(device)  # a core this machine does not have is refused he
 setup = session.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
+architecture = setup.architecture  # config.json's, or the class neuronkit inferred when it names none
 params
 
 # %% [markdown]
@@ -87,7 +88,7 @@ import torch
 import transformers
 
 config = transformers.AutoConfig.from_pretrained(path)
-model_class = getattr(transformers, config.architectures[0])
+model_class = getattr(transformers, (config.architectures or [architecture])[0])
 model = model_class.from_pretrained(path, dtype=torch_dtype, device_map=device, **slice_kwargs)  # the only change
 batch = {name: tensor.to(device) for name, tensor in inputs.items()}
 autocast = {"device_type": "neuron", "dtype": torch_dtype, "enabled": torch_dtype != torch.float32}
@@ -173,16 +174,18 @@ lesson.folded(display.show(result), f"Full record: eager {result.status} — {re
 #
 # The seed article's loop on the model you loaded, now that the stage has checked it (training changes its
 # weights, so it comes after). Each step's loss comes back to the host with `.item()`, which waits for the
-# device.
+# device. A model with no loss of its own (a base model, a sentence encoder) trains here on a surrogate, the
+# mean square of its first output: not a task, but a backward through every layer, as the stage's is.
 
 # %% tags=["copy"]
-if out is not None and "labels" in batch:  # it ran above, and has labels to learn from
+if out is not None:  # it ran above
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
     for step in range(train_steps):
         optimizer.zero_grad()
         with torch.autocast(**autocast):
-            loss = model(**batch).loss
+            out = model(**batch)
+            loss = out.loss if out.get("loss") is not None else out[0].float().pow(2).mean()  # no labels: a surrogate
         loss.backward()
         optimizer.step()
         print(f"step {step}: loss {loss.item():.4f}")

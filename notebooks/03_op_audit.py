@@ -59,6 +59,7 @@ params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, 
 setup = session.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, slice_kwargs, inputs = setup.path, setup.slice_kwargs, setup.inputs
+architecture = setup.architecture  # config.json's, or the class neuronkit inferred when it names none
 params
 
 # %% [markdown]
@@ -74,13 +75,14 @@ import torch_neuronx  # on the simulator: neuronkit's stand-in with the same tra
 import transformers
 
 config = transformers.AutoConfig.from_pretrained(path)
-model = getattr(transformers, config.architectures[0]).from_pretrained(path, device_map="neuron", **slice_kwargs)
+model_class = getattr(transformers, (config.architectures or [architecture])[0])
+model = model_class.from_pretrained(path, device_map="neuron", **slice_kwargs)
 batch = {name: tensor.to("neuron") for name, tensor in inputs.items()}
 tracked = {}
 try:
     torch_neuronx.clear_op_tracking()
     out = model(**batch)
-    loss = out.loss if out.get("loss") is not None else out[0].float().mean()  # no labels: any scalar will do
+    loss = out.loss if out.get("loss") is not None else out[0].float().pow(2).mean()  # no labels: a surrogate
     loss.backward()
     tracked["forward + backward"] = (torch_neuronx.get_executed_ops(), torch_neuronx.get_fallback_ops())
     if model.can_generate() and "input_ids" in batch:

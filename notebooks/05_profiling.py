@@ -165,7 +165,8 @@ lesson.folded(display.show(result), f"Full record: profile {result.status} — {
 # ## A CPU fallback, as the profile shows it
 #
 # `generate()` turns the last position's logits into probabilities, picks the next token with `argmax`
-# and checks it against the stop tokens with `isin`. `softmax` runs on the NeuronCore; `argmax` and
+# and checks it against the stop tokens with `isin` (below on your model's own output: its logits, or the
+# first output of a model without a head). `softmax` runs on the NeuronCore; `argmax` and
 # `isin` have no Neuron lowering in this release, so they fall back to the CPU: their inputs go to the
 # host and their results come back, on every decoding step. Profile one step's bookkeeping with the
 # recipe above:
@@ -175,7 +176,9 @@ import torch_neuronx
 
 net = net.to(device)  # the stage above moved it back to the CPU
 with torch.no_grad():
-    logits = net(**batch).logits[:, -1]
+    out = net(**batch)
+logits = out.logits if out.get("logits") is not None else out[0]  # a base model: its hidden states
+logits = logits[:, -1] if logits.dim() == 3 else logits  # the last position of a sequence
 stop_tokens = torch.tensor([0, 1], device=device)
 torch_neuronx.clear_op_tracking()
 with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
@@ -201,7 +204,8 @@ with torch.profiler.profile(activities=[ProfilerActivity.CPU]) as host_prof:
     next_token = logits.argmax(-1)
 host_prof.export_chrome_trace(f"{OUTPUT_DIR}/decode_step_host.json")
 print("host-only trace:", f"{OUTPUT_DIR}/decode_step_host.json")
-#
+
+# %% [markdown]
 # ## Try it
 #
 # Profile a training step instead of inference: keep the `labels` in the batch, call

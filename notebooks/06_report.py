@@ -106,7 +106,7 @@ colours = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "error": "#c
 cards = verdict.stages[::-1]
 fig, ax = plt.subplots(figsize=(6, 2.8))
 ax.barh([card.stage for card in cards], [card.duration_s or 0 for card in cards],
-        color=[colours.get(card.status) for card in cards])
+        color=[colours.get(card.status, "#d0d7de") for card in cards])  # grey: a stage not run yet
 ax.set_xlabel("seconds (host timing)")
 ax.set_title(f"{verdict.verdict_label}: stage durations, coloured by status")
 plt.show()

@@ -33,12 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @functools.cache
-def _load_zoo_builder():
-    """data/build_zoo.py as a module (a script beside the data, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("build_zoo", ROOT / "data" / "build_zoo.py")
+def _load_data_script(name: str):
+    """data/<name>.py as a module (a script beside the data, not part of the package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "data" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (its dataclasses look their module up)
     spec.loader.exec_module(module)
     return module
+
+
+def _load_zoo_builder():
+    """data/build_zoo.py as a module."""
+    return _load_data_script("build_zoo")
 
 
 @functools.cache
@@ -54,6 +60,8 @@ def __getattr__(name: str):
         return _load_zoo_builder()
     if name == "ZOO_RECIPES":
         return _load_zoo_builder().recipes()
+    if name == "SWEEP":  # the architecture sweep, data/sweep.py
+        return _load_data_script("sweep")
     if name == "TwoLayerMLP":
         from tiny_models import TwoLayerMLP
 

@@ -63,7 +63,9 @@ def test_the_model_class_is_the_checkpoints_own():
     assert models.model_class(models.load_config("tiny-qwen3")) is Qwen3ForCausalLM
     assert models.model_class(masked) is BertForMaskedLM and models.task_of(masked) == "masked_lm"
     for name, task in (("BertModel", "base"), ("BertForSequenceClassification", "sequence_classification"),
-                       ("BertForTokenClassification", "token_classification"), ("BertForPreTraining", "other")):
+                       ("BertForTokenClassification", "token_classification"), ("BertForPreTraining", "pretraining"),
+                       ("BertForQuestionAnswering", "question_answering"), ("BertForMultipleChoice", "multiple_choice"),
+                       ("BertForNextSentencePrediction", "next_sentence_prediction")):
         config = type(masked).from_dict(masked.to_dict() | {"architectures": [name]})
         assert models.model_class(config).__name__ == name and models.task_of(config) == task
     # no architecture named (qwen3-100m ships none): the first task the model type supports
@@ -206,10 +208,15 @@ def test_unsupported_architecture(tmp_path):
     assert "Qwen3ForMaskedLM" in message and "not a transformers class" in message and "custom code" in message
 
 
-def test_an_architecture_without_an_input_recipe_is_named(tmp_path):
+def test_question_answering_gets_a_span_and_a_multimodal_model_is_refused_in_one_line(tmp_path):
     config = models.load_config(write_config(tmp_path, TINY_QWEN3 | {"architectures": ["Qwen3ForQuestionAnswering"]}))
-    message = input_error(inputs.example_inputs, config)
-    assert "Qwen3ForQuestionAnswering has no input recipe" in message and "causal LM" in message
+    example = inputs.example_inputs(config, seq_len=8)
+    assert set(example) == {"input_ids", "attention_mask", "start_positions", "end_positions"}
+    assert (example["end_positions"] == example["start_positions"] + 1).all() and example["end_positions"].max() < 8
+    from transformers import CLIPConfig
+
+    message = input_error(inputs.example_inputs, CLIPConfig(architectures=["CLIPModel"]))
+    assert message.startswith("CLIPModel takes text and images together (a multimodal model)"), message
 
 
 def test_not_a_config_file(tmp_path):

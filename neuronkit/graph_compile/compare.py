@@ -151,8 +151,15 @@ def top1_agreement(reference: Any, candidate: Any) -> float | None:
     return same.float().mean().item()
 
 
+# What a model without a loss (a base model, a head neuronkit has no labels for) is trained on: the mean square
+# of its first floating-point output. Not a task's objective, but a scalar whose backward reaches every
+# parameter that output depends on, which is what a training step on the device exercises.
+SURROGATE = "surrogate: mean square of {}"
+
+
 def loss_of(output: Any) -> torch.Tensor:
-    """The model's own `loss` when it returns one, else the mean square of its first floating output."""
+    """The model's own `loss` when it returns one, else the surrogate loss (SURROGATE) of its first floating
+    output that requires grad."""
     loss = output.get("loss") if isinstance(output, dict) else None
     if isinstance(loss, torch.Tensor):
         return loss
@@ -160,6 +167,14 @@ def loss_of(output: Any) -> torch.Tensor:
         if value.is_floating_point() and value.requires_grad:
             return value.float().pow(2).mean()
     raise ValueError("the model output has no loss and no floating-point tensor that requires grad")
+
+
+def loss_source(output: Any) -> str:
+    """What `loss_of` trains on for this output: "model" (its own loss) or the SURROGATE of the output named."""
+    if isinstance(output, dict) and isinstance(output.get("loss"), torch.Tensor):
+        return "model"
+    name = next((name for name, value in named_outputs(output) if value.is_floating_point()), "no output")
+    return SURROGATE.format(name)
 
 
 def grad_norm(model: torch.nn.Module) -> float:

@@ -23,8 +23,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generate", action="store_true",
                         help="also audit generate() (runs on random weights, which must fit in memory)")
     parser.add_argument("--random-weights", action="store_true",
-                        help="run the model on random weights instead of weightless (needed when its control flow "
-                             "reads tensor values, e.g. transformers' eager MoE experts; they must fit in memory)")
+                        help="run the model on random weights instead of weightless (they must fit in memory; a "
+                             "model whose code reads tensor values, e.g. transformers' eager MoE experts, is traced "
+                             "on them anyway)")
     parser.add_argument("--fail-on", metavar="CATEGORY[,...]", default="",
                         help="exit 1 when findings of these categories exist (e.g. mha_mask,cpu_fallback)")
     parser.add_argument("--seq-len", type=int, default=DEFAULTS.seq_len, metavar="N",
@@ -37,16 +38,8 @@ def run(args: argparse.Namespace) -> int:
     fail_on = fail_on_categories(args.fail_on)
     from neuronkit.op_audit import audit  # after validating arguments: loads transformers
 
-    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
-
-    try:
-        report = audit(args.model, backward=args.backward, optimizer_step=args.optimizer_step,
-                       generate=args.generate, dtype=args.dtype, seq_len=args.seq_len,
-                       weightless=False if args.random_weights else None)
-    except GuardOnDataDependentSymNode as exc:
-        raise RuntimeError("the model's control flow reads tensor values (a loop over the experts a batch routes "
-                           "to, a branch on a tensor), which a weightless audit does not have: run it with "
-                           f"--random-weights ({str(exc).splitlines()[0]})") from None
+    report = audit(args.model, backward=args.backward, optimizer_step=args.optimizer_step, generate=args.generate,
+                   dtype=args.dtype, seq_len=args.seq_len, weightless=False if args.random_weights else None)
     if args.json == "-":
         print(report.to_json())
     else:

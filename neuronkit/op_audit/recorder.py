@@ -16,6 +16,7 @@ Backward ops are attributed to the module whose forward created their autograd n
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -317,9 +318,38 @@ class _DispatchLevel(TorchDispatchMode):
             if info.documented:  # the documented gap is a finding even though its parts run
                 inputs = _tensors(args) + _tensors(kwargs)
                 recorder._record(info.name, inputs, len(inputs))
-            with self:
-                return func._op_dk(info.decompose, *args, **kwargs)
-        out = func(*args, **kwargs)
+            target = _structured_out(func) if info.decompose == DispatchKey.CompositeExplicitAutogradNonFunctional \
+                else None
+            if target is None:
+                with self:
+                    return func._op_dk(info.decompose, *args, **kwargs)
+            # A structured op's kernel for a backend without one of its own computes the output's meta (a
+            # TensorIterator, whose memory-overlap check reads each storage's data pointer: a fake tensor has
+            # none) and calls the out= overload, which is what the device receives: recorded as that call,
+            # after the output allocation the kernel makes on the device for a functional op (its create_out:
+            # at::empty, or at::empty_strided for a non-contiguous layout; an in-place op writes to self).
+            out = _scalar_overload(func, args)(*args, **kwargs)
+            names = [a.name for a in target._schema.arguments if a.is_out]
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if not func._schema.name.endswith("_"):
+                for tensor in outs:
+                    self._record_allocation(tensor)
+            self._record_call(recorder._op_info(target), target, args, {**kwargs, **dict(zip(names, outs))}, out)
+            return out
+        out = _scalar_overload(func, args)(*args, **kwargs)
+        self._record_call(info, func, args, kwargs, out)
+        return out
+
+    def _record_allocation(self, tensor: torch.Tensor) -> None:
+        """Record the allocation of a structured op's output as the device receives it."""
+        alloc = torch.ops.aten.empty.memory_format if tensor.is_contiguous() else torch.ops.aten.empty_strided.default
+        info = self.recorder._op_info(alloc)
+        if info is not None:
+            self.recorder._record(info.name, [tensor], 0)
+
+    def _record_call(self, info: _OpInfo, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """Record one call of `func` (its input-aware categories too) with its outputs."""
+        recorder = self.recorder
         categories = info.host
         if info.checks or info.preconditions:
             call = call_rules.bind(tuple(a.name for a in func._schema.arguments), args, kwargs)
@@ -328,7 +358,39 @@ class _DispatchLevel(TorchDispatchMode):
             categories += _refusals(info.preconditions, call)
         inputs = _tensors(args) + _tensors(kwargs)
         recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
-        return out
+
+
+def _scalar_overload(func: Any, args: tuple) -> Any:
+    """`func`, or its `.Scalar` overload when a Python number sits where `func` takes a Tensor. A composite
+    kernel passes a scalar on as a wrapped-number tensor (`remainder.Scalar` calls `remainder.Tensor`), which
+    reaches a dispatch mode as the Python number again, and `remainder.Tensor` refuses a number: the
+    `.Scalar` overload is the same call on it."""
+    schema = func._schema.arguments
+    if not any(isinstance(a, (int, float, bool)) and str(s.type) == "Tensor" for a, s in zip(args, schema)):
+        return func
+    name = func._overloadname.replace("Tensor", "Scalar")
+    if name not in func.overloadpacket.overloads():
+        return func
+    scalar = getattr(func.overloadpacket, name)
+    fits = all(str(s.type) == ("Tensor" if isinstance(a, torch.Tensor) else "number")
+               for a, s in zip(args, scalar._schema.arguments) if isinstance(a, (torch.Tensor, int, float, bool)))
+    return scalar if fits else func
+
+
+@functools.cache
+def _structured_out(func: Any) -> Any:
+    """The out= overload a structured op's CompositeExplicitAutogradNonFunctional kernel calls: same name
+    (an in-place op's without its trailing underscore), same argument types, and outputs; None for the
+    other kernels of that key (the `*_scatter` and `*_copy` ones), which are run as they are."""
+    base = func._schema.name.split("::", 1)[-1]
+    packet = getattr(torch.ops.aten, base.rstrip("_") if base.endswith("_") else base, None)
+    want = [str(a.type) for a in func._schema.arguments]
+    for name in packet.overloads() if packet is not None else ():
+        overload = getattr(packet, name)
+        arguments = overload._schema.arguments
+        if any(a.is_out for a in arguments) and [str(a.type) for a in arguments if not a.is_out] == want:
+            return overload
+    return None
 
 
 class _FunctionLevel(TorchFunctionMode):

@@ -59,6 +59,7 @@ class AuditReport(AuditEvidence):
             f"{m.name} ({m.architecture}, {m.dtype}, {mode}; {'+'.join(m.phases)})",
             f"{s.total_calls} calls of {s.distinct_ops} distinct ops; native on Neuron: "
             f"{_pct(s.support_pct_ops)} of ops, {_pct(s.support_pct_calls)} of calls",
+            *([f"traced on random weights: {m.retraced}"] if m.retraced else []),
             "",
             f"  {'category':<28}{'ops':>5}{'calls':>9}",
         ]

@@ -8,7 +8,9 @@ random weights, which must fit in memory, since weight values never change which
 
 from __future__ import annotations
 
+import functools
 import os
+import traceback
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ from neuronkit.policy import load_policy
 from neuronkit.pipeline.config import DEFAULTS, RunConfig
 
 OPTIMIZER = "<optimizer>"
+# Frames of torch, the recorder and context managers: not where a model's code stopped a trace.
+_INTERNALS = (f"{os.sep}torch{os.sep}", f"{os.sep}neuronkit{os.sep}op_audit{os.sep}", f"{os.sep}contextlib.py")
 
 
 def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_inputs: Any = None, *,
@@ -58,6 +62,29 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
     backward = backward or optimizer_step
     dtype = models.compute_dtype(dtype)
     target = _Target.resolve(model, weightless, generate, dtype, trust_remote_code)
+    trace = functools.partial(_trace, example_inputs=example_inputs, batch_size=batch_size, seq_len=seq_len,
+                              backward=backward, optimizer_step=optimizer_step, generate=generate,
+                              max_new_tokens=max_new_tokens)
+    try:
+        module, inputs, recorder = trace(target)
+    except NeuronkitInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever stops a weightless trace, a real run may not
+        if target.fake_mode is None:
+            raise
+        target = target.on_random_weights(model, exc)
+        module, inputs, recorder = trace(target)
+    policy = load_policy()
+    ops, findings, summary = classify(recorder.ops, policy)
+    phases = ["forward"] + ["backward"] * backward + ["optimizer_step"] * optimizer_step + ["generate"] * generate
+    return AuditReport(summary=summary, ops=ops, findings=findings, severities=dict(policy.severity),
+                       remedies=dict(policy.remedies), model=target.describe(module, inputs, phases, dtype),
+                       versions=_versions())
+
+
+def _trace(target: _Target, *, example_inputs: Any, batch_size: int, seq_len: int, backward: bool,
+           optimizer_step: bool, generate: bool, max_new_tokens: int) -> tuple[nn.Module, Any, OpRecorder]:
+    """One recorded run of the target: the module, its inputs and the recorder holding its ops."""
     with ExitStack() as stack:
         stack.enter_context(_portable_kernels())
         module = target.build()
@@ -71,12 +98,7 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
         _forward(recorder, module, inputs, backward, optimizer_step)
         if generate:
             _generate(recorder, module, inputs, max_new_tokens)
-    policy = load_policy()
-    ops, findings, summary = classify(recorder.ops, policy)
-    phases = ["forward"] + ["backward"] * backward + ["optimizer_step"] * optimizer_step + ["generate"] * generate
-    return AuditReport(summary=summary, ops=ops, findings=findings, severities=dict(policy.severity),
-                       remedies=dict(policy.remedies), model=target.describe(module, inputs, phases, dtype),
-                       versions=_versions())
+    return module, inputs, recorder
 
 
 @dataclass
@@ -92,6 +114,7 @@ class _Target:
     trust_remote_code: bool = False
     processor: dict[str, Any] | None = None
     fake_mode: FakeTensorMode | None = None
+    retraced: str | None = None  # why a weightless trace gave way to one on random weights
 
     @classmethod
     def resolve(cls, model: Any, weightless: bool | None, generate: bool, dtype: torch.dtype,
@@ -121,6 +144,21 @@ class _Target:
             return cls(name, "random", module, config, dtype, tokenizer, trust_remote_code, processor)
         return cls(name, "none", None, config, dtype, tokenizer, trust_remote_code, processor,
                    FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True))
+
+    def on_random_weights(self, model: Any, stopped: BaseException) -> _Target:
+        """This target on random weights, after its weightless trace `stopped`: the model's Python reads a
+        tensor value (a branch on a data-dependent size, a loop over the experts a batch routes to) or runs
+        an op fake tensors cannot give a shape to. Refused in one line when the model does not fit memory."""
+        where, why = _user_frame(stopped), f"{type(stopped).__name__}: {_first_line(stopped)}"
+        try:
+            target = _Target.resolve(self.config if self.config is not None else model, False, False, self.dtype,
+                                     self.trust_remote_code)
+        except NeuronkitInputError as exc:
+            raise NeuronkitInputError(f"the weightless audit of {self.name} stops at {where} ({why}), and the "
+                                      f"model does not fit memory on random weights: {exc}") from None
+        target.name, target.tokenizer, target.processor = self.name, self.tokenizer, self.processor
+        target.retraced = f"the weightless trace stopped at {where} ({why})"
+        return target
 
     def build(self) -> nn.Module:
         """The module; built from the config when weightless (inside the fake mode, so no storage)."""
@@ -155,6 +193,7 @@ class _Target:
             weights=self.weights,
             inputs={k: list(v.shape) for k, v in _named(inputs).items()},
             phases=phases,
+            retraced=self.retraced,
         )
 
 
@@ -209,14 +248,15 @@ def _forward(recorder: OpRecorder, module: nn.Module, inputs: Any, backward: boo
 
 
 def _loss(output: Any) -> torch.Tensor:
-    """The model's own loss, else the sum of its first floating-point output."""
-    loss = getattr(output, "loss", None)
-    if isinstance(loss, torch.Tensor):
-        return loss
-    for value in _named(output).values() if isinstance(output, dict) else _flat(output):
-        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad:
-            return value.float().sum()
-    raise NeuronkitInputError("backward=True needs an output that requires grad (no floating-point output does)")
+    """The loss the parity checks train on (`compare.loss_of`: the model's own, else the surrogate); imported
+    here, as `neuronkit.graph_compile` registers the compile backend, which an audit does not need."""
+    from neuronkit.graph_compile.compare import loss_of
+
+    try:
+        return loss_of(output)
+    except ValueError:
+        raise NeuronkitInputError("backward=True needs an output that requires grad (no floating-point output "
+                                  "does)") from None
 
 
 def _generate(recorder: OpRecorder, module: nn.Module, inputs: Any, max_new_tokens: int) -> None:
@@ -281,6 +321,23 @@ def _named(value: Any) -> dict[str, torch.Tensor]:
 
 def _flat(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _user_frame(error: BaseException) -> str:
+    """Where `error` was raised in the model's code: the innermost frame outside torch and the recorder
+    (`transformers/models/deberta_v2/modeling_deberta_v2.py:1062 in forward`)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not any(part in f.filename for part in _INTERNALS)]
+    if not frames:
+        return "an op"
+    frame = frames[-1]
+    path = frame.filename.split("site-packages/", 1)[-1]
+    return f"{path}:{frame.lineno} in {frame.name}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _versions() -> dict[str, str]:

@@ -218,6 +218,7 @@ class Recipe:
     inputs: dict[str, torch.Tensor]  # the run's example inputs (the model's forward arguments, labels included)
     tokenizer: Any  # PreTrainedTokenizerBase or None (vision and speech models)
     model_slice: ModelSlice  # what the run's stages run: the full model or a layer slice
+    architecture: str = ""  # its class: config.json's `architectures[0]`, or inferred (`models.architecture_of`)
 
     def call(self, class_name: str, **extra: str) -> str:
         """The `from_pretrained` call this recipe stands for, as text (`extra`: more keywords, as source)."""
@@ -233,7 +234,7 @@ def recipe(params: Params) -> Recipe:
     tokenizer, inputs = _example(params)
     return Recipe(str(models.resolve_model(params.model)), models.as_dtype(params.config.dtype),
                   {} if piece.full_model else slice_kwargs(models.load_config(params.model), piece.layers),
-                  inputs, tokenizer, piece)
+                  inputs, tokenizer, piece, models.architecture_of(params.model)[0])
 
 
 def slice_kwargs(config: Any, layers: int | None) -> dict[str, Any]:

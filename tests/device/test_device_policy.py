@@ -68,6 +68,21 @@ def test_sdpa_accepts_no_mask_or_causal(mask_kind):
     torch.testing.assert_close(on_device.cpu(), expected, atol=1e-5, rtol=1e-5)
 
 
+def test_sdpa_with_a_value_head_size_of_its_own_matches_cpu_forward_and_backward():
+    # multi-head latent attention (DeepSeek-V3): queries and keys 16 wide, values 8; the output is 8 wide
+    q, k, v = torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 8)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    leaves = [t.to(N).requires_grad_() for t in (q, k, v)]
+    on_device = F.scaled_dot_product_attention(*leaves, is_causal=True)
+    assert on_device.shape == (1, 2, 6, 8)
+    torch.testing.assert_close(on_device.cpu(), expected, atol=1e-5, rtol=1e-5)
+    on_device.sum().backward()
+    cpu = [t.clone().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*cpu, is_causal=True).sum().backward()
+    for got, want in zip(leaves, cpu):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, atol=1e-5, rtol=1e-5)
+
+
 def test_ops_without_lowering_fall_back_to_cpu_silently():
     x = _x()
     torch_neuronx.clear_op_tracking()

@@ -82,6 +82,8 @@ def test_notebook_is_clean_and_parameterized(name: str) -> None:
     assert {"nbval-check-output", "remove-cell"} <= set(check.metadata.get("tags", []))
     assert check.metadata.get("jupyter") == {"source_hidden": True, "outputs_hidden": True}
     assert sum("nbval-check-output" in c.metadata.get("tags", []) for c in code) == 1
+    # a learner reads "Try it", the recap and "Next" as text, not as comments inside a code cell
+    assert not [c.source[:60] for c in code if any(f"# ## {h}" in c.source for h in ("Try it", "Recap", "Next"))]
 
 
 def test_parameters_list_every_problem_at_once() -> None:

@@ -186,14 +186,18 @@ def _other_shape(inputs: Any, sequence: bool) -> Any:
     batch. Image sizes and audio frame counts are fixed by the model, so they never vary."""
     if sequence:
         ids = inputs["input_ids"]
-        if ids.dim() < 2 or ids.shape[1] < 2:
+        if ids.dim() < 2 or ids.shape[-1] < 2:
             return None
-        length = ids.shape[1] // 2
+        length = ids.shape[-1] // 2
         cut = {k for k, v in inputs.items() if isinstance(v, torch.Tensor) and
                (k in example.SEQUENCE_INPUTS or (k in _TOKEN_TARGETS and v.shape == ids.shape))}
         # the first tokens and the last one: the sequence still ends as it did (BART-style classifiers pool at EOS)
-        kept = torch.tensor([*range(length - 1), ids.shape[1] - 1], device=ids.device)
-        return {k: v.index_select(1, kept) if k in cut else v for k, v in inputs.items()}
+        kept = torch.tensor([*range(length - 1), ids.shape[-1] - 1], device=ids.device)
+        inputs = {k: v.index_select(-1, kept) if k in cut else v for k, v in inputs.items()}
+        if "start_positions" in inputs:  # an answer span inside the shorter sequence
+            start = inputs["start_positions"].clamp(max=max(length - 2, 0))
+            inputs |= {"start_positions": start, "end_positions": start + 1}
+        return inputs
 
     def double(value: Any) -> Any:
         if isinstance(value, torch.Tensor):

@@ -83,6 +83,9 @@ class EagerTraining:
                                     "(None: float32, no autocast), the device's own under its autocast")
     frozen: list[str] = fact("Held fixed", doc="parameters that took no gradient (a layer slice's embeddings and "
                              "head)", factory=list)
+    loss_source: str = fact("Loss", doc="`model`: the model's own loss on its task's labels; else the surrogate it "
+                            "trained on (`surrogate: mean square of <output>`: a base model has no loss of its own)",
+                            default="")
     fallback_ops: list[str] = fact("CPU fallback ops", doc="ops that fell back to CPU in the training steps",
                                    factory=list)
 

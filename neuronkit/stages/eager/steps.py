@@ -5,8 +5,10 @@ weights)."""
 from __future__ import annotations
 
 import contextlib
+import random
 from typing import Any, Iterator
 
+import numpy as np
 import torch
 
 from neuronkit.calling import call, generation_prompt, greedy
@@ -106,6 +108,7 @@ def run_train(run: CheckRun, record: EagerTraining) -> tuple[str, str]:
     runs = {"cpu": (s.model, s.inputs, s.cpu_mode),
             "neuron": (device_model, run.neuron_inputs, s.device_mode)}
     history: dict[str, dict[str, list[float]]] = {}
+    source = "model"
     for device, (model, inputs, mode) in runs.items():
         losses, norms = [], []
         was_training = model.training
@@ -115,9 +118,11 @@ def run_train(run: CheckRun, record: EagerTraining) -> tuple[str, str]:
             optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
             try:
                 for step in range(steps):
-                    torch.manual_seed(step)  # same dropout masks on both devices (the device RNG is the host's)
+                    _seed(step)  # same dropout and masking on both devices (the device RNG is the host's)
                     with mode():
-                        loss = compare.loss_of(call(model, inputs, **s.extra))
+                        out = call(model, inputs, **s.extra)
+                        loss = compare.loss_of(out)
+                    source = compare.loss_source(out)
                     loss.backward()
                     losses.append(loss.item())
                     norms.append(compare.grad_norm(model))
@@ -133,9 +138,10 @@ def run_train(run: CheckRun, record: EagerTraining) -> tuple[str, str]:
     record.neuron_losses, record.grad_norm_neuron = history["neuron"]["losses"], history["neuron"]["grad_norms"]
     record.max_loss_rel_err, record.max_grad_norm_rel_err, record.rtol = loss_err, grad_err, s.tol.train_rtol
     record.optimizer, record.steps, record.ok = f"SGD(lr={lr})", steps, ok
-    record.cpu_autocast, record.frozen = autocast_name(s), frozen
+    record.cpu_autocast, record.frozen, record.loss_source = autocast_name(s), frozen, source
     held = f" ({', '.join(frozen)} held fixed)" if frozen else ""
-    summary = f"{steps} SGD steps{held}: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
+    on = "" if source == "model" else f" on the {source} (the model has no loss of its own)"
+    summary = f"{steps} SGD steps{held}{on}: loss rel err {loss_err:.1e}, grad-norm rel err {grad_err:.1e}"
     return ("pass" if ok else "fail"), summary + ("" if ok else f" (> {s.tol.train_rtol:g})")
 
 
@@ -163,6 +169,15 @@ def _masked_rows_text(paths: list[str]) -> str:
     policy = load_policy()
     return (f"; NaN from attention rows with every key masked (left padding) in {where} [{FULLY_MASKED_ROW}]: "
             f"{policy.remedies[FULLY_MASKED_ROW]}")
+
+
+def _seed(step: int) -> None:
+    """Seed every generator a training step may draw from: torch's (dropout; the device's is the host's), and
+    NumPy's and Python's, which transformers' speech models draw their SpecAugment masks from
+    (`_compute_mask_indices`): otherwise the CPU and the device steps mask different frames."""
+    random.seed(step)
+    np.random.seed(step)
+    torch.manual_seed(step)
 
 
 def _cache_delta(before: dict[str, Any]) -> NeffCache:

@@ -15,6 +15,11 @@ class ModelInfo:
     name: str = fact("Name")
     path: str = fact("Path")
     architecture: str = fact("Architecture")
+    architecture_from: str = fact("Architecture from", doc="config.json's `architectures`, or how the class was "
+                                  "chosen for a config that names none (the weights it matches)", default="")
+    inputs_from: str = fact("Example inputs", doc="where the example inputs come from (tokenizer, processor or the "
+                            "config alone) and what their labels train (the task's loss, or the surrogate)",
+                            default="")
     model_type: str = fact("Model type")
     num_parameters: int = fact("Parameters", "count")
     dtype: str = fact("Dtype")

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neuronkit import models
+from neuronkit import inputs, models
 from neuronkit.device.detect import detect
 from neuronkit.evidence import load
 from neuronkit.pipeline.config import Params
@@ -45,11 +45,14 @@ def _describe(params: Params, rec: Recording[EnvironmentEvidence]) -> None:
 def model_info(params: Params) -> ModelInfo:
     """What the model is, read from its config alone (no weights are loaded)."""
     config = models.load_config(params.model)
-    architectures = list(getattr(config, "architectures", None) or [models.model_class(config).__name__])
+    architecture, source = models.architecture_of(params.model, config)
     return ModelInfo(
         name=Path(params.model).name or params.model,
         path=str(models.resolve_model(params.model)),
-        architecture=architectures[0],
+        architecture=architecture,
+        architecture_from=source,
+        inputs_from=inputs.describe(config, models.load_tokenizer(params.model),
+                                    inputs.processor_config(params.model)),
         model_type=config.model_type,
         num_parameters=models.num_parameters(config),
         dtype=params.config.dtype,

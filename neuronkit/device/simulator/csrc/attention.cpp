@@ -9,8 +9,11 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <vector>
 
 namespace neuronkit {
 namespace {
@@ -71,6 +74,22 @@ at::Tensor probabilities(at::Tensor logits, const at::Tensor& lse) {
 // the output on that assumption).
 at::Tensor like(const at::Tensor& layout, const at::Tensor& values) { return at::empty_like(layout).copy_(values); }
 
+// The forward's output: (..., query length, value head size) in the query's dtype and dimension order, as the
+// op's meta kernel allocates it (torch/_meta_registrations.py `alloc_with_matching_layout`); the value's head
+// size may differ from the query's (multi-head latent attention: DeepSeek-V3's 192-wide queries, 128-wide values).
+at::Tensor output_like(const at::Tensor& query, const at::Tensor& values) {
+  if (values.sizes() == query.sizes()) return like(query, values);
+  std::vector<int64_t> order(query.dim());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::vector<int64_t> sizes, inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    sizes.push_back(values.size(order[i]));
+    inverse[order[i]] = static_cast<int64_t>(i);
+  }
+  return at::empty(sizes, query.options()).permute(inverse).copy_(values);
+}
+
 double scale_of(const at::Tensor& query, std::optional<double> scale) {
   return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
 }
@@ -101,7 +120,7 @@ FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key_in
   if (dropout_p > 0.0) {
     probs = at::dropout(probs, dropout_p, /*train=*/true);
   }
-  auto output = like(query, at::matmul(probs.to(query.scalar_type()), value));
+  auto output = output_like(query, at::matmul(probs.to(query.scalar_type()), value));
   auto cum = empty(at::kInt);
   return {output, lse, cum, cum.clone(), query.size(-2), key.size(-2), empty(at::kLong), empty(at::kLong),
           empty(query.scalar_type())};
