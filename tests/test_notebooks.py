@@ -189,8 +189,9 @@ def assert_checked_cells_match_their_recorded_outputs(executed: Path) -> None:
     assert sorted(seen) == sorted(expected), "every recorded cell is checked, one per notebook"
 
 
-# Left out of the copy the wheel is built from: environments, outputs and caches, not sources.
-_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", "__pycache__",
+# Left out of the copy the wheel is built from: environments, outputs and caches (.tmp: the TMPDIR of test runs,
+# this one included), not sources.
+_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".tmp", "runs", "build", "dist", "*.egg-info", "__pycache__",
                                       "neff_cache", ".ipynb_checkpoints")
 
 
