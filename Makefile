@@ -29,6 +29,9 @@ TORCH           := torch==2.13.0
 # torchtitan as released, without its dependency resolution (it pins datasets<4.8, below the clients'); the
 # dependencies the recipe needs are pyproject's `titan` group.
 TITAN           := torchtitan==0.3.0
+# litgpt as released, without its dependency resolution (it pins huggingface-hub<1.4, below transformers 5's);
+# what it imports besides is in pyproject's `clients` group.
+LITGPT          := litgpt==0.5.13
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 IS_CPU_BUILD    := import json, sys; w = json.load(sys.stdin)["install"][0]; \
                    sys.exit("+cpu" not in w["metadata"]["version"] and "macosx" not in w["download_info"]["url"])
@@ -40,7 +43,7 @@ $(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 		| $(PY) -c '$(IS_CPU_BUILD)'; then index=""; else index="--extra-index-url $(TORCH_CPU_INDEX)"; fi; \
 	echo "$(PY) -m pip install $$index $(TORCH)"; $(PY) -m pip install --quiet $$index "$(TORCH)" "setuptools>=68" ninja
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test,clients,titan]"
-	$(PY) -m pip install --quiet --no-deps "$(TITAN)"
+	$(PY) -m pip install --quiet --no-deps "$(TITAN)" "$(LITGPT)"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	touch $(STAMP)
