@@ -97,11 +97,15 @@ RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transform
 # transformers' generate() writes into the test process's environment (generation/utils.py) after a test that
 # compiles generation: tokenizers reads it each time it might parallelise (utils/parallelism.rs
 # `get_parallelism`), never when imported; without it, every rank after such a test ran in a real interpreter.
+# And PYTORCH_NVML_BASED_CUDA_CHECK, which importing Lightning sets in the test process (lightning/fabric/__init__.py):
+# torch reads it only when asked whether CUDA is available, which a CPU build answers without reading it, and a
+# CUDA build on a machine with no GPU answers alike either way.
 RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
                    "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
                    "ACCELERATE_DYNAMO_", "COLUMNS", "LINES", "JPY_", "JUPYTER_PATH", "MPLBACKEND", "PYDEVD_", "TERM",
-                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TOKENIZERS_PARALLELISM")
+                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TOKENIZERS_PARALLELISM",
+                   "PYTORCH_NVML_BASED_CUDA_CHECK")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
 # torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch
