@@ -40,7 +40,8 @@ def _images(count: int, size: int) -> torch.Tensor:
 
 @needs_torchvision
 def test_timm_trains_and_compiles_on_neuron_like_the_cpu():
-    import timm
+    timm = pytest.importorskip("timm", reason="timm is not installed in this venv (it needs torchvision: install it "
+                                              "where torchvision imports, e.g. the torch 2.14 venv)")
 
     torch.manual_seed(0)
     model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, patch_size=8, depth=2,
