@@ -32,6 +32,11 @@ TITAN           := torchtitan==0.3.0
 # litgpt as released, without its dependency resolution (it pins huggingface-hub<1.4, below transformers 5's);
 # what it imports besides is in pyproject's `clients` group.
 LITGPT          := litgpt==0.5.13
+# torchao, for tests/clients, in a folder of its own that nothing imports from unless told to (PYTHONPATH): among
+# the venv's packages, transformers (with torchao >= 0.15) and peft would import it in every process that loads a
+# model (~2 CPU-s, and warnings about its CUDA kernels on stderr, in every notebook), and torchtitan 0.3.0 fails
+# importing torchao 0.14 (peft refuses below 0.16).
+TORCHAO         := torchao==0.18.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 IS_CPU_BUILD    := import json, sys; w = json.load(sys.stdin)["install"][0]; \
                    sys.exit("+cpu" not in w["metadata"]["version"] and "macosx" not in w["download_info"]["url"])
@@ -44,6 +49,7 @@ $(STAMP): pyproject.toml setup.py $(wildcard neuronkit/device/simulator/csrc/*)
 	echo "$(PY) -m pip install $$index $(TORCH)"; $(PY) -m pip install --quiet $$index "$(TORCH)" "setuptools>=68" ninja
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test,clients,titan]"
 	$(PY) -m pip install --quiet --no-deps "$(TITAN)" "$(LITGPT)"
+	$(PY) -m pip install --quiet --no-deps --upgrade --target $(VENV)/torchao "$(TORCHAO)"
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'unexpected torch {v} (cuda {torch.version.cuda}): expected the 2.13.0 CPU build')"
 	$(PY) -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	touch $(STAMP)

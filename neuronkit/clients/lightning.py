@@ -1,10 +1,10 @@
 """Lightning's `Trainer(accelerator="neuron")`, with nothing to change in a training script.
 
 TorchNeuron ships no Lightning integration (S has none), and Lightning 2.6 knows no `neuron` device: the name
-is a ValueError, and a hand-written accelerator meets three silent traps (neuronkit/data/client_paths.toml,
-client "lightning"). Lightning discovers accelerators only among its own modules' classes (no entry point:
-lightning/fabric/utilities/registry.py `_register_classes`), so the device's autoload installs `install()`'s
-post-import hooks, and when a script imports Lightning (`lightning.pytorch` or `pytorch_lightning`):
+is a ValueError, and a hand-written accelerator meets the traps the "lightning" rows of
+neuronkit/data/client_paths.toml name. Lightning discovers accelerators only among its own modules' classes (no
+entry point: lightning/fabric/utilities/registry.py `_register_classes`), so the device's autoload installs
+`install()`'s post-import hooks, and when a script imports Lightning (`lightning.pytorch` or `pytorch_lightning`):
 
 - `NeuronAccelerator` is registered as "neuron": `devices=N` takes cores 0..N-1, `devices=[i, ...]` those cores,
   `devices=-1` every visible core, "auto" one (under torchrun: one per process); each process's root device
@@ -12,15 +12,15 @@ post-import hooks, and when a script imports Lightning (`lightning.pytorch` or `
 - the Trainer's accelerator connector keeps a single-core run on its core: Lightning gives every accelerator but
   CUDA, MPS and XLA a `SingleDeviceStrategy("cpu")` (accelerator_connector.py `_choose_strategy`);
 - "bf16-mixed" / "16-mixed" autocast on `neuron`: Lightning's default `MixedPrecision` autocasts "cuda" for any
-  accelerator but the CPU and MPS (`_check_and_init_precision`), which leaves neuron tensors in float32.
-
+  accelerator but the CPU and MPS (`_check_and_init_precision`), which leaves neuron tensors in float32;
 - DDP (`devices=N`, or N processes of torchrun): Lightning's DDP strategy passes its root device to
   `init_process_group(device_id=...)`, which the neuron process group cannot take (S: ProcessGroupNeuron has
   no `supports_splitting`), and wraps the model in a torch.cuda.Stream for any device but the CPU; on `neuron`
   it does neither: the group selects `neuron:LOCAL_RANK` itself, and DDP finds the module's device from its
   parameters. The process group is torch.distributed's default for the device type, `neuron`.
- `accelerator="auto"` still means Lightning's choice (never `neuron`).
-A precision plugin or strategy the user passes is used as given.
+
+`accelerator="auto"` still means Lightning's choice (never `neuron`). A precision plugin or strategy the user
+passes is used as given.
 """
 
 from __future__ import annotations

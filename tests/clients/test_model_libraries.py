@@ -5,7 +5,9 @@ library is imported by its test (xdist workers collect every module)."""
 
 from __future__ import annotations
 
-import copy
+import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -85,23 +87,43 @@ def test_litgpt_trains_and_generates_on_neuron_like_the_cpu():
     assert runs["cpu"][0][1] < runs["cpu"][0][0]
 
 
-@pytest.mark.parametrize("scheme", ["Int8WeightOnlyConfig", "Int8DynamicActivationInt8WeightConfig"])
-def test_torchao_int8_runs_on_neuron_like_the_cpu_eager_and_compiled(scheme):
-    import torchao.quantization
+# torchao lies apart from the venv's packages (`make setup`: pip install --target .venv/torchao): installed there,
+# transformers (>= 0.15) and peft would import it in every process, and torchtitan 0.3.0 fails on its import.
+TORCHAO = Path(sys.prefix) / "torchao"
 
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32))
-    inputs = torch.randn(4, 64, generator=torch.Generator().manual_seed(1))
-    unquantized = model(inputs)
-    outputs = {}
-    for device in ("cpu", "neuron"):
-        quantized = copy.deepcopy(model).to(device)
-        torchao.quantization.quantize_(quantized, getattr(torchao.quantization, scheme)())
-        assert quantized[0].weight.device.type == device and type(quantized[0].weight) is not torch.nn.Parameter
-        with torch.no_grad():
-            outputs[device] = quantized(inputs.to(device)).cpu()
-            if device == "neuron":
-                compiled = torch.compile(quantized, backend="neuron", dynamic=False)(inputs.to(device)).cpu()
-    assert torch.equal(outputs["neuron"], outputs["cpu"]) and torch.equal(compiled, outputs["neuron"])
-    assert 0 < (outputs["cpu"] - unquantized).abs().max() < 0.05  # int8: close to float32, not equal
-    assert torch.neuron.get_dynamo_metrics(), "the neuron backend compiled nothing"
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not (TORCHAO / "torchao").is_dir(), reason=f"torchao is not installed apart in {TORCHAO} "
+                    "(make setup installs it there: pip install --no-deps --target)")
+def test_torchao_int8_runs_on_neuron_like_the_cpu_eager_and_compiled(forked_python):
+    """int8 weight-only and dynamic-activation quantization (torchao's quantize_), in a process that finds
+    torchao on its PYTHONPATH, as a team's environment with torchao installed would."""
+    proc = forked_python("""
+        import copy, json, torch, torchao, torchao.quantization as quantization
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32))
+        inputs = torch.randn(4, 64, generator=torch.Generator().manual_seed(1))
+        unquantized = model(inputs)
+        found = {}
+        for scheme in ("Int8WeightOnlyConfig", "Int8DynamicActivationInt8WeightConfig"):
+            outputs = {}
+            for device in ("cpu", "neuron"):
+                quantized = copy.deepcopy(model).to(device)
+                quantization.quantize_(quantized, getattr(quantization, scheme)())
+                assert quantized[0].weight.device.type == device and type(quantized[0].weight) is not torch.nn.Parameter
+                with torch.no_grad():
+                    outputs[device] = quantized(inputs.to(device)).cpu()
+            with torch.no_grad():
+                compiled = torch.compile(quantized, backend="neuron", dynamic=False)(inputs.to("neuron")).cpu()
+            found[scheme] = {"device": torch.equal(outputs["neuron"], outputs["cpu"]),
+                             "compiled": torch.equal(compiled, outputs["neuron"]),
+                             "int8_error": (outputs["cpu"] - unquantized).abs().max().item()}
+        print(json.dumps({"version": torchao.__version__, "found": found,
+                          "graphs": len(torch.neuron.get_dynamo_metrics())}))
+    """, env={"PYTHONPATH": str(TORCHAO)})
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for scheme, found in result["found"].items():
+        assert found["device"] and found["compiled"], (scheme, found)
+        assert 0 < found["int8_error"] < 0.05, (scheme, found)  # int8: close to float32, not equal
+    assert result["graphs"] >= 2, result
