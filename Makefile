@@ -1,6 +1,6 @@
 # neuronkit: the two commands a newcomer needs, each doing its own set-up on a fresh machine.
 #   make workbook   run the whole workbook on the bundled model; ends by printing the report's path
-#   make test       run every test (library, notebooks with papermill + nbval, browser)
+#   make test       run every test (the type check, library, notebooks with papermill + nbval, browser)
 
 PYTHON ?= python3.11
 VENV   ?= .venv
@@ -17,7 +17,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # tests' modules again (~0.5-1 CPU-s apiece; pytest's rewritten test modules are cached the same way).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup build-deps system-deps workbook test bench clean
+.PHONY: setup build-deps system-deps workbook typecheck test bench clean
 
 setup: $(STAMP)
 
@@ -76,7 +76,11 @@ system-deps:
 workbook: setup
 	$(VENV)/bin/neuronkit run tiny-qwen3 --out $(RUN) --overwrite
 
-test: setup system-deps
+# mypy, strict on neuronkit/pipeline and neuronkit/stages (pyproject's [tool.mypy]).
+typecheck: setup
+	$(PY) -m mypy
+
+test: setup system-deps typecheck
 	$(PY) -m pytest
 
 bench: setup

@@ -26,7 +26,7 @@ import torch  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
 import neuronkit.graph_compile  # noqa: E402,F401 - backend="neuron"
-from neuronkit.checks.parity import RECOMPILE_LIMIT, short_break_reason  # noqa: E402
+from neuronkit.stages.compile.steps import RECOMPILE_LIMIT, short_break_reason  # noqa: E402
 from neuronkit.graph_compile.compare import to_device  # noqa: E402
 from harness import Run, interleaved_medians, timed  # noqa: E402
 from neuronkit.models import load_model  # noqa: E402

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import torch
 
-from neuronkit.checks import Reference, check
-from neuronkit.checks.parity import cpu_reference, forward_extras
+from neuronkit.pipeline.check import check
+from neuronkit.pipeline.config import DEFAULTS
+from neuronkit.pipeline.reference import Reference
+from neuronkit.pipeline.session import Session, forward_extras
+from neuronkit.stages.cpu_baseline.steps import cpu_reference
 from neuronkit.inputs import example_inputs
 from neuronkit.models import load_checkpoint, load_tokenizer
 from harness import Run, interleaved_medians
@@ -40,10 +43,12 @@ def main() -> int:
              f"{args.rounds}") as log, tempfile.TemporaryDirectory() as tmp:
         reference = saved_reference(Path(tmp))
 
-        def run(stages: list[str], **kwargs: object):
+        def run(stages: list[str], reference: Reference | None = None):
             def go() -> None:
                 torch._dynamo.reset()
-                report = check(MODEL, stages=stages, timing_runs=3, **kwargs)
+                config = DEFAULTS.with_options(timing_runs=3)
+                session = Session.build(MODEL, config=config)
+                report = check(session.using(reference=reference) if reference else session, stages)
                 if not report.ok:
                     raise SystemExit(report.table())
             return go

@@ -31,8 +31,9 @@ _EXPORTS: dict[str, str] = {
     "run_workbook": "neuronkit.workbook",
     "report": "neuronkit.reporting",
     "load_policy": "neuronkit.policy",
-    "StageResult": "neuronkit.stages",
-    "RunDir": "neuronkit.stages",
+    "StageResult": "neuronkit.pipeline.record",
+    "RunDir": "neuronkit.pipeline.record",
+    "RunConfig": "neuronkit.pipeline.config",
     "NeuronkitInputError": "neuronkit.errors",
     "example_inputs": "neuronkit.inputs",
 }

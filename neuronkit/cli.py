@@ -69,7 +69,7 @@ def console() -> None:
     if next((a for a in argv if not a.startswith("-")), None) == "run" and not {"-h", "--help"} & set(argv):
         # `neuronkit run`'s fork server, started before torch is imported (neuronkit/__init__.py). Only the
         # command does this: main()'s in-process callers have torch already, and their run starts its own
-        from neuronkit.workbook.kernel import start_early  # standard library and jupyter_client only
+        from neuronkit.kernels.starter import start_early  # standard library and jupyter_client only
 
         start_early(argv)
     code = main(argv)

@@ -21,7 +21,7 @@ from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 from neuronkit import models
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
-from neuronkit.run_config import DEFAULTS
+from neuronkit.pipeline.config import DEFAULTS
 
 PROCESSOR_CONFIG = "preprocessor_config.json"
 # What example inputs tokenize when the checkpoint ships a tokenizer: any fixed text would do.

@@ -14,7 +14,7 @@ import json
 import os
 import pickle
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
@@ -40,9 +40,7 @@ from transformers import (
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.utils import logging as hf_logging
 
-from neuronkit import slicing
 from neuronkit.errors import DTYPES, NeuronkitInputError
-from neuronkit.evidence import ModelSlice
 from neuronkit.policy import data_dir
 
 ModelSpec = Union[str, os.PathLike, PretrainedConfig]
@@ -231,21 +229,6 @@ def load_checkpoint(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, d
     source = "random" if getattr(config, RANDOM_WEIGHTS_KEY, False) is True else "checkpoint"
     return model.eval(), Weights(source, tuple(sorted(info.get("missing_keys", ()))),
                                  tuple(sorted(info.get("unexpected_keys", ()))))
-
-
-def load_slice(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, *, layers: int | None = None,
-               full_model: bool = False, random_weights: bool = False) -> tuple[PreTrainedModel, Weights, ModelSlice]:
-    """The model a stage runs, within the budget: the full checkpoint when it fits (or `full_model`), else
-    its first `layers` blocks (default: as many as fit) with the embeddings, final norm and head, read
-    from the checkpoint for those keys only; and what it is (`ModelSlice`). The blocks a slice leaves
-    out are not reported as dropped weights."""
-    full = load_config(spec)
-    config, piece = slicing.plan(full, layers=layers, full_model=full_model, dtype=as_dtype(dtype))
-    model, weights = load_checkpoint(spec, dtype, random_weights=random_weights, config=config)
-    if not piece.full_model:
-        left_out = slicing.dropped_keys(full, config, model_class(full))
-        weights = replace(weights, unexpected=tuple(k for k in weights.unexpected if k not in left_out))
-    return model, weights, piece
 
 
 def save_random_checkpoint(spec: str | os.PathLike, dest: str | os.PathLike,

@@ -7,7 +7,7 @@ import json
 import shlex
 from typing import Any
 
-from neuronkit.run_config import DEFAULTS, flags
+from neuronkit.pipeline.config import DEFAULTS, flags
 
 # Parameters `neuronkit run` takes as named options (the run configuration's); every other parameter goes
 # as `-p NAME VALUE`.

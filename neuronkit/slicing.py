@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import copy
 import tomllib
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 import torch
-from transformers import PretrainedConfig
+from transformers import PretrainedConfig, PreTrainedModel
 
+from neuronkit import models
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.evidence import ModelSlice
 from neuronkit.resources import data_dir
@@ -53,20 +55,30 @@ def sliced_config(config: PretrainedConfig, layers: int) -> PretrainedConfig:
 
 def parameters(config: PretrainedConfig) -> int:
     """Parameters of the model `config` describes (built on the meta device: nothing allocated)."""
-    from neuronkit.models import num_parameters
-
-    return num_parameters(config)
+    return models.num_parameters(config)
 
 
 def embedding_parameters(config: PretrainedConfig) -> int:
     """Parameters of the input embeddings and the head (once when tied): what a slice's backward holds
-    fixed (`neuronkit.checks.parity.frozen_parameters`). Built on the meta device."""
-    from neuronkit.checks.parity import frozen_parameters
-    from neuronkit.models import model_class
-
+    fixed (`frozen_parameters`). Built on the meta device."""
     with torch.device("meta"):
-        model = model_class(config)._from_config(config)
+        model = models.model_class(config)._from_config(config)
     return sum(p.numel() for p in frozen_parameters(model, True))
+
+
+def frozen_parameters(model: torch.nn.Module, freeze: bool) -> list[torch.nn.Parameter]:
+    """The input embeddings' and the head's weights when `freeze` (once each: a tied head is the
+    embedding), else none: what a layer slice's backward holds fixed (on a slice they are most of its
+    parameters, and their gradients would double its memory)."""
+    if not freeze:
+        return []
+    found: dict[int, torch.nn.Parameter] = {}
+    for get in ("get_input_embeddings", "get_output_embeddings"):
+        module = getattr(model, get, lambda: None)()
+        weight = getattr(module, "weight", None)
+        if isinstance(weight, torch.nn.Parameter):
+            found[id(weight)] = weight
+    return list(found.values())
 
 
 def need_bytes(config: PretrainedConfig, dtype: torch.dtype, sliced: bool) -> int:
@@ -81,9 +93,7 @@ def need_bytes(config: PretrainedConfig, dtype: torch.dtype, sliced: bool) -> in
 
 def memory_budget(available: int | None = None) -> int:
     """Bytes the stage's copies of the slice may take: a share of the memory available now."""
-    from neuronkit.models import _available_memory
-
-    return int(rules()["budget"]["memory_fraction"] * (_available_memory() if available is None else available))
+    return int(rules()["budget"]["memory_fraction"] * (models._available_memory() if available is None else available))
 
 
 def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: bool = False,
@@ -167,3 +177,19 @@ def dropped_keys(config: PretrainedConfig, sliced: PretrainedConfig, cls: type) 
         full = set(cls._from_config(config).state_dict())
         kept = set(cls._from_config(sliced).state_dict())
     return full - kept
+
+
+def load_slice(spec: models.ModelSpec, dtype: torch.dtype | str = torch.float32, *, layers: int | None = None,
+               full_model: bool = False,
+               random_weights: bool = False) -> tuple[PreTrainedModel, models.Weights, ModelSlice]:
+    """The model a stage runs, within the budget: the full checkpoint when it fits (or `full_model`), else
+    its first `layers` blocks (default: as many as fit) with the embeddings, final norm and head, read
+    from the checkpoint for those keys only; and what it is (`ModelSlice`). The blocks a slice leaves
+    out are not reported as dropped weights."""
+    full = models.load_config(spec)
+    config, piece = plan(full, layers=layers, full_model=full_model, dtype=models.as_dtype(dtype))
+    model, weights = models.load_checkpoint(spec, dtype, random_weights=random_weights, config=config)
+    if not piece.full_model:
+        left_out = dropped_keys(full, config, models.model_class(full))
+        weights = replace(weights, unexpected=tuple(k for k in weights.unexpected if k not in left_out))
+    return model, weights, piece

@@ -50,7 +50,8 @@ full_model: bool = False             # run the whole model, however large
 
 # %%
 from neuronkit.units import format_bytes
-from neuronkit.workbook import display, environment, lesson, parameters
+from neuronkit.stages.environment import run as environment
+from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
@@ -157,7 +158,7 @@ lesson.key_numbers({
     "logical NeuronCores": device.device_count,
     "HBM per core": format_bytes(device.hbm_bytes_per_core or 0),
     "parameters": f"{model_info.num_parameters:,}",
-    f"weights in {params.dtype}": format_bytes(model_info.estimated_bytes),
+    f"weights in {params.config.dtype}": format_bytes(model_info.estimated_bytes),
 })
 
 # %%

@@ -40,7 +40,9 @@ max_new_tokens: int = 16                 # tokens of greedy generation
 timing_steps: int = 5                    # timed forward passes (after one warm-up)
 
 # %%
-from neuronkit.workbook import cpu_baseline, display, lesson, loading, parameters
+from neuronkit.pipeline import session
+from neuronkit.stages.cpu_baseline import run as cpu_baseline
+from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
@@ -59,7 +61,7 @@ params
 # %%
 import transformers
 
-setup = loading.recipe(params)
+setup = session.recipe(params)
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
 print("checkpoint:", path)
@@ -113,14 +115,14 @@ plt.show()
 # %% [markdown]
 # ## Verify and record
 #
-# `loading.adopt` hands the model loaded above to this kernel's stage (it checks that it is the run's
+# `session.adopt` hands the model loaded above to this kernel's stage (it checks that it is the run's
 # class, dtype and slice). `cpu_baseline.run` then runs one warm-up forward pass on it, times
 # `timing_steps` more and keeps the median, and samples the model on `prompt`: greedy decoding for a
 # causal LM (no randomness, so a correct device reproduces it token for token), the top guesses for a
 # `[MASK]` for an encoder. It records all of it in `stages/01_cpu_baseline.json`.
 
 # %% tags=["stage"]
-loading.adopt(params, model, loading_info)  # the stage runs on `model`: the checkpoint is read once
+session.adopt(params, model, loading_info)  # the stage runs on `model`: the checkpoint is read once
 result = cpu_baseline.run(params, prompt=prompt, max_new_tokens=max_new_tokens, timing_steps=timing_steps)
 ev = result.evidence
 if ev.generate:

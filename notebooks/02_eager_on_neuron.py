@@ -50,12 +50,14 @@ generate_tokens: int = 8  # greedy tokens compared (causal LMs)
 # %%
 import transformers
 
-from neuronkit.workbook import display, eager, lesson, loading, parameters
+from neuronkit.pipeline import session
+from neuronkit.stages.eager import run as eager
+from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
-loading.neuron_device(device)  # a core this machine does not have is refused here, in one line
-setup = loading.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
+session.neuron_device(device)  # a core this machine does not have is refused here, in one line
+setup = session.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, torch_dtype, slice_kwargs, inputs = setup.path, setup.dtype, setup.slice_kwargs, setup.inputs
 params
@@ -114,7 +116,7 @@ print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops())
 # %% [markdown]
 # ## Verify and record
 #
-# `loading.adopt` hands the model above to this kernel's stage (a CPU copy of it: no second read of the
+# `session.adopt` hands the model above to this kernel's stage (a CPU copy of it: no second read of the
 # checkpoint). `eager.run` makes the comparison thoroughly and records it in `stages/02_eager.json`: it
 # runs notebook 01's inputs on `device`, compares every output with the CPU reference saved by notebook
 # 01, decodes greedily on both, and runs the training loop above for `train_steps` steps on both devices
@@ -125,7 +127,7 @@ print("ops that fell back to CPU: ", ", ".join(torch_neuronx.get_fallback_ops())
 # the record.
 
 # %% tags=["stage"]
-loading.adopt(params, model)
+session.adopt(params, model)
 result = eager.run(params, device=device, train_steps=train_steps, generate_tokens=generate_tokens)
 ev = result.evidence
 largest, generated, training = ev.parity.largest_abs_err(), ev.parity.generate_identical, ev.training

@@ -50,11 +50,13 @@ generate: bool = False  # also audit greedy generate() (causal LMs; runs on rand
 # %%
 import transformers
 
-from neuronkit.workbook import audit, display, lesson, loading, parameters
+from neuronkit.pipeline import session
+from neuronkit.stages.audit import run as audit
+from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
-setup = loading.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
+setup = session.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, slice_kwargs, inputs = setup.path, setup.slice_kwargs, setup.inputs
 params

@@ -64,7 +64,7 @@ params
 # step sees the whole sequence at once.
 
 # %%
-from neuronkit.workbook.loading import load
+from neuronkit.pipeline.session import load
 
 subject = load(params)
 net = subject.model  # notebook 01's model (the run's dtype), on the CPU until the next cell moves it
@@ -138,7 +138,7 @@ plt.show()
 # bound the compilations they would cause. The record is `stages/04_compile.json`.
 
 # %% tags=["stage"]
-from neuronkit.workbook import torch_compile
+from neuronkit.stages.compile import run as torch_compile
 
 first_call = calls[0]
 result = torch_compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,

@@ -44,7 +44,8 @@ warmup: int = 3         # unprofiled passes first: the docs ask for at least 3
 top: int = 15           # ops kept in the stage record, by device time
 
 # %%
-from neuronkit.workbook import display, lesson, parameters, profile
+from neuronkit.stages.profile import run as profile
+from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
                     layers=layers, full_model=full_model)
@@ -58,7 +59,7 @@ params
 
 # %%
 from neuronkit.profiling.markers import hide_in_notebook
-from neuronkit.workbook.loading import load
+from neuronkit.pipeline.session import load
 
 hide_in_notebook()  # kineto's two "USDT ... profiler_start/stop" lines on stderr, dropped from every later cell
 subject = load(params)

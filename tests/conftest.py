@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
-# The notebook kernels' OpenMP wait policy (neuronkit.workbook.kernel.KERNEL_ENV), read by libgomp when torch
+# The notebook kernels' OpenMP wait policy (neuronkit.kernels.starter.KERNEL_ENV), read by libgomp when torch
 # loads, for every process of the session: so that the torchrun ranks a notebook starts (07) have the rank
 # server's start-up environment too and are forked (below). It decides only whether idle OpenMP threads spin
 # or sleep, never a result.
@@ -65,9 +65,9 @@ def __getattr__(name: str):
 # torchrun starts each rank as `[os.getenv("PYTHON_EXEC", sys.executable), "-u", script-or-"-m module", ...]`
 # (torch/distributed/run.py; accelerate's launcher goes through the same config). For the whole session,
 # PYTHON_EXEC is a stand-in for the interpreter that asks one server, which imported RANK_IMPORTS once (without
-# the device), to fork the rank (neuronkit.workbook.zygote.CommandServer: the notebooks' kernel fork server in
-# its `--python` role); each rank loads the device itself, reading its own environment, and runs as
-# `python -u ...` would (neuronkit.workbook.interpreter). A rank whose environment differs from the server's
+# the device), to fork the rank (tests/kernels/rank_server.py: the notebooks' kernel fork server with a role that
+# forks commands); each rank loads the device itself, reading its own environment, and runs as `python -u ...`
+# would (tests/kernels/interpreter.py). A rank whose environment differs from the server's
 # other than in RANK_MAY_DIFFER (read when used, not when imported), or any command the server cannot stand
 # in for, runs in a real interpreter; the server notes each fork and decline in its log (counted at the end
 # of the session). Opt out by setting PYTHON_EXEC yourself (e.g. to .venv/bin/python): it is left as it is.
@@ -97,6 +97,7 @@ RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transform
 # transformers' generate() writes into the test process's environment (generation/utils.py) after a test that
 # compiles generation: tokenizers reads it each time it might parallelise (utils/parallelism.rs
 # `get_parallelism`), never when imported; without it, every rank after such a test ran in a real interpreter.
+# And NEURONKIT_STAGES, a stage table of one's own, read when neuronkit.pipeline is imported (a rank imports it).
 # And PYTORCH_NVML_BASED_CUDA_CHECK, which importing Lightning sets in the test process (lightning/fabric/__init__.py):
 # torch reads it only when asked whether CUDA is available, which a CPU build answers without reading it, and a
 # CUDA build on a machine with no GPU answers alike either way.
@@ -104,7 +105,7 @@ RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROU
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
                    "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
                    "ACCELERATE_DYNAMO_", "COLUMNS", "LINES", "JPY_", "JUPYTER_PATH", "MPLBACKEND", "PYDEVD_", "TERM",
-                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TOKENIZERS_PARALLELISM",
+                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TOKENIZERS_PARALLELISM", "NEURONKIT_STAGES",
                    "PYTORCH_NVML_BASED_CUDA_CHECK")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
@@ -114,19 +115,19 @@ RANK_ENV = {"OMP_NUM_THREADS": "1"}
 
 
 @functools.cache
-def _zygote():
-    """neuronkit/workbook/zygote.py loaded by path: importing the package would import torch, which pytest-xdist's
-    controller never pays for (`__getattr__` above); the module itself needs only the standard library."""
-    spec = importlib.util.spec_from_file_location("_neuronkit_zygote", ROOT / "neuronkit" / "workbook" / "zygote.py")
+def _rank_server():
+    """tests/kernels/rank_server.py loaded by path (its folder is not on the tests' path): it loads the package's
+    fork server by path in turn, as importing the package would import torch, which pytest-xdist's controller
+    never pays for (`__getattr__` above); both need only the standard library."""
+    spec = importlib.util.spec_from_file_location("_rank_server", ROOT / "tests" / "kernels" / "rank_server.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (its dataclass looks its module up)
     spec.loader.exec_module(module)
     return module
 
 
 def start_rank_server(log: Path, env: dict[str, str]):
     """A started CommandServer forking ranks under `env` (with RANK_ENV), noting its forks and declines in `log`."""
-    return _zygote().CommandServer({**env, **RANK_ENV}, RANK_IMPORTS, RANK_MAY_DIFFER, str(log))
+    return _rank_server().CommandServer({**env, **RANK_ENV}, RANK_IMPORTS, RANK_MAY_DIFFER, str(log))
 
 
 _RANK_SERVER: list = []  # the session's, in the process that started it
@@ -137,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
     and export PYTHON_EXEC before the workers start, so that they and every process they start (notebook
     kernels, whose environment is a copy) inherit it. Where ranks cannot fork (not Linux), or PYTHON_EXEC is
     set already, nothing changes."""
-    if hasattr(config, "workerinput") or "PYTHON_EXEC" in os.environ or not _zygote().available():
+    if hasattr(config, "workerinput") or "PYTHON_EXEC" in os.environ or not _rank_server().available():
         return
     log = Path(tempfile.gettempdir()) / f"neuronkit-ranks-{os.getpid()}.log"
     log.write_text("")
@@ -179,16 +180,15 @@ def zoo(tmp_path_factory) -> dict[str, Path]:
 
 class ForkedKernels:
     """The project's kernel (`neuronkit`) forked from one process that imported the libraries once
-    (neuronkit.workbook.zygote: how `neuronkit run` starts kernels by default), for the notebooks tests
+    (neuronkit.kernels.fork_server: how `neuronkit run` starts kernels by default), for the notebooks tests
     execute themselves: each kernel is still a fresh process; the imports (seconds each) are paid once.
 
     `km(cwd)` is a started kernel manager for `papermill.execute_notebook(km=...)`, to be stopped with
-    `neuronkit.workbook.kernel.shutdown`; a process run with `env` (nbval) finds kernel `neuronkit` forked
+    `neuronkit.kernels.starter.shutdown`; a process run with `env` (nbval) finds kernel `neuronkit` forked
     too. A kernel started with another environment is declined by the server and starts the ordinary way."""
 
     def __init__(self, folder: Path) -> None:
-        from neuronkit.workbook.kernel import KERNEL_NAME, fork_server
-        from neuronkit.workbook.runner import KERNEL_ENV
+        from neuronkit.kernels.starter import KERNEL_ENV, KERNEL_NAME, fork_server
 
         # pytest sets PYTEST_CURRENT_TEST (and a pytest run by a test, PYTEST_VERSION) per test: the kernels
         # are launched without them, so that every kernel's environment is the one the server imported under.
@@ -208,7 +208,7 @@ class ForkedKernels:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
-        from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+        from neuronkit.kernels.starter import KERNEL_NAME, ensure_kernel
         from neuronkit.workbook.runner import KERNEL_ARGUMENTS
 
         ensure_kernel()

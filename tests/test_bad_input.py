@@ -150,12 +150,12 @@ def test_a_model_without_an_input_recipe_is_named(tmp_path, capsys):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
-    import neuronkit.checks.parity as check_module
+    from neuronkit.pipeline.session import Session
 
     def broken(*args, **kwargs):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(check_module._Session, "build", broken)
+    monkeypatch.setattr(Session, "build", broken)
     assert main(["check", "tiny-bert"]) == 1
     assert "RuntimeError: injected (rerun with --debug" in _one_line_error(capsys)
     assert main(["check", "tiny-bert", "--debug"]) == 1

@@ -1,5 +1,7 @@
-"""The simulated device's modules, and the NKI interpreter's, import one another without a cycle (issue 21,
-item 7): every import counts, the ones inside functions too, since a deferred import is how a cycle hides."""
+"""neuronkit's modules import one another without a cycle, in the whole package (issues 21 item 7 and 38):
+every import counts, the ones inside functions too, since a deferred import is how a cycle hides. And the
+layers hold: the device below what teaches or plans with it, the planner runs no device, the pipeline knows
+no particular stage, and a stage folder's parts the stage table loads import no pipeline."""
 
 from __future__ import annotations
 
@@ -10,21 +12,39 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "neuronkit"
 
 
-def _imports(folder: Path) -> dict[str, set[str]]:
-    """Module -> the modules of the same folder it imports, from each file's syntax tree."""
-    prefix = ".".join(folder.relative_to(PACKAGE.parent).parts)
-    local = {path.stem for path in folder.glob("*.py")}
+def _module_names() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name, for its __init__)."""
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, from each file's syntax tree. `from a.b import c` is an
+    import of module `a.b.c` when there is one, else of `a.b` (a name in it); a compiled extension
+    (`neuronkit/device/simulator/_native`) is no module of this graph."""
+    modules = _module_names()
     graph: dict[str, set[str]] = {}
-    for path in folder.glob("*.py"):
-        graph[path.stem] = set()
+    for name, path in modules.items():
+        targets: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == prefix:
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "."):
-                names = [node.module.removeprefix(prefix + ".").split(".")[0]]
+            if isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if node.module.startswith("neuronkit") and node.module not in modules:
+                    continue
+                found = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                         for a in node.names]
             else:
                 continue
-            graph[path.stem].update(name for name in names if name in local and name != path.stem)
+            for target in found:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    targets.add(target)
+        graph[name] = targets
     return graph
 
 
@@ -35,41 +55,24 @@ def _assert_acyclic(graph: dict[str, set[str]]) -> None:
         raise AssertionError(f"import cycle: {' -> '.join(cycle.args[1])}") from None
 
 
-def test_the_device_simulator_has_no_import_cycle() -> None:
-    graph = _imports(PACKAGE / "device" / "simulator")
-    assert "streams" in graph["module"], "the import graph lost the edges it should see"
-    _assert_acyclic(graph)
-
-
-def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
-    seen, todo = set(), list(graph[start])
-    while todo:
-        node = todo.pop()
-        if node == goal:
-            return True
-        if node not in seen:
-            seen.add(node)
-            todo.extend(graph.get(node, ()))
-    return False
-
-
-def test_the_nki_kernel_runtime_is_in_no_import_cycle() -> None:
-    """`jit` (what `@nki.jit` returns) builds on the interpreter (`runtime`) and the torch integration (`hop`),
-    which builds on `runtime`; neither imports back."""
-    graph = _imports(PACKAGE / "nki")
-    assert {"runtime", "hop"} <= graph["jit"], "the import graph lost the edges it should see"
-    assert "runtime" in graph["hop"]
-    assert [m for m in ("jit", "runtime", "hop") if _reaches(graph, m, m)] == []
-
-
-def test_the_nki_interpreter_has_no_import_cycle() -> None:
-    """The whole of neuronkit/nki: `isa` re-exports `isa_extra`'s instructions, and both build on `isa_operands`
-    for the dst and op= rules; `cost` reads the current launch from `context`, whose launcher hands it its
-    ledger. (Deferred imports back, `isa_extra` -> `isa` and `cost` -> `context`, were the cycles it caught.)"""
-    graph = _imports(PACKAGE / "nki")
-    assert "isa_extra" in graph["isa"] and "isa_operands" in graph["isa_extra"], \
+def test_the_whole_package_has_no_import_cycle() -> None:
+    graph = _graph()
+    assert {"neuronkit.pipeline.record", "neuronkit.pipeline.stage"} <= graph["neuronkit.pipeline.check"]
+    assert "neuronkit.device.simulator.streams" in graph["neuronkit.device.simulator.module"], \
         "the import graph lost the edges it should see"
     _assert_acyclic(graph)
+
+
+def test_the_checker_sees_a_deferred_import_close_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": set()}
+    _assert_acyclic(graph)
+    graph["b"].add("a")
+    try:
+        _assert_acyclic(graph)
+    except AssertionError as error:
+        assert "a -> b -> a" in str(error) or "b -> a -> b" in str(error)
+    else:
+        raise AssertionError("a cycle went unseen")
 
 
 def _outside_imports(folder: Path) -> dict[str, set[str]]:
@@ -89,21 +92,39 @@ def _outside_imports(folder: Path) -> dict[str, set[str]]:
     return found
 
 
-# Layers (issue 21 item 7): the device (simulator and its process group) is below everything that teaches or
-# plans with it; the planner is arithmetic and runs no device.
+# Layers (issue 21 item 7, issue 38): the device (simulator and its process group) is below everything that
+# teaches or plans with it; the planner is arithmetic and runs no device; the pipeline frame knows no
+# particular stage (the stage table finds their folders); the process runtime starts kernels and knows
+# nothing of what they run.
 LAYERS = {
     "device": {"neuronkit.workbook", "neuronkit.distributed", "neuronkit.planner", "neuronkit.reporting",
-               "neuronkit.checks", "neuronkit.notebooks", "neuronkit.pipeline", "neuronkit.stages"},
+               "neuronkit.checks", "neuronkit.notebooks", "neuronkit.pipeline", "neuronkit.stages", "neuronkit.kernels"},
     "planner": {"neuronkit.device", "neuronkit.distributed", "neuronkit.workbook", "neuronkit.reporting"},
+    "pipeline": {"neuronkit.stages", "neuronkit.workbook", "neuronkit.reporting", "neuronkit.checks",
+                 "neuronkit.kernels"},
+    "kernels": {"neuronkit.pipeline", "neuronkit.stages", "neuronkit.workbook", "neuronkit.reporting",
+                "neuronkit.checks", "neuronkit.models", "neuronkit.device"},
 }
 
 
-def test_the_device_never_imports_the_layers_above_it() -> None:
+def test_each_layer_never_imports_the_layers_above_it() -> None:
     for folder, forbidden in LAYERS.items():
         imports = _outside_imports(PACKAGE / folder)
         assert imports, f"no modules found under neuronkit/{folder}"
         wrong = {path: sorted(names & forbidden) for path, names in imports.items() if names & forbidden}
         assert wrong == {}, f"neuronkit/{folder} imports a layer above it: {wrong}"
+
+
+def test_the_parts_of_a_stage_folder_the_table_loads_import_no_pipeline() -> None:
+    """The stage table (neuronkit/pipeline/stage.py) imports each folder's `__init__` and `evidence` by name when
+    it is read: they build on shared rows only, so that reading the table never re-enters the pipeline."""
+    for folder in (p for p in (PACKAGE / "stages").iterdir() if (p / "__init__.py").is_file()):
+        for part in ("__init__.py", "evidence.py"):
+            path = folder / part
+            if not path.is_file():
+                continue
+            imports = _outside_imports(folder)[str(path.relative_to(PACKAGE))]
+            assert not imports & {"neuronkit.pipeline", "neuronkit.workbook", "neuronkit.reporting"}, path
 
 
 def test_the_process_group_sits_beside_the_simulator() -> None:

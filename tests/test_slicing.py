@@ -26,7 +26,7 @@ def _budget_for(config, layers: int) -> int:
 
 def test_a_slice_is_the_first_blocks_with_the_checkpoints_own_weights(zoo):
     path = zoo["llama"]
-    model, weights, piece = models.load_slice(path, layers=1)
+    model, weights, piece = slicing.load_slice(path, layers=1)
     assert len(model.model.layers) == 1 and model.config.num_hidden_layers == 1
     assert (piece.full_model, piece.layers, piece.total_layers) == (False, 1, 2)
     assert piece.parameters < piece.total_parameters == models.num_parameters(models.load_config(path))
@@ -46,7 +46,7 @@ def test_a_slice_is_the_first_blocks_with_the_checkpoints_own_weights(zoo):
     ("vit", {"num_hidden_layers": 1}),                           # vision
 ])
 def test_every_sliceable_family_runs_its_slice(zoo, name, stacks):
-    model, weights, piece = models.load_slice(zoo[name], layers=1)
+    model, weights, piece = slicing.load_slice(zoo[name], layers=1)
     assert {key: getattr(model.config, key) for key in stacks} == stacks
     assert not piece.full_model and weights.warnings() == []
     example = inputs.example_inputs(model.config, models.load_tokenizer(zoo[name]), 1, 8,
@@ -56,7 +56,7 @@ def test_every_sliceable_family_runs_its_slice(zoo, name, stacks):
 
 
 def test_layers_covering_every_block_is_the_full_model(zoo):
-    _, _, piece = models.load_slice(zoo["whisper"], layers=1)  # speech: one encoder and one decoder block
+    _, _, piece = slicing.load_slice(zoo["whisper"], layers=1)  # speech: one encoder and one decoder block
     assert piece.full_model and piece.layers == piece.total_layers == 1
 
 
@@ -125,7 +125,7 @@ def test_the_run_command_and_parameters_carry_the_slice(tmp_path):
     assert run_command("m", "o", {"dtype": "float32", "layers": 2, "full_model": False}) == \
         "neuronkit run m --out o --dtype float32 --layers 2"
     assert run_command("m", "o", {"layers": 0, "full_model": True}) == "neuronkit run m --out o --full-model"
-    assert parameters("tiny-qwen3", str(tmp_path), layers=1).layers == 1
+    assert parameters("tiny-qwen3", str(tmp_path), layers=1).config.layers == 1
     for bad, message in (({"layers": -1}, "layers must be 0"), ({"full_model": "yes"}, "full_model must be"),
                          ({"layers": 1, "full_model": True}, "not both")):
         with pytest.raises(NeuronkitInputError, match=message):
@@ -133,18 +133,18 @@ def test_the_run_command_and_parameters_carry_the_slice(tmp_path):
 
 
 def test_every_kernel_of_a_run_runs_the_slice_the_first_one_planned(zoo, tmp_path, monkeypatch):
-    from neuronkit.workbook import loading
+    from neuronkit.pipeline import session
     from neuronkit.workbook.params import parameters
 
     params = parameters(str(zoo["llama"]), str(tmp_path / "run"))
     config = models.load_config(zoo["llama"])
     monkeypatch.setattr(slicing, "memory_budget", lambda available=None: _budget_for(config, 1) // 2)
-    first = loading.run_slice(params)  # little memory free: one block
+    first = session.run_slice(params)  # little memory free: one block
     monkeypatch.setattr(slicing, "memory_budget", lambda available=None: 10**12)
-    loading._LOADED.clear()  # a later kernel, with plenty free: still the run's one block
-    subject = loading.load(params)
-    assert first.layers == subject.model_slice.layers == subject.config.num_hidden_layers == 1
-    assert loading.run_slice(parameters(str(zoo["llama"]), str(tmp_path / "run"), full_model=True)).full_model
+    session._LOADED.clear()  # a later kernel, with plenty free: still the run's one block
+    subject = session.load(params)
+    assert first.layers == subject.model_slice.layers == subject.hf_config.num_hidden_layers == 1
+    assert session.run_slice(parameters(str(zoo["llama"]), str(tmp_path / "run"), full_model=True)).full_model
 
 
 @pytest.fixture
@@ -193,8 +193,12 @@ def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_read
     """Notebooks 01, 02 and 05 as one kernel each runs them: the notebook's own cells load the model,
     then its stage runs on the same one (the bundled model; a bfloat16 run's CPU reference runs the
     bfloat16 model under CPU autocast, no float32 second load). Notebook 04's stage reaches the model
-    through the same `run_check` as 02's (left out: compiling costs seconds)."""
-    from neuronkit.workbook import cpu_baseline, eager, environment, loading, profile
+    through the same session as 02's (left out: compiling costs seconds)."""
+    from neuronkit.pipeline import session
+    from neuronkit.stages.cpu_baseline import run as cpu_baseline
+    from neuronkit.stages.eager import run as eager
+    from neuronkit.stages.environment import run as environment
+    from neuronkit.stages.profile import run as profile
     from neuronkit.workbook.params import parameters
 
     params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"), dtype=dtype)
@@ -202,37 +206,40 @@ def test_each_checkpoint_file_is_read_once_per_kernel(tmp_path, safetensors_read
     for notebook in (lambda: cpu_baseline.run(params, max_new_tokens=2, timing_steps=1),
                      lambda: eager.run(params, train_steps=1, generate_tokens=2),
                      lambda: profile.run(params, steps=1, warmup=3)):
-        loading._LOADED.clear()  # a new kernel
+        session._LOADED.clear()  # a new kernel
         safetensors_reads.clear()
-        subject = loading.load(params)  # the notebook's teaching cells
+        subject = session.load(params)  # the notebook's teaching cells
         result = notebook()
         assert result.status in ("pass", "warn"), result.summary
-        assert loading.load(params) is subject
+        assert session.load(params) is subject
         checkpoint = {name: n for name, n in safetensors_reads.items() if name != "reference.safetensors"}
         assert checkpoint == {"model.safetensors": 1}  # reference.safetensors: the run's CPU reference
 
 
 def test_a_model_the_notebook_cells_loaded_is_adopted_without_a_second_read(tmp_path, safetensors_reads):
     """Notebooks 01 and 02 as a learner runs them: transformers' own `from_pretrained` (on the CPU with its
-    loading info, then straight onto the device), `loading.adopt`, then the stage on that model: each
+    loading info, then straight onto the device), `session.adopt`, then the stage on that model: each
     kernel reads the checkpoint once. The device stage runs the learner's device model itself and drops its
     CPU copy afterwards (notebook 02's training cell gets the memory)."""
     import transformers
 
-    from neuronkit.workbook import cpu_baseline, eager, environment, loading
+    from neuronkit.pipeline import session
+    from neuronkit.stages.cpu_baseline import run as cpu_baseline
+    from neuronkit.stages.eager import run as eager
+    from neuronkit.stages.environment import run as environment
     from neuronkit.workbook.params import parameters
 
     params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"))
     assert environment.run(params).ok
     for device_map, notebook in ((None, lambda: cpu_baseline.run(params, max_new_tokens=2, timing_steps=1)),
                                  ("neuron", lambda: eager.run(params, train_steps=1, generate_tokens=2))):
-        loading._LOADED.clear()  # a new kernel
+        session._LOADED.clear()  # a new kernel
         safetensors_reads.clear()
-        setup = loading.recipe(params)
+        setup = session.recipe(params)
         model_class = getattr(transformers, transformers.AutoConfig.from_pretrained(setup.path).architectures[0])
         model, info = model_class.from_pretrained(setup.path, dtype=setup.dtype, device_map=device_map,
                                                   output_loading_info=True, **setup.slice_kwargs)
-        subject = loading.adopt(params, model, None if device_map else info)
+        subject = session.adopt(params, model, None if device_map else info)
         assert next(subject.model.parameters()).device.type == "cpu"
         assert next(model.parameters()).device.type == (device_map or "cpu")  # the learner's stays where it was
         result = notebook()
@@ -241,9 +248,9 @@ def test_a_model_the_notebook_cells_loaded_is_adopted_without_a_second_read(tmp_
         assert checkpoint == {"model.safetensors": 1}
         assert subject.weights.source == "checkpoint"
         if device_map:  # the stage ran the learner's device model; the CPU copy it compared with is dropped
-            assert subject.device_model is model and loading._LOADED == {}
+            assert subject.device_model is model and session._LOADED == {}
         else:
-            assert loading.load(params) is subject
+            assert session.load(params) is subject
 
 
 def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_model(zoo, tmp_path, monkeypatch):
@@ -251,7 +258,7 @@ def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_
     a model that is not the run's (the full model where a slice runs, another dtype) is refused in one line."""
     import transformers
 
-    from neuronkit.workbook import loading
+    from neuronkit.pipeline import session
     from neuronkit.workbook.params import parameters
 
     read: list[str] = []  # the keys whose tensor data was read (a slice handle alone reads only the header)
@@ -292,7 +299,7 @@ def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_
     import sys
 
     params = parameters(str(zoo["llama"]), str(tmp_path / "run"), layers=1)
-    setup = loading.recipe(params)
+    setup = session.recipe(params)
     assert setup.slice_kwargs == {"num_hidden_layers": 1}
     assert setup.call("LlamaForCausalLM") == f"LlamaForCausalLM.from_pretrained({setup.path!r}, dtype=torch.float32, " \
                                              "num_hidden_layers=1)"
@@ -301,9 +308,9 @@ def test_the_slice_keywords_read_only_the_kept_blocks_and_adopt_refuses_another_
             monkeypatch.setattr(module, "safe_open", Keys)
     model = transformers.LlamaForCausalLM.from_pretrained(setup.path, **setup.slice_kwargs)
     assert read and not [key for key in read if ".layers.1." in key]
-    assert loading.adopt(params, model).model_slice.layers == 1
+    assert session.adopt(params, model).model_slice.layers == 1
     full = transformers.LlamaForCausalLM.from_pretrained(setup.path)
     with pytest.raises(NeuronkitInputError, match=r"runs a layer slice: 1 of 2 blocks.*num_hidden_layers=1\)$"):
-        loading.adopt(params, full)
+        session.adopt(params, full)
     with pytest.raises(NeuronkitInputError, match=r"is in float16; this run loads it in float32 \(from_pretrained\(..., dtype=torch.float32\)\)"):
-        loading.adopt(params, model.half())
+        session.adopt(params, model.half())

@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from neuronkit import run_config
+from neuronkit.pipeline import config as run_config
+from neuronkit.stages.eager import EagerOptions
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the check subcommand's arguments."""
-    from neuronkit.stages import CHECK_STAGES as STAGES
+    from neuronkit.pipeline.record import CHECK_STAGES as STAGES
 
     parser.add_argument("model", metavar="MODEL",
                         help="checkpoint directory, config.json, or bundled name (tiny-qwen3, tiny-bert, qwen3-100m)")
@@ -21,7 +22,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"stages to run, comma-separated (default: all of {', '.join(STAGES)}); "
                              "the stages they compare against are added")
     run_config.add_arguments(parser)  # --dtype, --seq-len, --batch-size, --layers, --full-model
-    parser.add_argument("--train-steps", type=int, default=2, help="optimizer steps in the training stage")
+    default = EagerOptions().train_steps
+    parser.add_argument("--train-steps", type=int, default=default,
+                        help=f"optimizer steps in the training stage (default {default})")
     parser.add_argument("--random-weights", action="store_true",
                         help="build the model from its config with random weights (a checkpoint without weights)")
     run_config.add_inputs_argument(parser, "prompts.txt (one per line, text models; they size the buckets too) or "
@@ -34,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from neuronkit.checks import check
 
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    report = check(args.model, args.inputs, stages=stages, train_steps=args.train_steps,
-                   random_weights=args.random_weights, **run_config.from_args(args))
+    report = check(args.model, args.inputs, stages=stages, config=run_config.from_args(args),
+                   random_weights=args.random_weights, train_steps=args.train_steps)
     print(report.table())
     if args.json is not None:
         report.to_json(args.json)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from neuronkit.stages import RunDir
+from neuronkit.pipeline.record import RunDir
 
 RECORD = "distributed.json"
 PARITY_TOL = 1e-5  # float32 parameters after 2 SGD steps; collectives reorder sums, so not bit-exact

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from neuronkit.errors import DTYPES
-from neuronkit.run_config import DEFAULTS
+from neuronkit.pipeline.config import DEFAULTS
 from neuronkit.policy import fail_on_categories
 
 

@@ -32,7 +32,7 @@ from neuronkit.op_audit.report import AuditReport
 from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
-from neuronkit.run_config import DEFAULTS
+from neuronkit.pipeline.config import DEFAULTS, RunConfig
 
 OPTIMIZER = "<optimizer>"
 GENERATE = "<generate>"
@@ -40,16 +40,19 @@ GENERATE = "<generate>"
 
 def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_inputs: Any = None, *,
           backward: bool = False, optimizer_step: bool = False, generate: bool = False,
-          weightless: bool | None = None, dtype: torch.dtype | str = DEFAULTS.dtype,
-          batch_size: int = DEFAULTS.batch_size, seq_len: int = DEFAULTS.seq_len, max_new_tokens: int = 4, trust_remote_code: bool = False) -> AuditReport:
+          weightless: bool | None = None, max_new_tokens: int = 4, trust_remote_code: bool = False,
+          config: RunConfig = DEFAULTS, **options: Any) -> AuditReport:
     """Record every ATen op `model` runs and classify it against Neuron support.
 
     `model` is an nn.Module (audited as it is, on its own weights), or a MODEL spec / config (audited
     weightless unless `weightless=False`). `example_inputs` is a dict of keyword arguments, a tuple of
-    positional ones or one tensor; by default deterministic token ids for a Hugging Face model.
+    positional ones or one tensor; by default deterministic token ids for a Hugging Face model, shaped by
+    the run configuration `config` (`dtype`, `batch_size`, `seq_len`; `options` set them by name).
     `optimizer_step` implies `backward`: one AdamW step (fused, the Hugging Face Trainer default) with
     lr=0, so the model's weights are left as they were; its `.grad` and train/eval mode are restored.
     """
+    config = config.with_options(**options)
+    dtype, batch_size, seq_len = config.dtype, config.batch_size, config.seq_len
     for flag, value in (("backward", backward), ("optimizer_step", optimizer_step), ("generate", generate)):
         if not isinstance(value, bool):
             raise NeuronkitInputError(f"{flag} must be True or False, got {value!r}")

@@ -158,13 +158,19 @@ class Plan:
         return f"<pre>{html.escape(self.table())}</pre>"
 
 
-def plan(model: models.ModelSpec, *, tp: int = 1, fsdp: int | None = None, pp: int = 1, dp: int = 1,
-         instance: str = "trn2.48xlarge", nodes: int = 1, dtype: torch.dtype | str = torch.bfloat16,
-         micro_batch: int = 1, seq_len: int = 2048, microbatches: int | None = None) -> Plan:
+def plan(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", nodes: int = 1,
+         dtype: torch.dtype | str = torch.bfloat16, micro_batch: int = 1, seq_len: int = 2048,
+         microbatches: int | None = None, **degrees: int | None) -> Plan:
     """The per-rank memory and step collectives of one layout on `nodes` instances.
 
-    `fsdp` defaults to whatever fills the instances' cores after tp, pp and dp.
+    `degrees` are the layout's, by name (`Layout`): `tp`, `pp` and `dp` default to 1, `fsdp` to whatever
+    fills the instances' cores after tp, pp and dp.
     """
+    unknown = sorted(set(degrees) - {"tp", "fsdp", "pp", "dp"})
+    if unknown:
+        raise NeuronkitInputError(f"unknown parallel degree(s) {', '.join(unknown)}; choose from tp, fsdp, pp, dp")
+    tp, pp, dp = (degrees.get(name, 1) for name in ("tp", "pp", "dp"))
+    fsdp = degrees.get("fsdp")
     inst = find_instance(instance)
     nodes = _positive("nodes", nodes)
     world = nodes * inst.cores

@@ -15,7 +15,7 @@ from neuronkit.evidence import ScriptEvidence, ScriptRun, load
 from neuronkit.port.output import counts, finding_record
 from neuronkit.port.run import RunResult
 from neuronkit.port.scan import FileScan
-from neuronkit.stages import RunDir
+from neuronkit.pipeline.record import RunDir
 
 RECORD = "script.json"
 

@@ -45,7 +45,7 @@ def record_script(scan: FileScan, args: argparse.Namespace, run_dir: Path) -> bo
     from neuronkit.port import record
     from neuronkit.port.run import run_script, run_summary
     from neuronkit.reporting import report
-    from neuronkit.stages import RunDir
+    from neuronkit.pipeline.record import RunDir
 
     # the model the notebooks ran: with --random-weights, the checkpoint saved into the run directory
     model = resolve_model(RunDir(run_dir).read_params().get("model", args.model)).resolve()

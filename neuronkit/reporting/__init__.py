@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronkit.reporting.model import ReportModel, build_model
-from neuronkit.stages import REPORT_HTML, REPORT_JSON, RunDir
+from neuronkit.pipeline.record import REPORT_HTML, REPORT_JSON, RunDir
 
 __all__ = ["ReportModel", "ReportPaths", "build_model", "report"]
 

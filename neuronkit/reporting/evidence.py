@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from neuronkit.evidence import TIME_UNITS, FieldSpec, specs
-from neuronkit.pipeline import STAGE
-from neuronkit.stages import json_safe
+from neuronkit.pipeline.stage import STAGE
+from neuronkit.pipeline.record import json_safe
 from neuronkit.units import format_bytes, format_duration
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}

@@ -7,20 +7,18 @@ from stage statuses and audit findings and never claims a stage that has no reco
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.evidence import AuditEvidence, AuditFinding, AuditOp, DeviceInfo
-from neuronkit.pipeline import STAGE, WORKBOOK
+from neuronkit.evidence import AuditEvidence, AuditFinding, AuditOp
+from neuronkit.pipeline.record import RunDir, StageResult
+from neuronkit.pipeline.stage import STAGE, WORKBOOK, Stage
 from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
-from neuronkit.stages import RunDir, StageResult
-from neuronkit.units import format_duration, format_ms
 
 REPORT_SCHEMA_VERSION = 4  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
 # each key number's `number` and `unit`, next_steps, ran_on. 4: a key number's `clock`; forward time and
@@ -51,8 +49,6 @@ PHASES: dict[str, str] = {
     "audit": "the op audit's trace",
 }
 MAX_NEXT_STEPS = 3
-# A CPU loss this close (relative) to ln(classes), a uniform guess's cross-entropy, means untrained weights.
-CHANCE_MARGIN = 0.1
 
 
 @dataclass
@@ -209,7 +205,7 @@ def build_model(run: RunDir) -> ReportModel:
     warnings = sorted((f for f in findings if f.severity != "blocker"),
                       key=lambda f: (SEVERITIES.index(f.severity), f.category, -(f.calls or 0), f.op))
     ops = _op_rows(audit.ops, severity)
-    verdict, reasons = _verdict(records, blockers, warnings)
+    verdict, reasons = _verdict(RunRecords(records, blockers, warnings))
     reproduce = _reproduce(records, params, run)
     return ReportModel(
         model_name=_model_name(records, params, run),
@@ -227,17 +223,16 @@ def build_model(run: RunDir) -> ReportModel:
         charts=_chart_data(records, audit, ops, severity),
         reproduce=reproduce,
         records={stage: record.to_dict() if record else None for stage, record in records.items()},
-        key_numbers=_key_numbers(records, audit, blockers, warnings),
+        key_numbers=_key_numbers(RunRecords(records, blockers, warnings)),
         next_steps=_next_steps(records, blockers, warnings, reproduce["command"]),
         ran_on=_ran_on(records),
     )
 
 
-def _ran_on(records: dict[str, StageResult | None]) -> str:
+def _ran_on(records: dict[str, StageResult[Any] | None]) -> str:
     """One sentence: what the stages that run the model ran on, and what covers the full model."""
     slices = {stage.name: piece for stage in WORKBOOK
-              if stage.runs_model and (record := _record(records, stage.name)) is not None
-              and (piece := record.model_slice) is not None}
+              if stage.runs_model and (piece := getattr(_record(records, stage.name), "model_slice", None)) is not None}
     sliced = {stage: piece for stage, piece in slices.items() if not piece.full_model}
     if not sliced:
         return "Every stage ran on the full model." if slices else ""
@@ -247,8 +242,8 @@ def _ran_on(records: dict[str, StageResult | None]) -> str:
             "parallel plan cover the full model.")
 
 
-def _device_kind(records: dict[str, StageResult | None]) -> str:
-    return _device(records).kind or "unknown"
+def _device_kind(records: dict[str, StageResult[Any] | None]) -> str:
+    return getattr(_device(records), "kind", "") or "unknown"
 
 
 def _recorded_severities(audit: AuditEvidence) -> dict[str, str]:
@@ -258,33 +253,25 @@ def _recorded_severities(audit: AuditEvidence) -> dict[str, str]:
     return severity
 
 
-def _fallback_phases(records: dict[str, StageResult | None]) -> dict[str, tuple[str, list[str]]]:
-    """Base op name → (the name first seen, the phases it fell back to the CPU in), from the eager run
-    (by phase: forward, generate, train), the compiled graphs and the profiler. An eager record without
-    phases (an older schema) counts as the forward, never as the decoding loop only."""
+def _fallback_phases(records: dict[str, StageResult[Any] | None]) -> dict[str, tuple[str, list[str]]]:
+    """Base op name → (the name first seen, the phases it fell back to the CPU in), from what each stage's
+    report says its run saw fall back (`fallbacks`: the eager run by phase, the compiled graphs, the
+    profiler), in stage order."""
     seen: dict[str, tuple[str, list[str]]] = {}
-
-    def add(op: str, phase: str) -> None:
-        phases = seen.setdefault(base_name(op), (op, []))[1]
-        if phase not in phases:
-            phases.append(phase)
-
-    eager = _record(records, "eager")
-    if eager is not None:
-        by_phase = eager.fallback_ops_by_phase or {}
-        for phase in ("forward", "train", GENERATE):
-            for op in by_phase.get(phase) or []:
-                add(str(op), phase)
-        for op in eager.fallback_ops:  # an op no phase list names ran on the host all the same
-            if base_name(str(op)) not in seen:
-                add(str(op), "forward")
-    compiled = _record(records, "compile")
-    for op in (compiled.fallback_ops if compiled is not None else []):
-        add(str(op), "compile")
-    profile = _record(records, "profile")
-    for row in (profile.fallbacks if profile is not None else []):
-        add(str(row.name), "profile")
+    for stage in WORKBOOK:
+        hook = _hook(stage, "fallbacks")
+        evidence = _record(records, stage.name)
+        for op, phase in (hook(evidence) if hook is not None and evidence is not None else []):
+            phases = seen.setdefault(base_name(op), (op, []))[1]
+            if phase not in phases:
+                phases.append(phase)
     return seen
+
+
+def _hook(stage: Stage, name: str) -> Any:
+    """Function `name` of the stage's report module (`neuronkit/stages/<name>/report.py`), None without one."""
+    module = stage.part("report")
+    return getattr(module, name, None) if module is not None else None
 
 
 def _where(phases: list[str]) -> str:
@@ -313,98 +300,45 @@ def _unaudited_fallbacks(findings: list[Finding], audit: AuditEvidence,
     return unaudited
 
 
-def _key_numbers(records: dict[str, StageResult | None], audit: AuditEvidence, blockers: list[Finding],
-                 warnings: list[Finding]) -> list[KeyNumber]:
-    """The tiles under the verdict: op support, blockers, CPU fallbacks, parity, compile. A number whose
+@dataclass(frozen=True)
+class RunRecords:
+    """A run's records as each stage's report numbers read them (`neuronkit/stages/<name>/report.py`):
+    every stage's typed evidence, whether it left a record, the clock its times are on, and the findings."""
+
+    records: dict[str, StageResult[Any] | None]
+    blockers: list[Finding]
+    warnings: list[Finding]
+
+    def evidence(self, stage: str) -> Any:
+        """The stage's typed evidence, None when it has no record or its record holds none."""
+        return _record(self.records, stage)
+
+    def has(self, stage: str) -> bool:
+        """Whether the stage left a record (of any status)."""
+        return self.records.get(stage) is not None
+
+    @property
+    def clock(self) -> str:
+        """What the run's times are: `trainium` on a real device, else `host` (the simulator's CPU)."""
+        return "trainium" if _device_kind(self.records) == "real" else "host"
+
+
+def _key_numbers(run: RunRecords) -> list[KeyNumber]:
+    """The tiles under the verdict: each stage's report numbers (`key_numbers`), the headline stage's first
+    (op support), then the CPU fallbacks the stages saw, then the others' in stage order. A number whose
     record is absent is left out rather than shown as zero."""
-    tiles = []
-    summary = audit.summary
-    if isinstance(summary.support_pct_ops, (int, float)):
-        tiles.append(KeyNumber("Native op support", f"{summary.support_pct_ops:.0f} %",
-                               f"of {summary.distinct_ops} distinct ops (op audit)", summary.support_pct_ops, "%"))
-    if records.get("audit") is not None:
-        count = len({f.op for f in blockers})
-        tiles.append(KeyNumber("Blocker ops", str(count), "must change before migrating", count, "ops"))
-    if any(records.get(stage) is not None for stage in ("audit", "eager", "profile")):
-        model_path, generate_only = _fallback_split(warnings)
+    def tiles(stages: list[Stage]) -> list[KeyNumber]:
+        return [tile for stage in stages if (hook := _hook(stage, "key_numbers")) is not None for tile in hook(run)]
+
+    numbers = tiles([s for s in WORKBOOK if s.headline])
+    seeing = [s for s in WORKBOOK if s.headline or _hook(s, "fallbacks") is not None]
+    if any(run.has(stage.name) for stage in seeing):
+        model_path, generate_only = _fallback_split(run.warnings)
         note = "in the model's forward or training: a host round trip per call"
         if generate_only:
             note += f"; {len(generate_only)} more only in generate()'s decoding loop"
-        tiles.append(KeyNumber("CPU-fallback ops", str(len(model_path)), note, len(model_path), "ops"))
-    eager = _record(records, "eager")
-    largest = eager.parity.largest_abs_err() if eager is not None and hasattr(eager.parity, "outputs") else None
-    if largest is not None:
-        tiles.append(KeyNumber("Eager vs CPU", f"{largest:.1e}", "largest absolute error of any output", largest,
-                               "absolute error"))
-    compiled = _record(records, "compile")
-    if compiled is not None and isinstance(compiled.graphs, int):
-        breaks = len(compiled.graph_breaks or [])
-        tiles.append(KeyNumber("torch.compile", f"{compiled.graphs} graph{'s' * (compiled.graphs != 1)}",
-                               f"{breaks} graph break{'s' * (breaks != 1)}", compiled.graphs, "graphs"))
-    clock = "trainium" if _device_kind(records) == "real" else "host"
-    tiles.extend(_timing_numbers(compiled, _record(records, "profile"), clock))
-    tiles.extend(_nki_estimate(_record(records, "profile")))
-    return tiles
-
-
-def _timing_numbers(compiled: Any, profile: Any, clock: str) -> list[KeyNumber]:
-    """The run's one forward time (the compile stage's eager forward, measured interleaved with the compiled
-    one) beside the profile's roofline estimate for trn2 when there is one, and the compiled speed-up, which
-    no estimate covers. On the simulated device both are host timings and say so."""
-    if compiled is None or not isinstance(compiled.eager_step_ms, (int, float)):
-        return []
-    host = clock == "host"
-    estimate = getattr(profile, "est_trn2_step_us", None)
-    beside = (f"; trn2 estimate {format_duration(estimate / 1e6)} (roofline sum of the profiled ops from "
-              "published peaks, no launch or host cost)" if isinstance(estimate, (int, float))
-              else "; no Trainium estimate (the profile stage has none)")
-    runs = f"median of {compiled.runs}" if compiled.runs else "median"
-    tiles = [KeyNumber("Forward time" + (" (host)" if host else ""), format_ms(compiled.eager_step_ms),
-                       f"eager forward on the device, {runs} (compile stage)"
-                       + (", a host timing of the simulated device, not Trainium's" if host else "") + beside,
-                       compiled.eager_step_ms, "ms", clock)]
-    if isinstance(compiled.speedup, (int, float)):
-        note = "eager over compiled forward" + (
-            ": host timings of the simulated device; no Trainium estimate exists for compiled graphs, so this "
-            "ratio says nothing of Trainium's" if host else " on Trainium")
-        tiles.append(KeyNumber("Compiled speed-up" + (" (host)" if host else ""), f"{compiled.speedup:.2f}×", note,
-                               compiled.speedup, "×", clock))
-    return tiles
-
-
-def _nki_estimate(profile: Any) -> list[KeyNumber]:
-    """A tile for the NKI kernels the profile saw: their ESTIMATED engine time on trn2, beside the host time
-    the interpreter took (neuronkit/nki/cost.py)."""
-    rows = [r for r in (profile.top_ops if profile is not None else [])
-            if isinstance(getattr(r, "nki_est_us", None), (int, float))]
-    if not rows:
-        return []
-    estimate = sum(r.nki_est_us for r in rows)
-    host = sum(r.device_time_us for r in rows if isinstance(r.device_time_us, (int, float)))
-    return [KeyNumber("NKI kernels (estimate)", f"{_microseconds(estimate)} µs",
-                      f"estimated engine time on trn2 of {len(rows)} NKI kernel(s) over the profiled steps; the "
-                      f"interpreter took {_microseconds(host)} µs of host time", estimate, "µs", "estimate")]
-
-
-def _microseconds(us: float) -> str:
-    return f"{us:,.0f}" if us >= 1000 else f"{us:.3g}"
-
-
-def _chance_level_loss(records: dict[str, StageResult | None]) -> str | None:
-    """A reason when the CPU baseline's loss is a uniform guess's (within CHANCE_MARGIN of ln(classes), the
-    logits' last dimension): random or broken weights, unless a stage already says the run used random
-    weights."""
-    baseline = _record(records, "cpu_baseline")
-    if baseline is None or not isinstance(baseline.loss, (int, float)) or not baseline.logits_shape:
-        return None
-    classes = int(baseline.logits_shape[-1])
-    chance = math.log(classes) if classes > 1 else 0.0
-    if not chance or abs(baseline.loss - chance) > CHANCE_MARGIN * chance:
-        return None
-    if any("random weights" in (record.summary or "") for record in records.values() if record is not None):
-        return None
-    return (f"CPU baseline: loss {baseline.loss:.3g} is within {CHANCE_MARGIN:.0%} of ln({classes:,}) = {chance:.3g}, "
-            "a uniform guess's: the weights look random or broken, so parity says nothing of the trained model.")
+        numbers.append(KeyNumber("CPU-fallback ops", str(len(model_path)), note, len(model_path), "ops"))
+    return numbers + tiles([s for s in WORKBOOK if not s.headline])
 
 
 def _fallback_split(warnings: list[Finding]) -> tuple[list[str], list[str]]:
@@ -413,7 +347,7 @@ def _fallback_split(warnings: list[Finding]) -> tuple[list[str], list[str]]:
     return [f.op for f in fallbacks if not f.generate_only], [f.op for f in fallbacks if f.generate_only]
 
 
-def _next_steps(records: dict[str, StageResult | None], blockers: list[Finding], warnings: list[Finding],
+def _next_steps(records: dict[str, StageResult[Any] | None], blockers: list[Finding], warnings: list[Finding],
                 command: str) -> list[str]:
     """At most MAX_NEXT_STEPS concrete steps, the most pressing first: each blocker category's remedy, the
     stages to re-run, the model-path fallbacks, other findings to plan for, the decoding loop's fallbacks;
@@ -458,7 +392,7 @@ def _gist(reason: str) -> str:
     return " ".join(words[:_REASON_WORDS]) + (" …" if len(words) > _REASON_WORDS else "")
 
 
-def _read(run: RunDir) -> tuple[dict[str, StageResult | None], dict[str, Any]]:
+def _read(run: RunDir) -> tuple[dict[str, StageResult[Any] | None], dict[str, Any]]:
     """The stage records and params.json; a corrupt file is bad input, not a crash."""
     try:
         return run.results(), run.read_params()
@@ -466,20 +400,20 @@ def _read(run: RunDir) -> tuple[dict[str, StageResult | None], dict[str, Any]]:
         raise NeuronkitInputError(f"unreadable record in {run.path}: {exc}") from None
 
 
-def _record(records: dict[str, StageResult | None], stage: str) -> Any:
+def _record(records: dict[str, StageResult[Any] | None], stage: str) -> Any:
     """A stage's typed evidence (its `Stage.evidence`), None when the stage has no record or its record
     holds no evidence (the empty record: skipped, or a crash before the stage recorded anything)."""
     record = records.get(stage)
     return record.recorded if record is not None else None
 
 
-def _device(records: dict[str, StageResult | None]) -> DeviceInfo:
-    """The environment record's device (`neuronkit.detect()`), an empty one when there is none."""
+def _device(records: dict[str, StageResult[Any] | None]) -> Any:
+    """The environment record's device (`neuronkit.detect()`'s `DeviceInfo`), None when there is none."""
     environment = _record(records, "environment")
-    return environment.device if environment is not None else DeviceInfo()
+    return environment.device if environment is not None else None
 
 
-def _parity_rows(records: dict[str, StageResult | None], stage: str) -> list[Any]:
+def _parity_rows(records: dict[str, StageResult[Any] | None], stage: str) -> list[Any]:
     """The eager or compile record's parity rows (ParityRow), none when the stage has no record."""
     record = _record(records, stage)
     outputs = record.parity.outputs if record is not None and hasattr(record.parity, "outputs") else []
@@ -533,8 +467,7 @@ def _error_line(text: str | None) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
-             warnings: list[Finding]) -> tuple[str, list[str]]:
+def _verdict(run: RunRecords) -> tuple[str, list[str]]:
     """The verdict and every reason behind it, the most severe class first.
 
     blocked: blocker findings, a failed audit, or eager parity failed/errored.
@@ -542,8 +475,10 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     baseline failed. ready_with_cpu_fallbacks: it runs, with ops falling back to CPU (and maybe other
     warnings). ready_with_caveats: it runs natively, with warnings to plan for (e.g. untied weights,
     dynamic shapes). ready: every stage passed with nothing to plan for. Stages skipped because a stage they
-    require failed are one reason, beside that stage's: a consequence, not a cause of their own.
+    require failed are one reason, beside that stage's: a consequence, not a cause of their own. A stage's
+    report may add caveats of its own (`caveats`: the CPU baseline's chance-level loss).
     """
+    records, blockers, warnings = run.records, run.blockers, run.warnings
     blocked = [f"Op audit: {len(group)} blocker op(s) in category {category}: {_names([f.op for f in group])}."
                for category, group in _by_category(blockers).items()]
     incomplete: list[str] = []
@@ -580,9 +515,9 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
         if category != CPU_FALLBACK:
             ops = [f.op for f in warnings if f.category == category]
             caveats.append(f"Op audit: {category} findings to plan for: {_names(ops)}.")
-    chance = _chance_level_loss(records)
-    if chance:
-        caveats.append(chance)
+    for stage in WORKBOOK:
+        hook = _hook(stage, "caveats")
+        caveats.extend(hook(run) if hook is not None else [])
     if generate_only:
         caveats.append(f"generate() only: {len(generate_only)} op(s) of Hugging Face's decoding loop fall back to "
                        f"CPU, a host round trip per generated token: {_names(generate_only)}. The model's forward "
@@ -594,7 +529,7 @@ def _verdict(records: dict[str, StageResult | None], blockers: list[Finding],
     return "ready", [f"All {len(records)} stages passed; the op audit has no blocker or warning findings."]
 
 
-def _skipped_for(records: dict[str, StageResult | None], stage: str) -> str | None:
+def _skipped_for(records: dict[str, StageResult[Any] | None], stage: str) -> str | None:
     """The stage whose missing or failed record `stage` was skipped for: its first required stage
     (neuronkit/data/stages.toml, in migration order) without a pass/warn record; None when `stage` was not
     skipped, or was skipped with every stage it requires passed (then the skip is its own reason)."""
@@ -605,20 +540,20 @@ def _skipped_for(records: dict[str, StageResult | None], stage: str) -> str | No
                  if (found := records.get(needed)) is None or not found.ok), None)
 
 
-def _card(stage: str, record: StageResult | None, host: bool) -> StageCard:
+def _card(stage: str, record: StageResult[Any] | None, host: bool) -> StageCard:
     if record is None:
         return StageCard(stage, STAGE[stage].title, "missing", "No record: this stage did not run.")
     return StageCard(stage, STAGE[stage].title, record.status, record.summary, record.error, record.duration_s,
                      record.finished_at, evidence_items(stage, record.evidence, host))
 
 
-def _model_name(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> str:
+def _model_name(records: dict[str, StageResult[Any] | None], params: dict[str, Any], run: RunDir) -> str:
     environment = _record(records, "environment")
     name = getattr(environment.model, "name", None) if environment is not None else None
     return str(name or params.get("model") or run.path.name)
 
 
-def _chart_data(records: dict[str, StageResult | None], audit: AuditEvidence, ops: list[OpRow],
+def _chart_data(records: dict[str, StageResult[Any] | None], audit: AuditEvidence, ops: list[OpRow],
                 severity: dict[str, str]) -> dict[str, Any]:
     """The numbers behind each chart; a chart whose numbers are absent is left out."""
     charts: dict[str, Any] = {}
@@ -643,8 +578,8 @@ def _chart_data(records: dict[str, StageResult | None], audit: AuditEvidence, op
     return charts
 
 
-def _reproduce(records: dict[str, StageResult | None], params: dict[str, Any], run: RunDir) -> dict[str, Any]:
+def _reproduce(records: dict[str, StageResult[Any] | None], params: dict[str, Any], run: RunDir) -> dict[str, Any]:
     """Versions, parameters and the `neuronkit run` command that repeats this run."""
-    versions = _device(records).versions
+    versions = getattr(_device(records), "versions", None)
     model = params.get("model") or _model_name(records, params, run)
     return {"versions": versions or {}, "params": params, "command": run_command(str(model), str(run.path), params)}

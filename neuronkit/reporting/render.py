@@ -16,7 +16,7 @@ from neuronkit.evidence import AuditSummary
 from neuronkit.reporting.evidence import block_fields, evidence_items
 from neuronkit.policy import SEVERITIES
 from neuronkit.reporting.model import ReportModel
-from neuronkit.stages import StageResult
+from neuronkit.pipeline.record import StageResult
 from neuronkit.units import format_duration
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

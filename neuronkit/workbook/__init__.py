@@ -1,12 +1,13 @@
-"""The migration workbook: the stages its notebooks call, and the runner behind `neuronkit run`.
+"""The migration workbook's presentation: the runner behind `neuronkit run`, the notebooks' parameters, and
+what a notebook shows around a stage record.
 
     from neuronkit.workbook import run_workbook
     result = run_workbook("tiny-qwen3", "runs/tiny-qwen3")   # notebooks 00..06, then report.html
 
-One module per stage (environment, cpu_baseline, eager, audit, torch_compile, profile), each a thin
-`run(params, ...)` that calls the library and writes the stage's record (its `neuronkit.evidence` type);
-`display` renders records in a notebook, `nbval` prints the checked facts, `widgets` adds JupyterLab
-controls.
+`runner` executes the notebooks with papermill (each stage's notebook calls its stage folder's
+`neuronkit.stages.<name>.run`), `params` validates a notebook's parameters cell, `display` renders records
+in a notebook, `lesson` adds key numbers, folded evidence and the "Next" paragraph, `nbval` prints the
+checked facts, `widgets` adds JupyterLab controls, `cli` is `neuronkit run`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Resolved on first use, so that `neuronkit.workbook.kernel` and `.zygote` import without torch (the
-# `neuronkit` command starts the fork server before it imports torch: neuronkit/__init__.py).
+# Resolved on first use: importing the package imports none of its modules (the runner loads transformers).
 _EXPORTS = {"DTYPES": "params", "Params": "params", "parameters": "params", "NOTEBOOKS": "runner",
-            "WorkbookResult": "runner", "run_workbook": "runner"}
+            "Execution": "runner", "WorkbookResult": "runner", "run_workbook": "runner"}
 __all__ = sorted(_EXPORTS)
 
 

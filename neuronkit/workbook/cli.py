@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neuronkit import run_config
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.kernels.starter import KERNEL_MODES, KERNEL_NAME
+from neuronkit.pipeline import config as run_config
 from neuronkit.reporting.cli import add_fail_on, exit_code
-from neuronkit.run_command import RUN_FLAGS, parse_value
-from neuronkit.workbook.kernel import KERNEL_MODES, KERNEL_NAME
+from neuronkit.run_command import parse_value
 from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
-
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the workbook and print where the report went."""
     from neuronkit.policy import fail_on_categories
     from neuronkit.port.workbook import check_script, record_script
-    from neuronkit.workbook.runner import run_workbook
+    from neuronkit.workbook.runner import Execution, run_workbook
 
     # jsonschema (through papermill's nbformat) imports its optional IRI-syntax checker when present, and
     # rfc3987_syntax builds an Earley parser as it loads: 1.5-3 s of CPU for a format no notebook schema
@@ -64,18 +63,17 @@ def run(args: argparse.Namespace) -> int:
 
     fail_on = fail_on_categories(args.fail_on)
     script = check_script(args)  # bad input before any kernel starts
-    named: dict[str, Any] = run_config.from_args(args)
-    extra: dict[str, Any] = {}
+    options: dict[str, Any] = {}  # the run configuration's: shared parameters and the stages' options
+    extra: dict[str, Any] = {}  # any other notebook parameter
     for name, raw in args.parameter:
         if name in ("model", "run_dir", "out"):
             raise NeuronkitInputError(f"-p {name}: give the model as MODEL and the run directory as --out")
-        (named if name in RUN_FLAGS else extra)[name] = parse_value(raw)
+        (options if name in run_config.option_names() else extra)[name] = parse_value(raw)
     if args.inputs is not None:
-        extra["prompts_file"] = prompts_file(args.inputs, extra.get("prompts_file"))
-    result = run_workbook(args.model, args.out, parameters=extra, notebooks=args.notebooks,
-                          kernel_name=args.kernel, cell_timeout=args.cell_timeout, start_timeout=args.start_timeout,
-                          kernels=args.kernels, overwrite=args.overwrite,
-                          random_weights=args.random_weights, **named)
+        options["prompts_file"] = prompts_file(args.inputs, options.get("prompts_file"))
+    execution = Execution(args.kernels, args.kernel, args.cell_timeout, args.start_timeout, args.notebooks)
+    result = run_workbook(args.model, args.out, run_config.from_args(args).with_options(**options), parameters=extra,
+                          execution=execution, overwrite=args.overwrite, random_weights=args.random_weights)
     script_ok = record_script(script, args, result.run_dir) if script else True
     data = json.loads((result.run_dir / "report.json").read_text())
     if data.get("ran_on"):

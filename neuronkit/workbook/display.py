@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from neuronkit import timing
 from neuronkit.evidence import BucketPlan, specs
-from neuronkit.stages import STAGES, RunDir, StageResult
+from neuronkit.pipeline.record import STAGES, RunDir, StageResult
 from neuronkit.units import format_duration, format_ms
 from neuronkit.workbook.nbval import checked, summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget

@@ -10,15 +10,15 @@ from __future__ import annotations
 from dataclasses import is_dataclass
 from typing import Any
 
-from neuronkit.pipeline import STAGE
-from neuronkit.stages import StageResult
+from neuronkit.pipeline.record import StageResult
+from neuronkit.pipeline.stage import STAGE
 
 # Rows of a table printed for nbval keep STABLE_KEYS (the paths printed per stage: `Stage.checked`).
 STABLE_KEYS = ("name", "op", "category", "calls", "shape", "ok", "reason", "bytes_copied")
 _MISSING = object()
 
 
-def summary(result: StageResult) -> str:
+def summary(result: StageResult[Any]) -> str:
     """The deterministic lines the `# NBVAL_CHECK_OUTPUT` cell shows: status and the checked facts."""
     lines = [f"{result.stage}: {result.status}"]
     if result.status == "skipped":

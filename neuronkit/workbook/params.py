@@ -8,42 +8,12 @@ message listing every problem, before a model is loaded.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from neuronkit.errors import DTYPES, NeuronkitInputError, positive_int_problem, require_positive_ints
-from neuronkit.run_config import DEFAULTS, RunConfig, names
-from neuronkit.stages import RunDir
+from neuronkit.pipeline.config import DEFAULTS, Params, RunConfig
 
 __all__ = ["DTYPES", "Params", "check_declared_types", "parameters", "positive_int_problem", "require_positive_ints"]
-
-
-@dataclass(frozen=True)
-class Params:
-    """The parameters shared by every stage of one run (what `params.json` records): the model, the run
-    directory and the run configuration (`neuronkit.run_config`, whose fields and defaults these are)."""
-
-    model: str
-    run_dir: str
-    dtype: str = DEFAULTS.dtype
-    seq_len: int = DEFAULTS.seq_len
-    batch_size: int = DEFAULTS.batch_size
-    layers: int = DEFAULTS.layers  # blocks of a layer slice (0: as many as fit the budget; neuronkit.slicing)
-    full_model: bool = DEFAULTS.full_model  # run the whole model however large
-
-    @property
-    def run(self) -> RunDir:
-        return RunDir(self.run_dir)
-
-    @property
-    def config(self) -> RunConfig:
-        """The run configuration part."""
-        return RunConfig(**{name: getattr(self, name) for name in names()})
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run's parameters as `params.json` stores them: the model and the run configuration (the run
-        directory is the folder itself)."""
-        return {"model": self.model, **asdict(self.config)}
 
 
 def parameters(model: Any, run_dir: Any, dtype: Any = DEFAULTS.dtype, seq_len: Any = DEFAULTS.seq_len,
@@ -75,8 +45,8 @@ def parameters(model: Any, run_dir: Any, dtype: Any = DEFAULTS.dtype, seq_len: A
         raise NeuronkitInputError(f"bad workbook parameters: {problems[0]}")
     if problems:
         raise NeuronkitInputError("bad workbook parameters:\n" + "\n".join(f"  - {p}" for p in problems))
-    return Params(model=str(model), run_dir=str(run_dir), dtype=dtype.removeprefix("torch."),
-                  seq_len=seq_len, batch_size=batch_size, layers=layers, full_model=full_model)
+    return Params(str(model), str(run_dir), RunConfig(dtype=dtype.removeprefix("torch."), seq_len=seq_len,
+                                                      batch_size=batch_size, layers=layers, full_model=full_model))
 
 
 def check_declared_types(values: dict[str, Any], declared: dict[str, str]) -> None:

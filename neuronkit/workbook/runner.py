@@ -25,22 +25,26 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from neuronkit import pipeline
+import torch
+
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.evidence import ModelSlice
+from neuronkit.kernels.starter import KERNEL_ENV, KERNEL_NAME, KernelStarter, ensure_kernel, kernel_env, shutdown
+from neuronkit.pipeline.config import DEFAULTS, Params, RunConfig
+from neuronkit.pipeline.flow import blocked_by, skip
+from neuronkit.pipeline.record import RunDir, StageResult, now
+from neuronkit.pipeline.session import hand_over
+from neuronkit.pipeline.stage import REPORT_NOTEBOOK as REPORT_STEM, STAGE, WORKBOOK, Stage
 from neuronkit.resources import notebooks_dir
-from neuronkit.run_config import DEFAULTS
-from neuronkit.stages import RunDir, StageResult, now
-from neuronkit.workbook.flow import blocked_by, skip
-from neuronkit.workbook.kernel import KERNEL_ENV, KERNEL_NAME, KernelStarter, ensure_kernel, kernel_env, shutdown
 from neuronkit.workbook.params import check_declared_types, parameters as validate
 
 # The stage notebooks in order (neuronkit/data/stages.toml), then the report notebook, which writes no record.
-REPORT_NOTEBOOK = f"{pipeline.REPORT_NOTEBOOK}.ipynb"
-NOTEBOOKS: tuple[str, ...] = (*(stage.ipynb for stage in pipeline.WORKBOOK), REPORT_NOTEBOOK)
+REPORT_NOTEBOOK = f"{REPORT_STEM}.ipynb"
+NOTEBOOKS: tuple[str, ...] = (*(stage.ipynb for stage in WORKBOOK), REPORT_NOTEBOOK)
 # Notebook parameters naming files (besides `model`): made absolute, as the kernels run in the notebooks folder.
 PATH_PARAMETERS = ("prompts_file",)
 # The kernels' own log (transport warnings, shutdown noise) would interleave with the progress lines;
@@ -66,6 +70,26 @@ class NotebookRun:
     reason: str | None = None  # why it was skipped
 
 
+@dataclass(frozen=True)
+class Execution:
+    """How the notebooks are executed: how each one's kernel starts (`kernels`: `fork`, the default, forked
+    from one process that imported the libraries once, while the previous notebook runs (Linux; elsewhere
+    `warm`); `warm`, a fresh interpreter started then; `cold`, by papermill when its notebook begins:
+    `neuronkit.kernels.starter`), the Jupyter kernel, the seconds a cell may run and a kernel may take to
+    start, and the notebooks folder (default: the package's)."""
+
+    kernels: str = "fork"
+    kernel_name: str = KERNEL_NAME
+    cell_timeout: int = CELL_TIMEOUT_S
+    start_timeout: int = START_TIMEOUT_S
+    notebooks: str | os.PathLike[str] | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("cell_timeout", self.cell_timeout), ("start_timeout", self.start_timeout)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
 @dataclass
 class WorkbookResult:
     """The run directory, one entry per executed notebook, and the rendered report."""
@@ -80,76 +104,61 @@ class WorkbookResult:
         return all(nb.error is None for nb in self.notebooks)
 
 
-def run_workbook(model: str | os.PathLike, out: str | os.PathLike, dtype: str = DEFAULTS.dtype, *,
-                 seq_len: int = DEFAULTS.seq_len, batch_size: int = DEFAULTS.batch_size,
-                 parameters: dict[str, Any] | None = None,
-                 notebooks: str | os.PathLike | None = None, kernel_name: str = KERNEL_NAME,
-                 cell_timeout: int = CELL_TIMEOUT_S, start_timeout: int = START_TIMEOUT_S,
-                 kernels: str = "fork", overwrite: bool = False,
-                 random_weights: bool = False, layers: int = DEFAULTS.layers,
-                 full_model: bool = DEFAULTS.full_model, log: Callable[[str], None] = print) -> WorkbookResult:
+def run_workbook(model: str | os.PathLike[str], out: str | os.PathLike[str], config: RunConfig = DEFAULTS, *,
+                 parameters: dict[str, Any] | None = None, execution: Execution = Execution(),
+                 overwrite: bool = False, random_weights: bool = False, log: Callable[[str], None] = print,
+                 **options: Any) -> WorkbookResult:
     """Run the workbook on `model` (a bundled name or a checkpoint directory) into run directory `out`.
 
-    `parameters` sets notebook-specific parameters (e.g. `{"max_new_tokens": 8}`), each passed to the
-    notebooks that declare it. Bad parameters, and a checkpoint that cannot load (no weights, a corrupt
-    file, no input recipe), raise NeuronkitInputError before any kernel starts. A non-empty `out` is
-    refused unless `overwrite`, which clears it first (only a previous run directory is cleared).
-    `random_weights` runs the model its config describes with random weights, saved first into
-    `out/random-weights/` (the report says so). The stages that run the model run the layer slice that
-    fits the budget (`neuronkit.slicing`), or its first `layers` blocks, or with `full_model` all of it.
-    `cell_timeout` and `start_timeout` (seconds) bound each cell and each kernel start-up. `kernels`
-    says how each notebook's kernel starts (`neuronkit.workbook.kernel.KERNEL_MODES`): `warm`, while the
-    previous notebook runs (it has imported torch and transformers when its notebook begins); `fork`
-    (the default), warm too, and a fork of one process that imported them once
-    (`neuronkit.workbook.zygote`; Linux, elsewhere `warm`), so it starts in milliseconds; `cold`, by
-    papermill when its notebook begins. Each notebook has a kernel process of its own whichever way.
+    `config` is the run configuration, `options` its parameters or its stages' options set by name
+    (`dtype="bfloat16"`, `max_new_tokens=8`): each notebook gets the shared ones and its own stage's;
+    `parameters`, any other notebook parameter. Bad parameters, and a checkpoint that cannot load, raise
+    NeuronkitInputError before any kernel starts. A non-empty `out` is refused unless `overwrite`, which
+    clears a previous run directory. `random_weights` runs the model on random weights, saved first into
+    `out/random-weights/`. The preflight decides the layer slice that fits (`neuronkit.slicing`) and the
+    example inputs once and hands both to the kernels. `execution`: how the notebooks run (`Execution`).
     """
-    for name, value in (("cell_timeout", cell_timeout), ("start_timeout", start_timeout)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise NeuronkitInputError(f"{name} must be a positive number of seconds, got {value!r}")
+    config = config.with_options(**options)
     # The kernels' starter first: a fork server's imports (seconds) overlap this process's checks and imports.
-    starter = KernelStarter(kernels, kernel_name, kernel_env())
+    starter = KernelStarter(execution.kernels, execution.kernel_name, kernel_env())
     try:
-        return _run(model, out, dtype, seq_len, batch_size, parameters, notebooks, kernel_name, cell_timeout,
-                    start_timeout, overwrite, random_weights, log, starter, layers, full_model)
+        return _run(model, out, config, parameters or {}, execution, overwrite, random_weights, log, starter)
     finally:
         starter.close()
 
 
-def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: int, batch_size: int,
-         parameters: dict[str, Any] | None, notebooks: str | os.PathLike | None, kernel_name: str,
-         cell_timeout: int, start_timeout: int, overwrite: bool, random_weights: bool,
-         log: Callable[[str], None], starter: KernelStarter, layers: int = 0,
-         full_model: bool = False) -> WorkbookResult:
+def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: RunConfig, parameters: dict[str, Any],
+         execution: Execution, overwrite: bool, random_weights: bool, log: Callable[[str], None],
+         starter: KernelStarter) -> WorkbookResult:
     """run_workbook's work, each notebook's kernel from `starter`."""
     import papermill
 
-    folder = Path(notebooks) if notebooks is not None else notebooks_dir()
-    params = validate(model=_absolute(model), run_dir=str(Path(out).resolve()), dtype=dtype, seq_len=seq_len,
-                      batch_size=batch_size, layers=layers, full_model=full_model)
-    side_by_side = preflight(params.model, seq_len, batch_size, random_weights, layers, full_model, params.dtype)
-    values = {**params.to_dict(), "run_dir": params.run_dir, **(parameters or {})}
-    values.update({k: _absolute(values[k]) for k in PATH_PARAMETERS if isinstance(values.get(k), str)})
+    folder = Path(execution.notebooks) if execution.notebooks is not None else notebooks_dir()
+    params = _validate(_absolute(model), str(Path(out).resolve()), config)
+    decided = preflight(params, random_weights)
+    shared = _with_absolute_paths({**params.to_dict(), "run_dir": params.run_dir, **parameters})
+    own = {stage.ipynb: _with_absolute_paths(_stage_values(config, stage)) for stage in WORKBOOK}
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
     declared = {name: set(found) for name, found in inspected.items()}
-    unknown = sorted(set(values) - set().union(*declared.values()))
+    given = {**{k: v for values in own.values() for k, v in values.items()}, **shared}
+    unknown = sorted(set(given) - set().union(*declared.values()))
     if unknown:
         known = ", ".join(sorted(set().union(*declared.values())))
         raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
-    check_declared_types(parameters or {}, {key: found[key]["inferred_type_name"]
-                                            for found in inspected.values() for key in found})
+    check_declared_types({**{k: v for values in own.values() for k, v in values.items()}, **parameters},
+                         {key: found[key]["inferred_type_name"] for found in inspected.values() for key in found})
     _empty_run_dir(Path(params.run_dir), overwrite)
     if random_weights:
         from neuronkit.models import save_random_checkpoint
 
         source = Path(params.model)
         name = source.parent.name if source.suffix == ".json" else source.name  # config.json: its folder
-        saved = save_random_checkpoint(params.model, Path(params.run_dir) / "random-weights" / name, dtype)
-        params = validate(model=str(saved), run_dir=params.run_dir, dtype=dtype, seq_len=seq_len,
-                          batch_size=batch_size, layers=layers, full_model=full_model)
-        values["model"] = params.model
-    if ensure_kernel(kernel_name):
-        log(f"installed Jupyter kernel {kernel_name!r} for this Python")
+        saved = save_random_checkpoint(params.model, Path(params.run_dir) / "random-weights" / name, config.dtype)
+        params = _validate(str(saved), params.run_dir, config)
+        shared["model"] = params.model
+    hand_over(params, decided.model_slice, decided.inputs)
+    if ensure_kernel(execution.kernel_name):
+        log(f"installed Jupyter kernel {execution.kernel_name!r} for this Python")
     run = params.run
     result = WorkbookResult(run.path)
     with _kernel_environment():
@@ -160,18 +169,18 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
             def execute(name: str, gate: threading.Event | None = None) -> Callable[[], NotebookRun]:
                 """Take `name`'s kernel here; the returned call executes the notebook (on a pool thread), its
                 stage cell once `gate` is open."""
-                own = {k: v for k, v in values.items() if k in declared[name]}
+                values = {k: v for k, v in {**own.get(name, {}), **shared}.items() if k in declared[name]}
                 km = starter.take()
 
                 def work() -> NotebookRun:
                     try:
-                        return _execute(folder, name, run, own, kernel_name, cell_timeout, start_timeout, km, gate)
+                        return _execute(folder, name, run, values, execution, km, gate)
                     finally:
                         if km is not None:
                             shutdown(km)
                 return work
 
-            result.notebooks.extend(_execute_all(run, execute, log, pool, side_by_side))
+            result.notebooks.extend(_execute_all(run, execute, log, pool, decided.side_by_side))
             result.notebooks.append(pool.submit(execute(REPORT_NOTEBOOK)).result())
         finally:
             starter.close()  # kills any kernel still running, so the pool's threads end at once
@@ -185,6 +194,26 @@ def _run(model: str | os.PathLike, out: str | os.PathLike, dtype: str, seq_len: 
     result.report_html = run.path / "report.html"
     log(f"report: {result.report_html}")
     return result
+
+
+def _validate(model: str, run_dir: str, config: RunConfig) -> Params:
+    """The run's parameters, validated as a notebook validates its parameters cell, with `config`'s stage
+    options kept."""
+    params = validate(model, run_dir, **config.shared())
+    return Params(params.model, params.run_dir, config)
+
+
+def _with_absolute_paths(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with the parameters that name files (PATH_PARAMETERS) made absolute."""
+    return {k: _absolute(v) if k in PATH_PARAMETERS and isinstance(v, str) else v for k, v in values.items()}
+
+
+def _stage_values(config: RunConfig, stage: Stage) -> dict[str, Any]:
+    """The notebook parameters `stage`'s options give where `config` sets them otherwise than their defaults."""
+    if stage.options is None:
+        return {}
+    options = config.of(stage.options)
+    return {f.name: getattr(options, f.name) for f in fields(options) if getattr(options, f.name) != f.default}
 
 
 def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], Callable[[], NotebookRun]],
@@ -206,12 +235,12 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
     discarded and its stage `skipped`, exactly as if it had waited to start."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     lanes = 2 if cores >= 2 and side_by_side else 1
-    waiting, ended = list(pipeline.WORKBOOK), {}
-    running: dict[Future, pipeline.Stage] = {}
+    waiting, ended = list(WORKBOOK), {}
+    running: dict[Future, Stage] = {}
     finished: dict[str, NotebookRun] = {}  # notebooks that ended before every stage they require did
     gates: dict[str, threading.Event] = {}  # of the stages started early: open once their requirements ended
 
-    def unmet(stage: pipeline.Stage) -> bool:
+    def unmet(stage: Stage) -> bool:
         return not all(r in ended for r in stage.requires)
 
     def start() -> bool:
@@ -235,7 +264,7 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
 
     def settle() -> bool:
         """End a notebook that finished once every stage it requires has ended; whether one did."""
-        for stage in pipeline.WORKBOOK:
+        for stage in WORKBOOK:
             if stage.name not in finished or unmet(stage):
                 continue
             nb = finished.pop(stage.name)
@@ -258,11 +287,11 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
         while True:
             while settle() or start():
                 for name, gate in gates.items():
-                    if not unmet(pipeline.STAGE[name]):
+                    if not unmet(STAGE[name]):
                         gate.set()
-            while logged < len(pipeline.WORKBOOK) and pipeline.WORKBOOK[logged].name in ended:
+            while logged < len(WORKBOOK) and WORKBOOK[logged].name in ended:
                 logged += 1
-                log(_line(logged, ended[pipeline.WORKBOOK[logged - 1].name]))
+                log(_line(logged, ended[WORKBOOK[logged - 1].name]))
             if not running:
                 break
             done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -274,29 +303,39 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
     if waiting or finished:
         raise RuntimeError(f"stages {[s.name for s in waiting] + list(finished)} require stages that never run "
                            "(stages.toml)")
-    return [ended[stage.name] for stage in pipeline.WORKBOOK]
+    return [ended[stage.name] for stage in WORKBOOK]
 
 
-def _skipped(run: RunDir, stage: pipeline.Stage, reason: str) -> NotebookRun:
+def _skipped(run: RunDir, stage: Stage, reason: str) -> NotebookRun:
     """Record `stage` as skipped for `reason`; its notebook is not executed."""
     skip(run, stage.name, reason)
     return NotebookRun(stage.ipynb, "skipped", 0.0, None, reason=reason)
 
 
-def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = False, layers: int = 0,
-              full_model: bool = False, dtype: str = "float32") -> bool:
+@dataclass(frozen=True)
+class Preflight:
+    """What the runner's preflight decided, once for the run: whether two stages may hold the model side by
+    side, the layer slice the stages run, and the example inputs they run on (handed to the kernels)."""
+
+    side_by_side: bool
+    model_slice: ModelSlice
+    inputs: dict[str, torch.Tensor]
+
+
+def preflight(params: Params, random_weights: bool = False) -> Preflight:
     """What the notebooks will need from the checkpoint, checked in seconds without loading a weight:
     readable weight files of the shapes config.json gives them (unless `random_weights`), a tokenizer
     that loads, an input recipe for its architecture, and a model or layer slice that fits the budget.
-    Returns whether two stages may hold the model side by side: the full model runs (a layer slice is as
-    large as the budget allows, by design) and twice its copies fit the budget."""
+    Two stages may hold the model side by side when the full model runs (a layer slice is as large as the
+    budget allows, by design) and twice its copies fit the budget."""
     from neuronkit import inputs, models, slicing
 
-    config = models.load_config(model)
-    torch_dtype = models.as_dtype(dtype)
-    ran, piece = slicing.plan(config, layers=layers or None, full_model=full_model, dtype=torch_dtype)
+    config, model = params.config, params.model
+    hf_config = models.load_config(model)
+    torch_dtype = models.as_dtype(config.dtype)
+    ran, piece = slicing.plan(hf_config, layers=config.layers or None, full_model=config.full_model, dtype=torch_dtype)
     if random_weights:
-        models.num_parameters(config)  # the class builds from this config
+        models.num_parameters(hf_config)  # the class builds from this config
     elif not models.has_weights(model):
         raise NeuronkitInputError(f"{model} has no weights (*.safetensors or pytorch_model*.bin): the workbook runs "
                                   "a checkpoint's own weights; pass --random-weights (random_weights=True) to run "
@@ -304,9 +343,10 @@ def preflight(model: str, seq_len: int, batch_size: int, random_weights: bool = 
     else:
         models.check_weights(model)
         models.check_shapes(model)
-    inputs.example_inputs(config, models.load_tokenizer(model), batch_size, seq_len,
-                          processor=inputs.processor_config(model))
-    return piece.full_model and 2 * slicing.need_bytes(ran, torch_dtype, sliced=False) <= slicing.memory_budget()
+    example = inputs.example_inputs(hf_config, models.load_tokenizer(model), config.batch_size, config.seq_len,
+                                    processor=inputs.processor_config(model))
+    twice = 2 * slicing.need_bytes(ran, torch_dtype, sliced=False)
+    return Preflight(piece.full_model and twice <= slicing.memory_budget(), piece, example)
 
 
 def _empty_run_dir(path: Path, overwrite: bool) -> None:
@@ -328,8 +368,8 @@ def _empty_run_dir(path: Path, overwrite: bool) -> None:
             child.unlink()
 
 
-def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kernel_name: str,
-             cell_timeout: int, start_timeout: int, km: Any = None, gate: threading.Event | None = None) -> NotebookRun:
+def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], execution: Execution, km: Any = None,
+             gate: threading.Event | None = None) -> NotebookRun:
     """Execute one notebook with papermill; whatever stops it becomes `error` text, never an exception. With
     `gate`, the cell tagged `stage` is sent to the kernel once the gate is open (nbclient's `on_cell_execute`
     hook runs before the cell's time limit starts)."""
@@ -347,14 +387,14 @@ def _execute(folder: Path, name: str, run: RunDir, values: dict[str, Any], kerne
     error = None
     try:
         papermill.execute_notebook(str(_notebook(folder, name)), str(output), parameters=values,
-                                   kernel_name=kernel_name, cwd=str(folder), progress_bar=False,
-                                   start_timeout=start_timeout, execution_timeout=cell_timeout,
+                                   kernel_name=execution.kernel_name, cwd=str(folder), progress_bar=False,
+                                   start_timeout=execution.start_timeout, execution_timeout=execution.cell_timeout,
                                    extra_arguments=KERNEL_ARGUMENTS, km=km, on_cell_execute=before)
     except PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}\n" + strip_color("\n".join(exc.traceback))
     except CellTimeoutError:
-        error = (f"CellTimeoutError: {_running_cell(output)} was still running after the {cell_timeout} s cell "
-                 f"timeout (a stalled kernel, or a cell that needs longer: raise --cell-timeout)")
+        error = (f"CellTimeoutError: {_running_cell(output)} was still running after the {execution.cell_timeout} s "
+                 f"cell timeout (a stalled kernel, or a cell that needs longer: raise --cell-timeout)")
     except DeadKernelError:
         error = f"DeadKernelError: the kernel died during {_running_cell(output)} (out of memory, or a crash)"
     except Exception as exc:  # the kernel did not start, or papermill itself failed: still this notebook's error

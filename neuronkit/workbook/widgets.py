@@ -10,8 +10,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from neuronkit.pipeline.record import RunDir
 from neuronkit.run_command import run_command
-from neuronkit.stages import RunDir
 from neuronkit.workbook.params import DTYPES, Params
 
 
@@ -58,14 +58,15 @@ def command_picker(params: Params) -> Any:
 
     from neuronkit.models import BUNDLED_MODELS
 
-    print(notebook_command(params.model, params.dtype, params.seq_len, params.batch_size))
+    config = params.config
+    print(notebook_command(params.model, config.dtype, config.seq_len, config.batch_size))
     model = widgets.Combobox(value=params.model, options=list(BUNDLED_MODELS), ensure_option=False,
                              description="model", placeholder="bundled name or checkpoint directory")
-    dtype = widgets.Dropdown(options=list(DTYPES), value=params.dtype, description="dtype")
+    dtype = widgets.Dropdown(options=list(DTYPES), value=config.dtype, description="dtype")
     shown = widgets.HTML()
 
     def refresh(_: Any = None) -> None:
-        command = notebook_command(model.value or params.model, dtype.value, params.seq_len, params.batch_size)
+        command = notebook_command(model.value or params.model, dtype.value, config.seq_len, config.batch_size)
         cell = f"model = {model.value or params.model!r}\ndtype = {dtype.value!r}"
         shown.value = (f"<p>Terminal:</p><pre>{html.escape(command)}</pre>"
                        f"<p>Or in each notebook's parameters cell:</p><pre>{html.escape(cell)}</pre>")

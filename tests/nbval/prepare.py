@@ -26,7 +26,7 @@ from typing import Sequence
 import nbformat
 import papermill
 
-from neuronkit.workbook.kernel import KERNEL_NAME, ensure_kernel
+from neuronkit.kernels.starter import KERNEL_NAME, ensure_kernel
 from neuronkit.resources import notebooks_dir
 from neuronkit.workbook.runner import KERNEL_ARGUMENTS, NOTEBOOKS
 

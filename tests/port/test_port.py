@@ -1,0 +1,260 @@
+"""`neuronkit port`: the static pass over a corpus of CUDA-style scripts written for these tests
+(tests/port/corpus/, each matched line annotated `# expect: RULE-ID ...`), the rewrite's round trip, the rules'
+targets on the simulated device, the command's outputs and exit codes, and `--run`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+from conftest import ROOT, TINY_QWEN3
+
+from neuronkit.cli import main
+from neuronkit.port.rules import load_rules
+from neuronkit.port.scan import scan_paths, scan_source
+from neuronkit.resources import data_dir
+
+CORPUS = ROOT / "tests" / "port" / "corpus"
+CORPUS_FILES = sorted(CORPUS.glob("*.py"))
+EXAMPLE = data_dir() / "examples" / "train_cuda.py"
+S_REPO = Path("/work/.mirror/parmoham-aws+test-repo-parmoham/repo")
+
+
+def _expected(path: Path) -> Counter:
+    wanted: Counter = Counter()
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if m := re.search(r"# expect: (.+)$", line):
+            wanted.update((number, rule) for rule in m.group(1).split())
+    return wanted
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_every_cuda_use_in_the_corpus_is_found_with_its_rule(path):
+    (scan,) = scan_paths([path])
+    assert Counter((f.line, f.rule.id) for f in scan.findings) == _expected(path)
+
+
+def test_every_rule_has_a_corpus_line():
+    covered = {rule for path in CORPUS_FILES for _, rule in _expected(path)}
+    assert {rule.id for rule in load_rules()} - covered == set()
+
+
+@pytest.mark.parametrize("path", [*CORPUS_FILES, EXAMPLE], ids=lambda p: p.name)
+def test_the_rewritten_copy_parses_and_its_diff_touches_only_fixed_lines(path):
+    (scan,) = scan_paths([path])
+    compile(scan.rewritten, str(path), "exec")
+    cst.parse_module(scan.rewritten)
+    before, after = scan.original.splitlines(), scan.rewritten.splitlines()
+    assert len(before) == len(after)  # the fixes are in-line: lines keep their numbers
+    changed = {n for n, (a, b) in enumerate(zip(before, after), 1) if a != b}
+    fixed = {f.line for f in scan.findings if f.fixed}
+    assert changed == fixed
+    reported = {f.line for f in scan.findings}
+    assert changed <= reported
+    assert all(f.category == "rewrite" for f in scan.findings if f.fixed)
+
+
+def test_rewrites_read_as_torchneuron_code():
+    scan = scan_source('import torch\nfrom torch.cuda import synchronize\n'
+                       'x = torch.ones(1).cuda(rank, non_blocking=True)\ny = m.cuda()\nz = m.cuda(1)\n'
+                       'torch.cuda.synchronize()\nsynchronize()\ns = f"cuda:{rank}"\n'
+                       'with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n    pass\n'
+                       'dist.init_process_group("nccl")\nif t.is_cuda:\n    pass\n')
+    assert scan.rewritten.splitlines() == [
+        "import torch", "from torch.neuron import synchronize",
+        'x = torch.ones(1).to(torch.device("neuron", rank), non_blocking=True)', 'y = m.to("neuron")',
+        'z = m.to("neuron:1")', "torch.neuron.synchronize()", "synchronize()", 's = f"neuron:{rank}"',
+        'with torch.autocast("neuron", dtype=torch.bfloat16):', "    pass", 'dist.init_process_group("neuron")',
+        "if t.is_neuron:", "    pass"]
+
+
+def test_a_star_import_from_torch_cuda_is_reported():
+    (finding,) = scan_source("from torch.cuda.amp import *\n").findings
+    assert (finding.line, finding.rule.id, finding.category) == (1, "cuda-unknown", "decide")
+
+
+def _s_source(path: str) -> str:
+    return subprocess.run(["git", "-C", str(S_REPO), "show", f"HEAD:{path}"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _resolve(dotted: str):
+    obj = {"torch": torch}[dotted.split(".")[0]]
+    for part in dotted.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("rule", [r for r in load_rules() if r.target], ids=lambda r: r.id)
+def test_each_target_exists_on_the_simulated_device_and_in_S(rule):
+    """A rewrite's target is real on the simulated device (`torch.neuron.*`), and S defines it at the line the
+    rule cites (or the rule says S lacks it)."""
+    if rule.fix == "rename_attr":
+        assert hasattr(torch.ones(1, device="neuron"), rule.target) and torch.ones(1, device="neuron").is_neuron
+        return
+    assert callable(_resolve(rule.target))
+    if rule.source_line and S_REPO.exists():
+        path, line = rule.source_line.split(":")
+        text = _s_source(path).splitlines()[int(line) - 1]
+        assert text.startswith(f"def {rule.target.rsplit('.', 1)[1]}("), (rule.id, text)
+
+
+@pytest.mark.parametrize("rule", [r for r in load_rules() if r.s_lacks], ids=lambda r: r.id)
+def test_rules_for_functions_S_lacks_say_so(rule):
+    if not S_REPO.exists():
+        pytest.skip("S is not mirrored on this machine")
+    module = _s_source("torch_neuronx/neuron.py") + _s_source("torch_neuronx/memory.py")
+    for name in rule.names:
+        assert f"def {name.rsplit('.', 1)[1]}(" not in module
+    assert "S has no" in rule.remedy
+
+
+@pytest.mark.parametrize("rule", [r for r in load_rules() if (r.accelerator or "").startswith("torch.accelerator.")],
+                         ids=lambda r: r.id)
+def test_device_agnostic_forms_exist_in_this_torch(rule):
+    assert callable(_resolve(rule.accelerator.split("(")[0]))
+
+
+def test_rename_targets_behave_as_S_on_the_simulated_device():
+    """What the rewritten calls return on the simulated device, as S's neuron.py / memory.py / streams.py do."""
+    n = torch.neuron
+    assert n.is_available() is True and isinstance(n.device_count(), int)  # S neuron.py:56-70
+    assert n.get_device_name(0) == "neuron:0"  # S neuron.py:36-53: the device string, not a hardware name
+    with n.device(1):  # S neuron.py:193
+        assert n.current_device() == 1
+    with pytest.raises(ValueError, match="Invalid device id"):  # S torch_neuronx set_device
+        n.set_device(n.device_count())
+    n.manual_seed(3)  # S neuron.py:104, :137
+    assert n.initial_seed() == 3
+    keep = torch.ones(256, device="neuron")
+    assert n.max_memory_allocated() >= n.memory_allocated() >= keep.nbytes  # S memory.py:57,74
+    del keep
+    n.reset_peak_memory_stats()  # S memory.py:120: the peak drops to what is allocated now
+    assert n.max_memory_allocated() == n.memory_allocated()
+    keep = torch.ones(256, device="neuron")
+    state = n.get_rng_state()  # S neuron.py:146, :170: a uint8 tensor (16-byte Philox seed and offset)
+    torch.rand(3, device="neuron")
+    n.set_rng_state(state)
+    assert state.dtype == torch.uint8 and torch.equal(n.get_rng_state(), state)
+    # Random ops are CPU fallbacks drawing from the host generator (S tests/device/test_rng_state.py): the
+    # host's seed replays them, so the rule's remedy says to restore torch's generator too.
+    torch.manual_seed(5)
+    first = torch.rand(3, device="neuron").cpu()
+    torch.manual_seed(5)
+    assert torch.equal(torch.rand(3, device="neuron").cpu(), first)
+    assert n.synchronize() is None and n.empty_cache() is None  # S neuron.py:249, :412
+    assert isinstance(n.memory_summary(), str) and n.is_bf16_supported() is True  # S neuron.py:397, :443
+    start, end = n.Event(enable_timing=True), n.Event(enable_timing=True)  # S streams.py Event
+    start.record()
+    keep.add_(1)
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0
+
+
+def test_unparsable_file_is_one_line_naming_it(tmp_path, capsys):
+    bad = tmp_path / "broken.py"
+    bad.write_text("import torch\nx = torch.ones(2).cuda(\n")
+    assert main(["port", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{bad}:" in err and "not valid Python" in err
+
+
+def test_bad_input_exits_2(tmp_path, capsys):
+    assert main(["port", str(tmp_path / "missing.py")]) == 2
+    assert main(["port", str(CORPUS / "basics.py"), "--", "--lr", "1"]) == 2  # script arguments without --run
+    assert main(["port", str(CORPUS), "--run"]) == 2  # --run takes one script
+    assert main(["port", str(CORPUS / "basics.py"), "--run", "--steps", "0"]) == 2
+    assert all(line.startswith("neuronkit port: error:") for line in capsys.readouterr().err.splitlines())
+
+
+def test_a_directory_with_blockers_exits_1_and_lists_them(capsys):
+    assert main(["port", str(CORPUS)]) == 1
+    out = capsys.readouterr().out
+    assert f"{CORPUS / 'libraries.py'}:7:24  BLOCKER  [flash-attn]  flash_attn_func" in out
+    assert re.search(r"6 files: \d+ CUDA-specific uses .* -> blocked", out)
+
+
+def test_ready_script_exits_0_with_remedy_source_and_device_agnostic_form(capsys):
+    assert main(["port", str(CORPUS / "basics.py")]) == 0
+    out = capsys.readouterr().out
+    assert "REWRITE (fixed by --write)  [synchronize]  torch.cuda.synchronize" in out
+    assert "source: S torch_neuronx/neuron.py:249" in out and "device-agnostic: torch.accelerator.synchronize()" in out
+
+
+def test_json_lists_each_finding_with_location_category_and_source(capsys):
+    assert main(["port", str(CORPUS / "amp.py"), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "ready" and doc["counts"]["decide"] == 4
+    first = doc["findings"][0]
+    assert {k: first[k] for k in ("line", "col", "category", "rule")} == {
+        "line": 3, "col": 28, "category": "decide", "rule": "grad-scaler"}
+    assert first["source"] and first["remedy"]
+
+
+def test_diff_and_write_leave_the_original_alone(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(EXAMPLE.read_text())
+    before = script.read_text()
+    assert main(["port", str(script), "--diff"]) == 0
+    diff = capsys.readouterr().out
+    assert diff.startswith(f"--- {script}\n+++ {script} (rewritten)\n")
+    assert "\n-        torch.cuda.synchronize()\n" in diff and "\n+        torch.neuron.synchronize()\n" in diff
+    out = tmp_path / "ported.py"
+    assert main(["port", str(script), "--write", str(out)]) == 0
+    assert script.read_text() == before and "torch.cuda.synchronize" not in out.read_text()
+    assert main(["port", str(script), "--write", str(script)]) == 2
+    assert script.read_text() == before
+
+
+def test_write_mirrors_a_directory(tmp_path):
+    out = tmp_path / "ported"
+    assert main(["port", str(CORPUS / "basics.py"), str(CORPUS / "amp.py"), "--write", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["amp.py", "basics.py"]
+
+
+# --- --run ------------------------------------------------------------------------------------------------------
+# The command runs in this process; the rewritten script runs in the child it starts (its output reaches capfd).
+
+@pytest.mark.subprocess
+def test_the_example_runs_n_steps_on_two_simulated_cores(tmp_path, capfd, monkeypatch):
+    """Under torchrun each rank holds its own core. One process: notebook 09 runs the example so
+    (tests/test_notebook_09.py), with the same summary."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["port", str(EXAMPLE), "--run", "--steps", "2", "--nproc", "2", "--", "--model", str(TINY_QWEN3),
+                 "--steps", "50", "--seq-len", "8"]) == 0
+    assert_ran_the_example(capfd.readouterr().out, nproc=2)
+
+
+def assert_ran_the_example(out: str, nproc: int) -> None:
+    """What `neuronkit port --run` (or notebook 09's `run_summary`) printed for 2 optimizer steps of the
+    example on `nproc` processes: the steps, peak memory of each rank's core, and NEFF compiles."""
+    assert f"{nproc} process{'es' * (nproc > 1)}: 2/2 optimizer steps" in out and "-> ok" in out
+    assert re.search(r"peak memory: neuron:0 \d+\.\d\d MiB", out)
+    assert ("neuron:1" in out) == (nproc == 2)  # under torchrun each rank holds its own core
+    compiles, hits = map(int, re.search(r"NEFF compiles: (\d+) \(cache hits (\d+)\)", out).groups())
+    assert compiles + hits > 0  # a warm persistent NEFF cache turns compiles into hits
+
+
+_CRASHES = """import torch
+x = torch.arange(6.0).to("cuda")
+y = torch.cumprod(x, 0)
+from flash_attn import flash_attn_func
+"""
+
+
+@pytest.mark.subprocess
+def test_a_crash_gives_its_error_and_line_the_blocker_hit_and_where_ops_fell_back(tmp_path, capfd):
+    script = tmp_path / "crash.py"
+    script.write_text(_CRASHES)
+    assert main(["port", str(script), "--run"]) == 1
+    out = capfd.readouterr().out
+    assert f"error: {script}:4: ModuleNotFoundError: No module named 'flash_attn'" in out
+    assert "blocker hit: line 4 [flash-attn] flash_attn_func" in out
+    assert "fell back to CPU: aten::cumprod.out (line 3)" in out  # the overload S's fallback names
