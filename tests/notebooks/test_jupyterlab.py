@@ -1,5 +1,5 @@
 """The workbook where onboarding engineers use it: JupyterLab, driven in Debian's headless Chromium by Playwright
-(as tests/test_report_browser.py drives the report).
+(as tests/reporting/test_report_browser.py drives the report).
 
 JupyterLab serves a copy of the repository's notebooks (its run directory, `../runs/tiny-qwen3`, lands beside
 the copy); each of 00-06 is opened from the file browser and run with Run ▸ Run All Cells, then saved with
@@ -30,7 +30,7 @@ from neuronkit.workbook import NOTEBOOKS
 from test_notebooks import assert_checked_cells_match_their_recorded_outputs
 from test_report_browser import CHROMIUM, FLAGS, PageLog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_MS = 300_000  # one notebook's Run All (the slowest, 04, takes ~20 s on a quiet machine)
 START_TIMEOUT_S = 120
 TOKEN = "neuronkit-test"  # the server listens on 127.0.0.1 only, for this test's page
@@ -74,9 +74,10 @@ SHOWN = """() => {
 
 
 @pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+def lab(tmp_path: Path, forked_kernels: ForkedKernels) -> Iterator[tuple[str, Path]]:
     """A JupyterLab server on a copy of the notebooks, with its own settings, workspaces and Jupyter folders;
-    its URL and the copy."""
+    its URL and the copy. Its kernels are forked from the session's server (their kernel spec drops the
+    server's Jupyter folders), as the notebook tests' are."""
     notebooks = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", notebooks)
     settings = tmp_path / "settings"
@@ -84,17 +85,15 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, 
         path = settings / f"{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    for variable, folder in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                             ("JUPYTER_RUNTIME_DIR", "runtime")):
-        monkeypatch.setenv(variable, str(tmp_path / folder))  # nothing of the user's ~/.jupyter
-    kernels = ForkedKernels(tmp_path / "kernels")  # after the variables: its kernels' environment has them
+    folders = {variable: str(tmp_path / folder) for variable, folder in  # nothing of the user's ~/.jupyter
+               (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"))}
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
          f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebooks}",
          f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
          "--LabApp.expose_app_in_browser=True"],
-        env=kernels.env, stdout=(tmp_path / "server.log").open("w"), stderr=subprocess.STDOUT)
+        env={**forked_kernels.env, **folders}, stdout=(tmp_path / "server.log").open("w"), stderr=subprocess.STDOUT)
     try:
         yield f"http://127.0.0.1:{port}", notebooks
     finally:
@@ -103,7 +102,6 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, 
             server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
-        kernels.close()
 
 
 def _open(page: Any, url: str) -> None:
