@@ -163,8 +163,10 @@ if ev.graph_breaks:
 #   what the backend cannot lower (say, a higher-order op such as `torch.cond`) fails the compilation as
 #   a lowering error naming the op.
 # - **Recompiles**: the graphs a second, shorter input compiled, each a full compilation on Trainium.
-# - **Times** are the host's on the simulator: read the ratio, and measure on Trainium before you trust
-#   an absolute number. Parity (in the record) compares the compiled model with notebook 01's CPU reference.
+# - **Times** are the host's on the simulator: the CPU running the simulated device, not Trainium, so
+#   neither the times nor their ratio say how fast the compiled model will run there (notebook 07's cost
+#   estimates do, within their band). Parity (in the record) compares the compiled model with notebook
+#   01's CPU reference.
 #
 # ## Two rules, broken on purpose
 #

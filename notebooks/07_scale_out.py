@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 07 · Scale out: will your parallel layout fit, and what will it send?
+# # 07 · Scale out: will your parallel layout fit, what will it send, and what will it cost?
 #
 # One logical NeuronCore of a trn2.48xlarge has 24 GiB of HBM, and the instance has 64 of them. A model
 # that trains on one core is rare: an 8B model needs 16 GB for its bf16 weights alone, and as much again
@@ -27,6 +27,10 @@
 # training step of one and two layers under FakeTensorMode measures activations and collectives. No
 # weights are read and nothing is allocated, so it works for any size of model on this machine.
 #
+# It also answers what the person who decides asks next: how long and how much, training and serving.
+# Those figures are **estimates** from a first-principles model (FLOPs at published peaks, HBM traffic, the
+# layout's collectives) held to the numbers AWS publishes, each with its band (`docs/cost-model.md`).
+#
 # Then it trains: short DDP and FSDP2 runs on two simulated cores, launched with torchrun as on the
 # instance, each checked against the same steps in one process on the CPU.
 
@@ -37,9 +41,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load configs from local files on
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars, here or in the processes it starts
 
 model: str = "tiny-qwen3"          # your checkpoint directory, config.json, or a bundled model
-instance: str = "trn2.48xlarge"
-tp: int = 1                        # tensor-parallel degree for your model's plan
 seq_len: int = 256                 # tokens per sequence
+global_batch: int = 1024           # sequences per optimizer step, for the cost estimates
+token_budget: float = 0            # training tokens to price (0: Chinchilla's 20 per parameter)
+max_tpot_ms: float = 50.0          # serving latency target: time per output token
+input_len: int = 1024              # serving: prompt tokens
+output_len: int = 256              # serving: generated tokens
 micro_batch: int = 1               # sequences per rank per micro-batch
 dtype: str = "bfloat16"
 run_dir: str = "../runs/tiny-qwen3"  # the workbook's run directory: the scale-out record goes here
@@ -47,26 +54,35 @@ train_ranks: int = 2               # simulated cores for the training runs (0 sk
 titan_steps: int = 0               # TorchTitan steps to run on the same cores (0: show the command only; 2 take ~25 s)
 
 # %% [markdown]
-# ## Your model on one instance
+# ## Your model: the cheapest instance and layout that fit
 #
-# `neuronkit.plan` fills the instance's cores with FSDP2 after tensor parallel. It reports the rank that
-# needs the most memory, against one core's HBM, and the collectives of one training step.
+# `neuronkit plan MODEL --sweep` (`neuronkit.cost.sweep` here) tries every instance of the catalogue
+# (trn1, trn1n, trn2, the UltraServers), 1, 2, 4, … of them, and every tensor-parallel, pipeline and
+# FSDP2 or data-parallel layout; it keeps those that fit and ranks them by dollars per million tokens.
+# A small model gets a small instance: it is not spread over 64 cores it cannot use.
+
+# %%
+from neuronkit.cost import sweep, text
+from neuronkit.cost.shape import model_shape
+
+shape = model_shape(model)
+ranked = sweep.train(shape, global_batch=global_batch, seq_len=seq_len, micro_batch=micro_batch,
+                     dtype=dtype, tokens=token_budget or None)
+print("\n".join(text.ranking(sweep.shortlist(ranked, 3))))
+best = ranked[0]
+
+# %% [markdown]
+# The first is the cheapest per token; rows without a dollar figure are instances AWS publishes no price
+# for (give yours with `--usd-per-hour`). `neuronkit.plan` then measures that layout with PyTorch's fake
+# process group: the fullest rank's memory against one core's HBM, and the collectives of one step.
 
 # %%
 import neuronkit
 
-yours = neuronkit.plan(model, tp=tp, instance=instance, seq_len=seq_len, micro_batch=micro_batch, dtype=dtype)
-yours
-
-# %% [markdown]
-# `--sweep` on the command line (`neuronkit.planner.plan.sweep` here) tries every tensor-parallel and
-# pipeline degree on 1, 2, 4, … instances and keeps the layouts that fit on the fewest, fastest first.
-
-# %%
-from neuronkit.planner.plan import sweep
-
-for candidate in sweep(model, instance=instance, seq_len=seq_len, micro_batch=micro_batch, dtype=dtype, top=3):
-    print(f"{candidate.verdict()}; est. communication {candidate.comm_seconds * 1e3:.1f} ms/step")
+yours = neuronkit.plan(model, tp=best.layout.tp, fsdp=best.layout.fsdp, dp=best.layout.dp, pp=best.layout.pp,
+                       instance=best.instance, nodes=best.nodes, seq_len=seq_len, micro_batch=micro_batch,
+                       dtype=dtype)
+print(yours.table())
 
 # %% [markdown]
 # ## What an 8B model needs
@@ -116,6 +132,53 @@ for name in ("FSDP2 ×64", "TP 4 × FSDP2 16"):
     print(f"{name}: est. {p.comm_seconds * 1e3:.0f} ms of communication per step")
     for c in p.collectives:
         print(f"    {c.kind:<15} {c.group:<5} over {c.link:<10} {c.nbytes / 2**30:6.2f} GiB  ({c.carries})")
+
+# %% [markdown]
+# ## What it will cost
+#
+# The same 8B configuration, trained as AWS trained Llama-3.1-8B for its published number (32 ×
+# trn1.32xlarge, tensor parallel 32, data parallel 32, 1,024 sequences of 8,192 tokens per step). The
+# estimate is the cost model's; AWS measured 47.95 sequences/s, and that row is one of the two the
+# model's constants were fitted on. Its band is what it misses the other published rows by.
+
+# %%
+from neuronkit.cost import training
+from neuronkit.planner.instances import instance as find_instance
+from neuronkit.planner.plan import Layout
+
+shape_8b = model_shape(llama_8b)
+as_published = training.estimate(shape_8b, find_instance("trn1.32xlarge"), Layout(tp=32, dp=32), nodes=32,
+                                 seq_len=8192, global_batch=1024)
+print("\n".join(text.training(as_published)))
+
+# %% [markdown]
+# Serving your model: the cheapest instance (Inferentia2 included), tensor-parallel degree and batch that
+# fit and keep each output token under the latency target; time to first token is the estimate's weakest
+# figure (its band is stated apart).
+
+# %%
+served = sweep.serve(shape, input_len=input_len, output_len=output_len, max_tpot_s=max_tpot_ms / 1e3)
+print("\n".join(text.serving(served[0]) if served else ["no instance serves it within the target"]))
+
+# %% [markdown]
+# An instance AWS publishes no price for gets throughput, never a made-up dollar figure: trn2.48xlarge has
+# none in the sources the catalogue cites (`neuronkit/data/trainium_hardware.toml`).
+
+# %%
+on_trn2 = training.estimate(shape_8b, find_instance("trn2.48xlarge"), Layout(tp=4, fsdp=16), seq_len=2048)
+print(f"{on_trn2.tokens_per_s:,.0f} tokens/s; price: {on_trn2.pricing.source}")
+
+# %% [markdown]
+# The report's "What it will cost" section reads the cost record this cell writes into the run directory
+# (`cost.json`): the cheapest training layout, with hours and dollars for your token budget, and the
+# cheapest serving setup at your latency target.
+
+# %%
+from neuronkit.cost import record as cost_record
+
+costs = cost_record.summarize(model, tokens=token_budget or None, seq_len=seq_len, global_batch=global_batch,
+                              input_len=input_len, output_len=output_len, max_tpot_ms=max_tpot_ms)
+print(f"cost record written to {cost_record.write(run_dir, costs)}")
 
 # %% [markdown]
 # A layout has to divide the instance: the degrees multiply to the number of cores. Three-way tensor
@@ -278,9 +341,11 @@ if train_ranks:
 #
 # Run `train_fsdp2.py` with `--nproc-per-node 4` (four simulated cores) and compare each rank's parameter
 # bytes; or plan your model with `neuronkit.plan(model, tp=2)` and see which collectives tensor parallel
-# adds.
+# adds; or price your own rate for trn2 with `neuronkit plan MODEL --sweep --usd-per-hour 40`.
 #
-# **Recap.** Plan before renting: each rank's memory against one core's 24 GiB, and what the step sends.
+# **Recap.** Plan before renting: the cheapest instance and layout that fit, each rank's memory against
+# its core's HBM, what the step sends, and what training and serving will cost, as estimates with a band
+# measured against AWS's published numbers.
 # A training script for Trainium is PyTorch's own (`init_process_group`, `init_device_mesh("neuron", ...)`,
 # `fully_shard`), launched with `torchrun --nproc-per-node N`, one process per core. FSDP2 divides the
 # parameters over the ranks; the layout's degrees must divide the cores.
@@ -290,7 +355,7 @@ if train_ranks:
 #
 # - Try your own layout from the command line: `neuronkit plan MODEL --tp 4 --fsdp 16 --seq-len 4096`
 #   (exit status 0 when it fits, 1 when it does not: a CI gate for a config change), or
-#   `neuronkit plan MODEL --sweep`.
+#   `neuronkit plan MODEL --sweep` (training) and `neuronkit plan MODEL --sweep --serve --max-tpot-ms 50`.
 # - Your own script on several simulated cores: `torchrun --nproc_per_node 2 train.py`, with
 #   `dist.init_process_group()` and `init_device_mesh("neuron", ...)` as on the instance. The device's limits
 #   come with it: no `all_to_all` between 2 processes, no runtime use before `init_process_group`.

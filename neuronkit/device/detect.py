@@ -14,14 +14,16 @@ import importlib
 import importlib.machinery
 import importlib.util
 import json
-import os
 import platform
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import neuronkit
+import neuronkit.device
+from _neuronkit_nki import is_placeholder
 from neuronkit import env
+from neuronkit.device import torch_builds
 from neuronkit.device.simulator.config import ENV_VARS
 
 
@@ -45,21 +47,14 @@ class Decision:
 # packages come from Neuron's own index.
 NEURON_INDEX = "https://pip.repos.neuron.amazonaws.com"
 PLACEHOLDER_MODULES = {"torch_neuronx": "torch-neuronx", "neuronxcc": "neuronx-cc", "nki": "nki"}
-_PLACEHOLDER_MARK = "WRONG PACKAGE"
-_PLACEHOLDER_MAX_BYTES = 64 * 1024  # a placeholder is a few lines; the real packages are far larger
 
 
 def placeholder(module: str, probe: "Probe | None" = None) -> str | None:
     """One line saying that `module` is PyPI's placeholder and where the real package comes from, or
     None. Read from the module's source without importing it (its import raises)."""
     spec = (probe or Probe()).find_on_path(module)
-    origin = getattr(spec, "origin", None)
-    if not origin or not origin.endswith(".py") or not os.path.isfile(origin) or \
-            os.path.getsize(origin) > _PLACEHOLDER_MAX_BYTES:
+    if not is_placeholder(getattr(spec, "origin", None)):
         return None
-    with open(origin, encoding="utf-8", errors="replace") as fh:
-        if _PLACEHOLDER_MARK not in fh.read().upper():
-            return None
     package = PLACEHOLDER_MODULES.get(module, module)
     return (f"{module} here is PyPI's placeholder for {package} (its import raises WRONG PACKAGE): the real "
             f"package comes from the Neuron index, pip install --extra-index-url={NEURON_INDEX} {package}")
@@ -128,15 +123,18 @@ def detect(probe: Probe | None = None) -> DeviceReport:
     versions: dict[str, str | None] = {"python": platform.python_version(), "torch": torch.__version__,
                                        "neuronkit": neuronkit.__version__}
     notes = [note for module in PLACEHOLDER_MODULES if (note := placeholder(module, probe))]
-    for package in ("transformers", "accelerate", "torch_neuronx"):
+    notes += [note for package in ("torchvision", "torchaudio")
+              if (note := torch_builds.mismatch(package, torch.__version__, torch.version.cuda))]
+    for package in ("torchvision", "torchaudio", "transformers", "accelerate", "torch_neuronx"):
         versions[package] = None if placeholder(package, probe) else _version(package, probe)
     report = DeviceReport(decision.kind, decision.reason, versions=versions,
                           env=env.snapshot(ENV_VARS),
                           device_nodes=probe.device_nodes(), notes=notes)
     device_module = _device_module(probe, decision)
     if decision.kind == "simulated" and device_module is None:
-        report.kind, report.reason = "none", ("the simulator is not loaded in this process (PyTorch's backend "
-                                              "autoload is off: TORCH_DEVICE_BACKEND_AUTOLOAD=0?)")
+        report.kind, report.reason = "none", neuronkit.device.autoload_failure or (
+            "the simulator is not loaded in this process (PyTorch's backend autoload is off: "
+            "TORCH_DEVICE_BACKEND_AUTOLOAD=0?)")
     if device_module is not None and report.kind != "none":
         report.device_count = device_module.device_count()
         if report.device_count:

@@ -273,13 +273,22 @@ def _elementwise(name: str, fn: Callable[..., np.ndarray], operands: tuple, dtyp
         return fn(*(np.asarray(o) for o in operands))  # index arithmetic on index tiles
     dtypes = [d for d in (dtype_of(o) for o in operands) if d is not None]
     out = as_dtype(dtype) if dtype is not None else _promote_all(dtypes)
-    values = [values_of(o, where=mask) for o in operands]
+    values = partition_aligned([values_of(o, where=mask) for o in operands])
     if out.is_float or any(d.is_float for d in dtypes):
         values = [v.astype(np.float32) for v in values]
     with np.errstate(all="ignore"):
         result = np.asarray(fn(*values))
     cost.charge(instruction, result.shape)
     return new_tile(result, out, f"the result of nl.{name}", mask=None if mask is None else np.asarray(mask))
+
+
+def partition_aligned(values: list[np.ndarray]) -> list[np.ndarray]:
+    """Operands of lower rank aligned on the partition dimension (the first), not numpy's last: a tile's first
+    dimension is its partitions, so a [128] tile (a free-axis reduction of a [128, N] tile without keepdims) is
+    128 partitions of one element, broadcast along the free axis against [128, N] as the engines do. The NKI
+    RMSNorm tutorial multiplies its [128, N] tile by such a reduction (`nl.multiply(a_tile, rms_reciprocal)`)."""
+    rank = int(np.max([v.ndim for v in values]))  # `max` here is nl.max
+    return [v.reshape(v.shape + (1,) * (rank - v.ndim)) if 0 < v.ndim < rank else v for v in values]
 
 
 def _promote_all(dtypes: list[DType]) -> DType:

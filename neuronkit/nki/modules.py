@@ -9,6 +9,7 @@ fast), and a name outside the interpreted subset raises NotImplementedError nami
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -46,6 +47,20 @@ class _StandIn(types.ModuleType):
         return sorted(n for n in vars(importlib.import_module(self.__dict__["_target"])) if not n.startswith("_"))
 
 
+class _Loader(importlib.abc.Loader):
+    """The stand-ins' loader: an import that finds one (through sys.modules, or `_neuronkit_nki`'s finder
+    before torch is imported) is handed the module already in sys.modules, not a new empty one."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return sys.modules[spec.name]
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: a stand-in forwards to neuronkit.nki on first attribute use."""
+
+
+_LOADER = _Loader()
+
+
 def usable(name: str) -> bool:
     """Whether a real, importable module `name` is installed (a PyPI placeholder is not)."""
     if name in sys.modules:
@@ -71,7 +86,7 @@ def install() -> bool:
             full = prefix + name
             module = _StandIn(full, f"Stand-in for {full}: neuronkit's CPU interpreter of NKI ({target}).")
             module._target = target
-            module.__spec__ = importlib.machinery.ModuleSpec(full, None, is_package=(name in _PACKAGES))
+            module.__spec__ = importlib.machinery.ModuleSpec(full, _LOADER, is_package=(name in _PACKAGES))
             if name in _PACKAGES:
                 module.__path__ = []
             sys.modules[full] = module
@@ -81,7 +96,7 @@ def install() -> bool:
         if parent in parents:
             setattr(parents[parent], leaf, module)
     neuronxcc = types.ModuleType("neuronxcc", "Stand-in for the Neuron compiler package: only `neuronxcc.nki`.")
-    neuronxcc.__spec__ = importlib.machinery.ModuleSpec("neuronxcc", None, is_package=True)
+    neuronxcc.__spec__ = importlib.machinery.ModuleSpec("neuronxcc", _LOADER, is_package=True)
     neuronxcc.__path__ = []
     neuronxcc.__neuronkit_simulated__ = True
     neuronxcc.nki = parents["neuronxcc.nki"]

@@ -192,6 +192,11 @@ class NkiTensor(Operand):
 
     def __setitem__(self, index: Any, value: Any) -> None:
         target = index_tensor(self, index)
+        if isinstance(value, NkiTensor) and not value.written.all() and value.written.shape == tuple(target.shape):
+            # the result of a masked instruction (`tile[...] = nl.multiply(a, b, mask=m)`, the NKI tutorials'
+            # pattern): the instruction writes its destination under the mask, so only those elements change
+            target.write(value.data, value.written)
+            return
         target.write(value.read() if isinstance(value, Operand) else value)
 
     def read(self, where: Any = None) -> np.ndarray:
@@ -565,7 +570,13 @@ def values_of(x: Any, where: Any = None) -> np.ndarray:
                 f"{x.buffer} tensor '{x.name}' used in a computation at {origin()}: NeuronCore engines compute "
                 "on SBUF/PSUM tiles only. Load it first: tile = nl.load(tensor[...]).")
         if where is not None:
-            where = np.broadcast_to(np.asarray(where, dtype=bool), x.shape)
+            where = np.asarray(where, dtype=bool)
+            rank = len(x.shape)  # a mask aligns on the partition dimension, as operands do (nl's partition_aligned)
+            if where.ndim > rank and all(n == 1 for n in where.shape[rank:]):
+                where = where.reshape(where.shape[:rank])
+            elif 0 < where.ndim < rank:
+                where = where.reshape(where.shape + (1,) * (rank - where.ndim))
+            where = np.broadcast_to(where, x.shape)
         return x.read(where)
     return np.asarray(x)
 

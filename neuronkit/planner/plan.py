@@ -30,9 +30,10 @@ from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.units import format_bytes
 from neuronkit.json_text import json_text
 
-_RING = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-         "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
-         "send_recv": lambda n: 1.0}
+# Bytes each rank sends per byte of payload, ring algorithms, by collective and group size.
+RING_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+               "send_recv": lambda n: 1.0}
 _DIMS = ("tp", "fsdp", "dp", "pp")  # innermost first
 _ADAMW_STATES = 2  # exp_avg and exp_avg_sq, each shaped and typed like its parameter (torch.optim.AdamW)
 
@@ -172,20 +173,26 @@ def plan(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", nodes: int
     tp, pp, dp = (degrees.get(name, 1) for name in ("tp", "pp", "dp"))
     fsdp = degrees.get("fsdp")
     inst = find_instance(instance)
-    nodes = _positive("nodes", nodes)
-    world = nodes * inst.cores
+    layout = resolve_layout(inst, nodes, tp=tp, fsdp=fsdp, pp=pp, dp=dp)
+    return _Planner(model, as_dtype(dtype), micro_batch, seq_len).plan(layout, inst, nodes, microbatches)
+
+
+def resolve_layout(inst: Instance, nodes: int, *, tp: int = 1, fsdp: int | None = None, pp: int = 1,
+                   dp: int = 1) -> Layout:
+    """The layout of `nodes` × `inst`: `fsdp` defaults to whatever fills the cores after tp, pp and dp."""
+    world = _positive("nodes", nodes) * inst.cores
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp)):
         _positive(name, value)
     if fsdp is None:
         if world % (tp * pp * dp):
             raise NeuronkitInputError(f"tp×pp×dp = {tp * pp * dp} does not divide the {world} cores of "
-                                      f"{nodes} × {instance}")
+                                      f"{nodes} × {inst.name}")
         fsdp = world // (tp * pp * dp)
     layout = Layout(tp=tp, fsdp=_positive("fsdp", fsdp), dp=dp, pp=pp)
     if layout.world != world:
-        raise NeuronkitInputError(f"layout {layout} uses {layout.world} ranks, but {nodes} × {instance} has "
+        raise NeuronkitInputError(f"layout {layout} uses {layout.world} ranks, but {nodes} × {inst.name} has "
                                   f"{world} cores; set --nodes or the degrees so they match")
-    return _Planner(model, as_dtype(dtype), micro_batch, seq_len).plan(layout, inst, nodes, microbatches)
+    return layout
 
 
 def sweep(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", dtype: torch.dtype | str = torch.bfloat16,
@@ -294,10 +301,10 @@ class _Planner:
 
         def add(kind: str, group: str, carries: str, calls: int, nbytes: int) -> None:
             if calls and nbytes:
-                link, per_rank = _link(layout, group, inst)
+                link_name, per_rank = link(layout, group, inst)
                 n = getattr(layout, group)
-                found.append(Collective(kind, group, carries, calls, nbytes, link,
-                                        _RING[kind](n) * nbytes / per_rank))
+                found.append(Collective(kind, group, carries, calls, nbytes, link_name,
+                                        RING_FACTOR[kind](n) * nbytes / per_rank))
 
         if layout.tp > 1:
             tp_calls: dict[tuple[str, str], list[int]] = {}
@@ -344,13 +351,21 @@ class _Planner:
         return notes
 
 
-def _link(layout: Layout, group: str, inst: Instance) -> tuple[str, float]:
-    """The slowest link a `group` of ranks crosses, and each rank's share of its bandwidth."""
+def link(layout: Layout, group: str, inst: Instance) -> tuple[str, float]:
+    """The slowest link a `group` of ranks crosses, and each rank's share of its bandwidth.
+
+    Ranks on one chip exchange through its HBM; chips of an instance over NeuronLink; the instances of an
+    UltraServer over its inter-instance NeuronLink; anything wider over EFA.
+    """
     stride = math.prod(getattr(layout, d) for d in _DIMS[:_DIMS.index(group)])
     span = (getattr(layout, group) - 1) * stride
-    if span >= inst.cores:
+    if span >= inst.cores * inst.ultraserver_instances:
         return "EFA", inst.efa_bytes_per_s_per_core
-    return ("NeuronLink" if span >= inst.cores_per_chip else "same chip"), inst.neuronlink_bytes_per_s_per_core
+    if span >= inst.cores:
+        return "NeuronLink (UltraServer)", inst.neuronlink_inter_bytes_per_s_per_core
+    if span >= inst.cores_per_chip:
+        return "NeuronLink", inst.neuronlink_bytes_per_s_per_core
+    return "same chip", inst.hbm_bytes_per_s_per_core
 
 
 def _divisors(n: int) -> list[int]:

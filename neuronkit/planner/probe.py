@@ -39,6 +39,7 @@ from neuronkit.errors import NeuronkitInputError
 PLANNED_TASKS = ("causal_lm", "masked_lm")
 _COLWISE = frozenset({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
 _ROWWISE = frozenset({"o_proj", "down_proj"})
+TP_SPLIT = _COLWISE | _ROWWISE  # the Linear names a tensor-parallel plan splits
 # Bytes a collective moves for each rank, as a multiple of the payload: ring algorithms.
 _COLLECTIVES = {"all_reduce": "all_reduce", "all_gather_into_tensor": "all_gather",
                 "reduce_scatter_tensor": "reduce_scatter", "all_to_all_single": "all_to_all"}
@@ -166,10 +167,7 @@ class LayerProbe:
 
     @staticmethod
     def _layers(model: nn.Module) -> nn.ModuleList:
-        for module in model.modules():
-            if isinstance(module, nn.ModuleList) and len(module) and not isinstance(module[0], nn.Linear):
-                return module
-        raise NeuronkitInputError(f"cannot find the layer stack of {type(model).__name__}")
+        return layer_stack(model)
 
     def _tensor_parallel(self, model: nn.Module, mesh: DeviceMesh, tp: int) -> None:
         if tp == 1:
@@ -184,6 +182,14 @@ class LayerProbe:
             head = model.get_output_embeddings()
             if isinstance(head, nn.Linear):
                 parallelize_module(head, mesh, ColwiseParallel(output_layouts=Replicate()))
+
+
+def layer_stack(model: nn.Module) -> nn.ModuleList:
+    """The model's stack of transformer layers: its first ModuleList of non-Linear modules."""
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList) and len(module) and not isinstance(module[0], nn.Linear):
+            return module
+    raise NeuronkitInputError(f"cannot find the layer stack of {type(model).__name__}")
 
 
 @contextlib.contextmanager

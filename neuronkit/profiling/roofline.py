@@ -61,13 +61,15 @@ class Estimate:
 def core_peaks(logical_nc_config: int | None = None) -> CorePeaks:
     """Trainium2 peaks for one logical NeuronCore; LNC defaults to the table's trn2 default (2)."""
     with (data_dir() / "trainium_hardware.toml").open("rb") as fh:
-        trn2 = tomllib.load(fh)["trn2"]
+        table = tomllib.load(fh)
+    trn2 = table["chips"]["trn2"]
     lnc = logical_nc_config or trn2["default_logical_nc_config"]
     share = lnc / trn2["physical_cores_per_chip"]
     return CorePeaks(
         chip=trn2["chip"], logical_nc_config=lnc,
         flops_per_s={k: v * 1e12 * share for k, v in trn2["dense_tflops"].items()},
-        hbm_bytes_per_s=trn2["hbm_bytes_per_s"] * share, source=trn2["sources"]["chip"])
+        hbm_bytes_per_s=trn2["hbm_bytes_per_s"] * share,
+        source=table["sources"][trn2["cite"]["dense_tflops"]]["url"])
 
 
 def estimate(name: str, shapes: tuple, dtypes: tuple, bytes_in: int, bytes_out: int,

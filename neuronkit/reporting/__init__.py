@@ -36,6 +36,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     from neuronkit.distributed import record as distributed_record
     from neuronkit.port import record as script_record
     from neuronkit.reporting.charts import render_charts
+    from neuronkit.reporting.cost import cost_section
     from neuronkit.reporting.render import render_html
 
     model = build_model(RunDir(run_dir))
@@ -44,9 +45,11 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     paths = ReportPaths(out / REPORT_HTML, out / REPORT_JSON, model)
     scale_out = distributed_record.read(run_dir)  # notebook 07's card, outside the stage model
     script = script_record.read(run_dir)  # `neuronkit run --script`'s section, outside the verdict
+    cost = cost_section(run_dir, model.reproduce["params"])  # "What it will cost", outside the verdict
     charts = render_charts(model.charts, host_timing=model.device != "real")
-    paths.html.write_text(render_html(model, charts, scale_out, script), encoding="utf-8")
+    paths.html.write_text(render_html(model, charts, scale_out, script, cost), encoding="utf-8")
     doc = {**model.to_json(), **({"distributed": scale_out} if scale_out else {}),
-           **({"script": script} if script else {})}
+           **({"script": script} if script else {}),
+           "cost": cost.get("record") or {"unavailable": cost["unavailable"]}}
     paths.json.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return paths

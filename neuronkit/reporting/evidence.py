@@ -20,6 +20,10 @@ _SECONDS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
 
 # Audit keys the report shows in sections of their own rather than inside the card.
 _ELSEWHERE = {("audit", "ops"): "op coverage table", ("audit", "findings"): "blockers and findings"}
+# Fields the cards leave out (the record keeps them): the profile's forward on trn2 as a sum of every op's
+# roofline estimate, which no launch, host or scheduling cost enters and which reads as a forward time
+# (the cost model's estimates, "What it will cost", are the ones held to published numbers).
+_LEFT_OUT = {("profile", "est_trn2_step_us")}
 TABLE_ROWS = 25  # rows of an evidence table shown in a card; the stage record keeps them all
 _LIST_ITEMS = 20
 _TEXT_CHARS = 2000
@@ -53,6 +57,8 @@ def evidence_items(stage: str, evidence: Any, host: bool | None = None) -> list[
     loose = EvidenceItem("", "fields")
     items: list[EvidenceItem] = []
     for spec, value in _declared(STAGE[stage].evidence if stage in STAGE else None, evidence or {}):
+        if (stage, spec.name) in _LEFT_OUT:
+            continue
         if (stage, spec.name) in _ELSEWHERE:
             count = len(value) if isinstance(value, list) else 0
             loose.fields.append((spec.label, f"{count:,} — see the {_ELSEWHERE[stage, spec.name]} below"))

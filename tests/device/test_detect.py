@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 
 import pytest
+import torch
 
 import neuronkit
 from neuronkit.cli import main
@@ -22,7 +23,7 @@ def test_simulated_here():
     assert report.kind == "simulated"
     assert report.device_count == 64 and report.instance_family == "trn2"
     assert report.hbm_bytes_per_core == 24 * 2**30 and report.logical_nc_config == 2
-    assert report.versions["torch"].startswith("2.13.0")
+    assert report.versions["torch"] == torch.__version__ and report.versions["torch"][:4] in ("2.13", "2.14")
     assert "simulated" in str(report)
 
 

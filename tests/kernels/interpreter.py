@@ -55,6 +55,9 @@ from typing import NoReturn
 KINDS = {"-m": "module", "-c": "code"}
 # The package the server imported only to run itself: a forked command imports it afresh (`forget_own`).
 OWN = "neuronkit"
+# The distribution's start-up hook (`import nki` before torch, neuronkit-nki.pth): stateless, it imports neuronkit
+# only when `nki` is, from wherever the command's sys.path finds it, so the server's copy serves any checkout.
+OWN_HOOK = "_neuronkit_nki"
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ def added_path(requested: str, served: str) -> tuple[str, ...] | str:
     if entries[len(entries) - len(own):] != own:
         return f"PYTHONPATH {requested!r} does not end with the server's {served!r}"
     added = tuple(entries[:len(entries) - len(own)])
-    imported = {name.partition(".")[0] for name in sys.modules} - {OWN} | {"sitecustomize", "usercustomize"}
+    imported = {name.partition(".")[0] for name in sys.modules} - {OWN, OWN_HOOK} | {"sitecustomize", "usercustomize"}
     for entry in added:
         if not os.path.isabs(entry):
             return f"PYTHONPATH entry {entry!r} is relative"

@@ -103,6 +103,31 @@ def test_layer_norm_matches_torch():
 
 
 @nki.jit
+def rms_norm(x, weight):
+    """RMSNorm as the NKI RMSNorm tutorial writes it: the weight row loaded once through index tiles and
+    broadcast to the partitions, the free-axis reduction kept without keepdims ([128]) and multiplied into the
+    [128, N] tile, a masked last tile."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    rows, width = x.shape
+    ip, i_one, i_free = nl.arange(128)[:, None], nl.arange(1)[:, None], nl.arange(width)[None, :]
+    w_row = nl.load(weight.reshape((1, width))[i_one, i_free])
+    for t in nl.affine_range((rows + 127) // 128):
+        valid = t * 128 + ip < rows
+        tile = nl.load(x[t * 128 + ip, i_free], mask=valid)
+        scale = nl.rsqrt(nl.sum(nl.square(tile, mask=valid), axis=[1], mask=valid) / width)
+        normed = nl.multiply(tile, scale, mask=valid)
+        normed[...] = nl.multiply(normed, w_row.broadcast_to((128, width)), mask=valid)
+        nl.store(out[t * 128 + ip, i_free], value=normed, mask=valid)
+    return out
+
+
+def test_rms_norm_tutorial_broadcasts_a_reduction_and_a_weight_row_as_the_engines_do():
+    x, weight = rand(200, 64), rand(64)
+    out = rms_norm(x, weight)
+    np.testing.assert_allclose(out, x / np.sqrt(np.mean(x * x, axis=1, keepdims=True)) * weight, rtol=1e-4, atol=1e-5)
+
+
+@nki.jit
 def tiled_matmul(lhsT, rhs):
     """result[M, N] = lhsT[K, M]ᵀ @ rhs[K, N] through nki.isa, accumulating K tiles in PSUM."""
     k_size, m_size = lhsT.shape

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -191,9 +192,9 @@ def assert_checked_cells_match_their_recorded_outputs(executed: Path) -> None:
     assert sorted(seen) == sorted(expected), "every recorded cell is checked, one per notebook"
 
 
-# Left out of the copy the wheel is built from: environments, outputs and caches (.tmp: the TMPDIR of test runs,
-# this one included), not sources.
-_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".tmp", "runs", "build", "dist", "*.egg-info", "__pycache__",
+# Left out of the copy the wheel is built from: environments (.venv, .venv-2.14, ...), outputs and caches (.tmp: the
+# TMPDIR of test runs, this one included), not sources.
+_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv*", ".tmp", "runs", "build", "dist", "*.egg-info", "__pycache__",
                                       "neff_cache", ".ipynb_checkpoints")
 
 
@@ -227,6 +228,8 @@ def test_whole_workbook_on_tiny_qwen3_from_a_wheel_installed_outside_the_checkou
                           check=True, capture_output=True, text=True).stdout.strip()
     (Path(site) / "_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     (wheel,) = dist.glob("neuronkit-*.whl")
+    # `import nki` before torch: the start-up hook and the module it imports sit at site-packages' root
+    assert {"neuronkit-nki.pth", "_neuronkit_nki.py"} <= set(zipfile.ZipFile(wheel).namelist())
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True, timeout=120)
     elsewhere.mkdir()

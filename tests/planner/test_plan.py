@@ -173,6 +173,12 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path, forked_ke
                      for o in c.get("outputs", []))
     assert "DDP ×64: dp=64 on 1 × trn2.48xlarge (64 ranks): does NOT fit" in text
     assert "TP 4 × FSDP2 16: tp=4 × fsdp=16 on 1 × trn2.48xlarge (64 ranks): fits" in text
+    # a 0.5 MB model gets the smallest instance, not 64 cores; its layout measured there; what it will cost
+    assert "1. 1 × trn1.2xlarge, dp=2:" in text and "dp=2 on 1 × trn1.2xlarge (2 ranks): fits" in text
+    assert "tp=32 × dp=32 on 32 × trn1.32xlarge: 48 sequences/s" in text  # AWS published 47.95
+    assert "no on-demand price published for trn2.48xlarge" in text and "output tokens/s" in text
+    costs = json.loads((tmp_path / "run" / "cost.json").read_text())
+    assert costs["training"][0]["instance"] == "trn1.2xlarge" and costs["serving"][0]["usd_per_million_tokens"] > 0
     images = [o for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     assert len(images) == 1

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from neuronkit.cost import record as cost_record
 from neuronkit.reporting import report
 from test_report import EVIL, full_run
 
@@ -72,7 +73,9 @@ VISIBLE_ROWS = ("Array.from(document.querySelectorAll('#op-table tbody tr'))"
 
 
 def test_report_in_headless_chromium(browser: Any, tmp_path: Path) -> None:
-    paths = report(full_run(tmp_path / "run", model_name=EVIL))
+    run = full_run(tmp_path / "run", model_name=EVIL)
+    cost_record.write(run, cost_record.summarize("tiny-qwen3"))  # notebook 07's record: "What it will cost"
+    paths = report(run)
     page, log = open_page(browser, paths.html.as_uri())
 
     state = page.evaluate("""() => ({
@@ -84,7 +87,13 @@ def test_report_in_headless_chromium(browser: Any, tmp_path: Path) -> None:
         rows: document.querySelectorAll('#op-table tbody tr').length,
         tableVisible: document.getElementById('op-table').offsetParent !== null,
         images: Array.from(document.images).map(i => i.complete && i.naturalWidth > 0),
+        cost: document.getElementById('cost').innerText,
+        costWidth: document.getElementById('cost-training').getBoundingClientRect().width,
+        tiles: Array.from(document.querySelectorAll('#key-numbers .tile-label')).map(t => t.textContent),
     })""")
+    # "What it will cost", at desktop width: estimates with their band, the cheapest layout, no host timing up top
+    assert "What it will cost" in state["cost"] and "±35%" in state["cost"] and "1 × trn1.2xlarge" in state["cost"]
+    assert state["costWidth"] > 600 and not any("host" in t.lower() for t in state["tiles"])
     assert state["title"] == EVIL  # the script-laden name shows as text
     assert state["verdict"] == "Ready with CPU fallbacks" and state["verdictTop"] < state["viewport"] / 2
     assert state["tableVisible"] and state["controlsShown"] and state["rows"] > 10
@@ -123,9 +132,11 @@ PHONE = {"width": 390, "height": 844}
 
 
 def test_report_at_phone_width_and_in_print(browser: Any, tmp_path: Path) -> None:
-    """At 390 px (a phone) nothing scrolls the page sideways and chart text stays legible; printed, the op
-    table shows every row (no scroll box clips it)."""
-    paths = report(full_run(tmp_path / "run", n_ops=43))
+    """At 390 px (a phone) nothing scrolls the page sideways (the cost section's tables scroll in their
+    boxes) and chart text stays legible; printed, the op table shows every row (no scroll box clips it)."""
+    run = full_run(tmp_path / "run", n_ops=43)
+    cost_record.write(run, cost_record.summarize("tiny-qwen3"))  # notebook 07's record: "What it will cost"
+    paths = report(run)
     context = browser.new_context(viewport=PHONE, device_scale_factor=1)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
@@ -135,11 +146,14 @@ def test_report_at_phone_width_and_in_print(browser: Any, tmp_path: Path) -> Non
         wide: Array.from(document.querySelectorAll('body *'))
             .filter(e => e.closest('.scroll') === null && e.getBoundingClientRect().right > window.innerWidth + 1)
             .map(e => e.tagName + '.' + e.className).slice(0, 5),
+        cost: Array.from(document.querySelectorAll('#cost-tiles .tile, #cost-training, #cost-serving'))
+            .map(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0),
         charts: Array.from(document.querySelectorAll('.charts img')).map(i => i.getBoundingClientRect().width),
         naturalCharts: Array.from(document.querySelectorAll('.charts img')).map(i => i.naturalWidth),
     })""")
     assert widths["page"] <= widths["viewport"], widths
     assert widths["wide"] == [], widths
+    assert widths["cost"] == [True] * 4, widths  # two tiles and two tables, shown
     # Charts are drawn for a narrow column: the smallest chart text (9 pt at 100 dpi, 12.5 px) shrinks to no
     # less than 8.75 px on the phone.
     assert widths["charts"] and all(shown >= 0.7 * natural for shown, natural in

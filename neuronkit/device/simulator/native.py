@@ -1,13 +1,22 @@
-"""The simulated device's native runtime (the C++ extension `_native`, built from `csrc/` by setup.py).
+"""The simulated device's native runtime (the C++ extension built from `csrc/` by setup.py).
 
-Imported before anything registers the device; when the extension was never built (a source tree used
-without installing), this fails with one line naming the command that builds it."""
+The extension is built once per torch release, under a name that carries it (`_native_torch2_13_0`,
+native_build.py), and is loaded here as `neuronkit.device.simulator._native`. Imported before anything
+registers the device; when no build for the running torch exists (a source tree used without installing,
+or built by a venv with another torch), this fails with one line naming the command that builds it."""
 
 from __future__ import annotations
 
-import torch  # noqa: F401 - the extension links against torch's libraries, which must be loaded first
+import importlib
+import sys
+from pathlib import Path
+
+import torch  # the extension links against torch's libraries, which must be loaded first
+
+from neuronkit.device.simulator.native_build import PACKAGE, missing_message, module_name
 
 try:
+    sys.modules[f"{PACKAGE}._native"] = importlib.import_module(f"{PACKAGE}.{module_name(torch.__version__)}")
     from neuronkit.device.simulator._native import (  # noqa: F401 - re-exported
         call_rule,
         call_rule_names,
@@ -43,9 +52,7 @@ try:
         wrap,
     )
 except ImportError as exc:
-    raise ImportError(
-        f"neuronkit's native device runtime is not built ({exc}); build it with `pip install -e . "
-        f"--no-build-isolation` (or, in a source tree, `python setup.py build_ext --inplace`)") from None
+    raise ImportError(missing_message(torch.__version__, Path(__file__).parent, str(exc))) from None
 
 # Why the native per-op kernel sends every op to the Python path (bits for `route_to_python`): observers
 # want an event per op, a compiled graph compiles no per-op NEFFs, an LRU-bounded NEFF cache reorders on

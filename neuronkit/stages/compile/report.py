@@ -1,5 +1,5 @@
-"""The report's numbers from the compile stage's record: graphs and breaks, the run's one forward time
-(beside the profile's roofline estimate) and the compiled speed-up; and the ops compiled graphs fell back on."""
+"""The report's numbers from the compile stage's record: graphs and breaks, on Trainium the run's one forward
+time and the compiled speed-up; and the ops compiled graphs fell back on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from neuronkit.reporting.model import KeyNumber, RunRecords
 from neuronkit.stages.compile.evidence import CompileEvidence
-from neuronkit.units import format_duration, format_ms
+from neuronkit.units import format_ms
 
 
 def key_numbers(run: RunRecords) -> list[KeyNumber]:
@@ -18,7 +18,7 @@ def key_numbers(run: RunRecords) -> list[KeyNumber]:
         breaks = len(compiled.graph_breaks or [])
         tiles.append(KeyNumber("torch.compile", f"{compiled.graphs} graph{'s' * (compiled.graphs != 1)}",
                                f"{breaks} graph break{'s' * (breaks != 1)}", compiled.graphs, "graphs"))
-    return tiles + _timing_numbers(compiled, run.evidence("profile"), run.clock)
+    return tiles + _timing_numbers(compiled, run.clock)
 
 
 def fallbacks(record: CompileEvidence) -> list[tuple[str, str]]:
@@ -26,26 +26,16 @@ def fallbacks(record: CompileEvidence) -> list[tuple[str, str]]:
     return [(str(op), "compile") for op in record.fallback_ops]
 
 
-def _timing_numbers(compiled: Any, profile: Any, clock: str) -> list[KeyNumber]:
-    """The run's one forward time (the compile stage's eager forward, measured interleaved with the compiled
-    one) beside the profile's roofline estimate for trn2 when there is one, and the compiled speed-up, which
-    no estimate covers. On the simulated device both are host timings and say so."""
-    if compiled is None or not isinstance(compiled.eager_step_ms, (int, float)):
+def _timing_numbers(compiled: Any, clock: str) -> list[KeyNumber]:
+    """On Trainium, the run's one forward time (the compile stage's eager forward, measured interleaved with
+    the compiled one) and the compiled speed-up. On the simulated device both are host timings that say
+    nothing of Trainium's: they stay in the compile stage's card, labelled host, and leave the headline."""
+    if clock != "trainium" or compiled is None or not isinstance(compiled.eager_step_ms, (int, float)):
         return []
-    host = clock == "host"
-    estimate = getattr(profile, "est_trn2_step_us", None)
-    beside = (f"; trn2 estimate {format_duration(estimate / 1e6)} (roofline sum of the profiled ops from "
-              "published peaks, no launch or host cost)" if isinstance(estimate, (int, float))
-              else "; no Trainium estimate (the profile stage has none)")
     runs = f"median of {compiled.runs}" if compiled.runs else "median"
-    tiles = [KeyNumber("Forward time" + (" (host)" if host else ""), format_ms(compiled.eager_step_ms),
-                       f"eager forward on the device, {runs} (compile stage)"
-                       + (", a host timing of the simulated device, not Trainium's" if host else "") + beside,
-                       compiled.eager_step_ms, "ms", clock)]
+    tiles = [KeyNumber("Forward time", format_ms(compiled.eager_step_ms),
+                       f"eager forward on Trainium, {runs} (compile stage)", compiled.eager_step_ms, "ms", clock)]
     if isinstance(compiled.speedup, (int, float)):
-        note = "eager over compiled forward" + (
-            ": host timings of the simulated device; no Trainium estimate exists for compiled graphs, so this "
-            "ratio says nothing of Trainium's" if host else " on Trainium")
-        tiles.append(KeyNumber("Compiled speed-up" + (" (host)" if host else ""), f"{compiled.speedup:.2f}×", note,
-                               compiled.speedup, "×", clock))
+        tiles.append(KeyNumber("Compiled speed-up", f"{compiled.speedup:.2f}×", "eager over compiled forward on "
+                               "Trainium", compiled.speedup, "×", clock))
     return tiles

@@ -8,18 +8,17 @@ from neuronkit.stages.profile.evidence import ProfileEvidence
 
 
 def key_numbers(run: RunRecords) -> list[KeyNumber]:
-    """A tile for the NKI kernels the profile saw: their ESTIMATED engine time on trn2, beside the host time
-    the interpreter took (neuronkit/nki/cost.py)."""
+    """A tile for the NKI kernels the profile saw: their ESTIMATED engine time on trn2
+    (neuronkit/nki/cost.py)."""
     profile = run.evidence("profile")
     rows = [r for r in (profile.top_ops if profile is not None else [])
             if isinstance(getattr(r, "nki_est_us", None), (int, float))]
     if not rows:
         return []
     estimate = sum(r.nki_est_us for r in rows)
-    host = sum(r.device_time_us for r in rows if isinstance(r.device_time_us, (int, float)))
     return [KeyNumber("NKI kernels (estimate)", f"{_microseconds(estimate)} µs",
-                      f"estimated engine time on trn2 of {len(rows)} NKI kernel(s) over the profiled steps; the "
-                      f"interpreter took {_microseconds(host)} µs of host time", estimate, "µs", "estimate")]
+                      f"estimated engine time on trn2 of {len(rows)} NKI kernel(s) over the profiled steps "
+                      "(neuronkit/nki/cost.py)", estimate, "µs", "estimate")]
 
 
 def fallbacks(record: ProfileEvidence) -> list[tuple[str, str]]:
