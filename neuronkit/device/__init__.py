@@ -3,7 +3,8 @@
 `_autoload` is PyTorch's `torch.backends` entry point (pyproject.toml), so `import torch` alone makes
 `neuron` usable, exactly as the real torch_neuronx autoloads (behaviour doc §1). It is off with
 `TORCH_DEVICE_BACKEND_AUTOLOAD=0` (upstream's switch, which skips every entry point) or
-`NEURONKIT_SIMULATOR=0`.
+`NEURONKIT_SIMULATOR=0`. With a `neuron` device, real or simulated, it also registers Lightning's `neuron`
+accelerator for when Lightning is imported (neuronkit.clients.lightning).
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ def _autoload() -> None:
     try:
         from neuronkit.device.detect import decide
 
-        if decide().kind == "simulated":
+        kind = decide().kind
+        if kind == "simulated":
             from neuronkit.device.simulator import install
             from neuronkit.placement import install_auto_device_map_bridge
 
             install()
             install_auto_device_map_bridge()
+        if kind != "none":  # Lightning's `neuron` accelerator needs only torch.neuron, real or simulated
+            from neuronkit.clients import lightning
+
+            lightning.install()
     except Exception as exc:  # noqa: BLE001 - reported, never fatal to `import torch`
         failure = f"neuronkit could not install the simulated neuron device: {exc}"
         from neuronkit.device import detect

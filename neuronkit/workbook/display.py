@@ -20,11 +20,11 @@ from neuronkit import timing
 from neuronkit.evidence import BucketPlan, specs
 from neuronkit.pipeline.record import STAGES, RunDir, StageResult
 from neuronkit.units import format_duration, format_ms
-from neuronkit.workbook.nbval import summary
+from neuronkit.workbook.nbval import checked, summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget
 
-__all__ = ["buckets", "command_picker", "compare_widget", "comparison", "filter_widget", "report_link", "show",
-           "summary", "table"]
+__all__ = ["buckets", "checked", "command_picker", "compare_widget", "comparison", "filter_widget", "report_link",
+           "show", "summary", "table"]
 
 
 class StageView:

@@ -1,7 +1,8 @@
-"""The nbval contract: the deterministic lines each notebook's last cell prints for
+"""The nbval contract: the deterministic lines each notebook's last cell shows for
 `# NBVAL_CHECK_OUTPUT` (tests/nbval/expected_outputs.json records them).
 
-Only facts that depend on the model and the parameters, never on timings, paths or the machine.
+Only facts that depend on the model and the parameters, never on timings, paths or the machine. The cell is
+test plumbing: `checked` shows the lines to nbval and nothing to the learner.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ _MISSING = object()
 
 
 def summary(result: StageResult[Any]) -> str:
-    """The deterministic lines the `# NBVAL_CHECK_OUTPUT` cell prints: status and the checked facts."""
+    """The deterministic lines the `# NBVAL_CHECK_OUTPUT` cell shows: status and the checked facts."""
     lines = [f"{result.stage}: {result.status}"]
     if result.status == "skipped":
         lines.append(f"  reason: {result.error}")
@@ -27,6 +28,16 @@ def summary(result: StageResult[Any]) -> str:
         if value is not _MISSING:
             lines.append(f"  {path}: {_stable(value)}")
     return "\n".join(lines)
+
+
+def checked(text: str) -> None:
+    """Display `text` for nbval and nothing in JupyterLab: one display output whose `text/plain` (what nbval
+    compares) is `text` and whose `text/html`, which JupyterLab renders in its place, is empty. The cell's
+    source is hidden by its metadata; its output cannot be folded the same way, as JupyterLab unfolds a cell's
+    outputs whenever it runs it (and saving then drops `outputs_hidden` from the notebook and its .py)."""
+    from IPython.display import display
+
+    display({"text/plain": text, "text/html": ""}, raw=True)
 
 
 def _lookup(record: Any, path: str) -> Any:

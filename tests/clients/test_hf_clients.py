@@ -9,7 +9,9 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from transformers import Trainer, TrainingArguments
 
+from neuronkit import client_paths
 from neuronkit.models import load_model
+from neuronkit.resources import data_dir
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 STEPS = 3
@@ -95,3 +97,25 @@ def test_generate_with_a_static_cache_matches_the_cpu():
     on_device = model.to("neuron").generate(prompt.to("neuron"), max_new_tokens=5, do_sample=False,
                                             cache_implementation="static")
     assert on_device.device.type == "neuron" and torch.equal(on_device.cpu(), on_cpu)
+
+
+def test_pipeline_runs_on_neuron_when_told_and_on_the_cpu_by_default():
+    """`pipeline(..., device="neuron")` generates what the CPU does; without a device (the finding
+    transformers/pipeline_default_device) it takes the CPU, and moves a model on neuron back there."""
+    from transformers import AutoTokenizer, pipeline
+
+    path = str(data_dir() / "models" / "tiny-qwen3")
+    texts = {}
+    for device in ("cpu", "neuron"):
+        generator = pipeline("text-generation", model=path, device=device)
+        assert generator.model.device.type == device
+        texts[device] = generator("The device", max_new_tokens=5, do_sample=False)[0]["generated_text"]
+    assert texts["neuron"] == texts["cpu"] and len(texts["cpu"]) > len("The device")
+    assert pipeline("text-generation", model=path).device.type == "cpu"
+    model = load_model("tiny-qwen3").to("neuron")
+    pipeline("text-generation", model=model, tokenizer=AutoTokenizer.from_pretrained(path))
+    assert model.device.type == "cpu"
+    assert "device=-1" in client_paths.find("transformers", "pipeline_default_device").remedy
+    model.to("neuron")
+    assert pipeline("text-generation", model=model, tokenizer=AutoTokenizer.from_pretrained(path),
+                    device=-1).device.type == "neuron"

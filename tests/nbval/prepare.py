@@ -3,13 +3,14 @@
 nbval compares a cell's fresh output with the output stored in the notebook, and only for cells that
 have an execution count. The committed notebooks are clean (no outputs), so this script writes prepared
 copies: `papermill --prepare-only` injects the CI parameters (a run directory inside OUT), then each cell
-tagged `nbval-check-output` (nbval's own tag for `# NBVAL_CHECK_OUTPUT`; the cell is folded away in the
+tagged `nbval-check-output` (nbval's own tag for `# NBVAL_CHECK_OUTPUT`; the cell is hidden in the
 learner's view) gets the output recorded in `expected_outputs.json`. Every other cell has no
 stored output and is only required to run without error.
 
     python tests/nbval/prepare.py build/nbval            # prepare, then:
     pytest --nbval-lax --nbval-kernel-name neuronkit --nbval-sanitize-with tests/nbval/sanitize.cfg -n 0 build/nbval
     python tests/nbval/prepare.py build/nbval --record   # re-record the expected outputs (review the diff)
+    python tests/nbval/prepare.py build/nbval --notebook 00_environment.ipynb   # the first notebook(s) only
 
 An expected output recorded for other cell code is refused: change a checked cell, record again.
 """
@@ -20,6 +21,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import nbformat
 import papermill
@@ -32,11 +34,12 @@ EXPECTED = Path(__file__).resolve().parent / "expected_outputs.json"
 TAG = "nbval-check-output"  # nbval checks the output of a cell with this tag (in --nbval-lax too)
 
 
-def prepare(out: Path) -> list[Path]:
-    """Write the parameterized copies into `out`, one shared run directory `out/run` for the sequence."""
+def prepare(out: Path, names: Sequence[str] = NOTEBOOKS) -> list[Path]:
+    """Write the parameterized copies of notebooks `names` into `out`, one shared run directory `out/run` for
+    the sequence."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name in NOTEBOOKS:
+    for name in names:
         path = out / name
         papermill.execute_notebook(str(notebooks_dir() / name), str(path), parameters={"run_dir": str(out / "run")},
                                    prepare_only=True, kernel_name=KERNEL_NAME, progress_bar=False)
@@ -81,13 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="folder for the prepared notebooks (and their run directory)")
     parser.add_argument("--record", action="store_true", help="execute them and re-record expected_outputs.json")
+    parser.add_argument("--notebook", action="append", choices=NOTEBOOKS, dest="notebooks",
+                        help="prepare this notebook only (repeatable): the first of the sequence, as each later one "
+                             "needs the records of those before it")
     args = parser.parse_args(argv)
+    names = [name for name in NOTEBOOKS if name in (args.notebooks or NOTEBOOKS)]
     ensure_kernel()
     out = args.out.resolve()
     if args.record:
         record(prepare(out))
-    store_expected(prepare(out))
-    print(f"prepared {len(NOTEBOOKS)} notebooks in {out}")
+    store_expected(prepare(out, names))
+    print(f"prepared {len(names)} notebook(s) in {out}")
     return 0
 
 

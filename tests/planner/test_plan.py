@@ -197,6 +197,11 @@ def test_scale_out_notebook_plans_the_model_and_an_8b_config(tmp_path, forked_ke
     assert text.count(": parity") == 2 and "NO PARITY" not in text
     record = json.loads((tmp_path / "run" / "distributed.json").read_text())
     assert record["scenarios"]["fsdp2"]["param_bytes_per_rank"] == [279296, 279296]
+    # then a Lightning script, unchanged, on the same cores: Lightning's DDP with bf16 autocast on neuron
+    for rank in (0, 1):
+        assert f"rank {rank} on neuron:{rank}: DDPStrategy, bf16-mixed (logits in torch.bfloat16)" in text
+    assert "train_lightning.py --model" in text and text.count("exit status 0") == 2
+    assert "import neuronkit" not in (tmp_path / "run" / "train_lightning.py").read_text()
     # then the TorchTitan recipe's command, not run (tests/clients/test_torchtitan.py runs it)
     assert "NEURON_RT_NUM_CORES=2 torchrun --nproc-per-node=2" in text and "--compile.backend neuron" in text
     assert "Applied FSDP to the model" not in text
