@@ -27,6 +27,7 @@ import neuronkit
 from neuronkit import inputs as example, models
 from neuronkit.evidence import AuditedModel
 from neuronkit.op_audit.classify import classify
+from neuronkit.op_audit.compat import api_rows
 from neuronkit.op_audit.recorder import BACKWARD, OpRecorder
 from neuronkit.op_audit.report import AuditReport
 from neuronkit.calling import call, generation_prompt, greedy
@@ -74,10 +75,11 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
             _generate(recorder, module, inputs, max_new_tokens)
     policy = load_policy()
     ops, findings, summary = classify(recorder.ops, policy)
+    apis = api_rows(recorder.apis, ops, findings, policy)
     phases = ["forward"] + ["backward"] * backward + ["optimizer_step"] * optimizer_step + ["generate"] * generate
     return AuditReport(summary=summary, ops=ops, findings=findings, severities=dict(policy.severity),
                        remedies=dict(policy.remedies), model=target.describe(module, inputs, phases, dtype),
-                       versions=_versions())
+                       versions=_versions(), apis=apis)
 
 
 @dataclass
