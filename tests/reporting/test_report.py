@@ -392,7 +392,7 @@ def test_report_json_has_stable_keys(full_report: Any) -> None:
     run_dir = paths.json.parent
     assert list(data) == ["schema_version", "model", "run_dir", "device", "verdict", "verdict_label", "reasons",
                           "ran_on", "missing_stages", "stages", "blockers", "warnings", "audit", "key_numbers",
-                          "next_steps", "reproduce", "cost"]
+                          "next_steps", "reproduce", "cost", "compat"]
     assert "not found" in data["cost"]["unavailable"]  # a hub name, not on this machine: no estimate, and why
     assert list(data["stages"]) == list(STAGES)
     assert set(data["stages"]["eager"]) == {"title", "status", "summary", "error", "duration_s",
