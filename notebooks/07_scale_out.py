@@ -147,8 +147,8 @@ from neuronkit.planner.instances import instance as find_instance
 from neuronkit.planner.plan import Layout
 
 shape_8b = model_shape(llama_8b)
-as_published = training.estimate(shape_8b, find_instance("trn1.32xlarge"), Layout(tp=32, dp=32), nodes=32,
-                                 seq_len=8192, global_batch=1024)
+as_published = training.estimate(shape_8b, find_instance("trn1.32xlarge"), Layout(tp=32, dp=32),
+                                 training.TrainingRun(nodes=32, seq_len=8192, global_batch=1024))
 print("\n".join(text.training(as_published)))
 
 # %% [markdown]
@@ -165,7 +165,8 @@ print("\n".join(text.serving(served[0]) if served else ["no instance serves it w
 # none in the sources the catalogue cites (`neuronkit/data/trainium_hardware.toml`).
 
 # %%
-on_trn2 = training.estimate(shape_8b, find_instance("trn2.48xlarge"), Layout(tp=4, fsdp=16), seq_len=2048)
+on_trn2 = training.estimate(shape_8b, find_instance("trn2.48xlarge"), Layout(tp=4, fsdp=16),
+                            training.TrainingRun(seq_len=2048))
 print(f"{on_trn2.tokens_per_s:,.0f} tokens/s; price: {on_trn2.pricing.source}")
 
 # %% [markdown]

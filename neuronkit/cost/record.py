@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from neuronkit.stages import RunDir
+from neuronkit.pipeline.record import RunDir
 
 RECORD = "cost.json"
 SCHEMA = 1

@@ -104,11 +104,27 @@ class ServingEstimate:
                 "notes": self.notes}
 
 
-def estimate(shape: ModelShape, inst: Instance, *, tp: int | None = None, batch: int = 1, input_len: int = 128,
-             output_len: int = 128, weights: str = "bfloat16", dtype: str = "bfloat16",
-             max_tpot_s: float | None = None, max_ttft_s: float | None = None, pricing: Pricing | None = None,
+@dataclass(frozen=True)
+class ServingRun:
+    """What serving asks of an instance: tensor parallel `tp` (default: every core of the instance), `batch`
+    requests of `input_len` tokens in and `output_len` out, the `weights`' and the activations' `dtype`, and
+    the latency targets (seconds per output token, seconds to the first)."""
+
+    tp: int | None = None
+    batch: int = 1
+    input_len: int = 128
+    output_len: int = 128
+    weights: str = "bfloat16"
+    dtype: str = "bfloat16"
+    max_tpot_s: float | None = None
+    max_ttft_s: float | None = None
+
+
+def estimate(shape: ModelShape, inst: Instance, run: ServingRun = ServingRun(), *, pricing: Pricing | None = None,
              constants: Constants | None = None) -> ServingEstimate:
-    """Serving `shape` on `inst` with tensor parallel `tp` (default: every core of the instance)."""
+    """Serving `shape` on `inst` as `run` asks."""
+    tp, batch, input_len, output_len, weights, dtype, max_tpot_s, max_ttft_s = (
+        run.tp, run.batch, run.input_len, run.output_len, run.weights, run.dtype, run.max_tpot_s, run.max_ttft_s)
     c = constants or frozen()
     if not shape.causal:
         raise NeuronkitInputError(f"cannot estimate serving {shape.name}: serving estimates are for causal "

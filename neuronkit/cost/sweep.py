@@ -72,9 +72,8 @@ def _fitting(shape: ModelShape, inst: Instance, global_batch: int, micro_batch: 
     nodes = 1
     while nodes <= choice.max_nodes and (nodes == 1 or inst.efa_bytes_per_s_per_core > 0):
         fits = [est for layout in _layouts(shape, inst, nodes, global_batch, micro_batch)
-                if (est := training.estimate(shape, inst, layout, nodes=nodes, micro_batch=micro_batch,
-                                             seq_len=seq_len, global_batch=global_batch, dtype=dtype,
-                                             tokens=tokens, pricing=pricing)).fits
+                if (est := training.estimate(shape, inst, layout, training.TrainingRun(
+                    nodes, micro_batch, seq_len, global_batch, dtype, tokens), pricing=pricing)).fits
                 and (choice.max_hours is None or est.hours <= choice.max_hours)]
         if fits:
             yield from fits
@@ -110,9 +109,8 @@ def serve(shape: ModelShape, *, input_len: int, output_len: int, weights: str = 
                 continue
             batch = 1
             while batch <= max_batch:
-                est = serving.estimate(shape, inst, tp=tp, batch=batch, input_len=input_len, output_len=output_len,
-                                       weights=weights, dtype=dtype, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s,
-                                       pricing=pricing)
+                est = serving.estimate(shape, inst, serving.ServingRun(
+                    tp, batch, input_len, output_len, weights, dtype, max_tpot_s, max_ttft_s), pricing=pricing)
                 if not est.fits or not est.meets_target:
                     break
                 found.append(est)

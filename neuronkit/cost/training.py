@@ -133,15 +133,26 @@ class TrainingEstimate:
                 "notes": self.notes}
 
 
-def estimate(shape: ModelShape, inst: Instance, layout: Layout, *, nodes: int = 1, micro_batch: int = 1,
-             seq_len: int = 2048, global_batch: int | None = None, dtype: str = "bfloat16",
-             tokens: float | None = None, pricing: Pricing | None = None,
-             constants: Constants | None = None) -> TrainingEstimate:
-    """The step time, throughput and cost of training `shape` on `nodes` × `inst` with `layout`.
+@dataclass(frozen=True)
+class TrainingRun:
+    """What a training run asks of the instances: `nodes` instances, `micro_batch` sequences of `seq_len`
+    tokens per rank, `global_batch` sequences per optimizer step (default: one micro-batch per pipeline stage
+    per data-parallel replica; rounded up to a whole number of micro-batches per replica), `dtype`, and
+    `tokens`, the run's token budget (default: Chinchilla's 20 per parameter)."""
 
-    `global_batch` (sequences per optimizer step) defaults to one micro-batch per pipeline stage per
-    data-parallel replica; it is rounded up to a whole number of micro-batches per replica. `tokens`, the
-    run's token budget, defaults to Chinchilla's 20 per parameter."""
+    nodes: int = 1
+    micro_batch: int = 1
+    seq_len: int = 2048
+    global_batch: int | None = None
+    dtype: str = "bfloat16"
+    tokens: float | None = None
+
+
+def estimate(shape: ModelShape, inst: Instance, layout: Layout, run: TrainingRun = TrainingRun(), *,
+             pricing: Pricing | None = None, constants: Constants | None = None) -> TrainingEstimate:
+    """The step time, throughput and cost of training `shape` on `run.nodes` × `inst` with `layout`."""
+    nodes, micro_batch, seq_len, global_batch, dtype, tokens = (
+        run.nodes, run.micro_batch, run.seq_len, run.global_batch, run.dtype, run.tokens)
     c = constants or frozen()
     if inst.serving_only:
         raise NeuronkitInputError(f"{inst.name} is an inference instance ({inst.chip_name}): training estimates "

@@ -70,18 +70,14 @@ def checks(constants: Constants) -> list[Check]:
     found: list[Check] = []
     for r in published()["training"]:
         est = training.estimate(_shape(r["model"]), instance(r["instance"]),
-                                Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"]), nodes=r["nodes"],
-                                micro_batch=r["micro_batch"], seq_len=r["seq_len"], global_batch=r["global_batch"],
-                                dtype=r["dtype"], constants=constants)
+                                Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"]), _training_run(r), constants=constants)
         step = est.step
         detail = (f"step {est.step_seconds:.2f} s: compute {step.compute:.2f} s, collective latency "
                   f"{step.latency:.2f} s, pipeline bubble {step.pipeline_bubble:.2f} s; MFU {est.mfu:.1%}")
         found.append(Check("training", "sequences_per_s", r["row"], f"{r['file']}:{r['line']}",
                            r["published_sequences_per_s"], est.sequences_per_s, r["fit"], r.get("outside", ""), detail))
     for r in published()["serving"]:
-        est = serving.estimate(_shape(r["model"]), instance(r["instance"]), tp=r["tp"], batch=r["batch"],
-                               input_len=r["input_len"], output_len=r["output_len"], weights=r["weights"],
-                               constants=constants)
+        est = serving.estimate(_shape(r["model"]), instance(r["instance"]), _serving_run(r), constants=constants)
         what = (f"{r['model']} on {r['instance']}, tp={r['tp']}, batch {r['batch']}, {r['input_len']} in / "
                 f"{r['output_len']} out, {r['weights']} weights")
         where = f"{r['file']}:{r['line']}"
@@ -123,16 +119,13 @@ def fit(retrieved: str) -> Constants:
         return Constants(compute, hbm, latency, 0.0, 0.0, 0.0, fitted_on, 0, 0, retrieved)
 
     def tpot(c: Constants, r: dict[str, Any]) -> float:
-        return serving.estimate(_shape(r["model"]), instance(r["instance"]), tp=r["tp"], batch=r["batch"],
-                                input_len=r["input_len"], output_len=r["output_len"], weights=r["weights"],
-                                constants=c).tpot_s * 1e3
+        return serving.estimate(_shape(r["model"]), instance(r["instance"]), _serving_run(r), constants=c).tpot_s * 1e3
 
     def rate(c: Constants) -> float:
         r = train_row
         layout = Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"])
-        return training.estimate(_shape(r["model"]), instance(r["instance"]), layout, nodes=r["nodes"],
-                                 micro_batch=r["micro_batch"], seq_len=r["seq_len"], global_batch=r["global_batch"],
-                                 dtype=r["dtype"], constants=c).sequences_per_s
+        return training.estimate(_shape(r["model"]), instance(r["instance"]), layout, _training_run(r),
+                                 constants=c).sequences_per_s
 
     compute, hbm, latency = 0.25, 1.0, 1e-4
     for _ in range(6):
@@ -178,3 +171,15 @@ def misses(found: list[Check], band: dict[str, float]) -> list[Check]:
     def limit(c: Check) -> float:
         return band["training"] if c.kind == "training" else band["ttft"] if c.metric == "ttft_ms" else band["serving"]
     return [c for c in found if not c.fit and not c.outside and abs(c.ratio - 1) > limit(c) + 1e-9]
+
+
+def _training_run(r: dict[str, Any]) -> training.TrainingRun:
+    """A published training row's run."""
+    return training.TrainingRun(nodes=r["nodes"], micro_batch=r["micro_batch"], seq_len=r["seq_len"],
+                                global_batch=r["global_batch"], dtype=r["dtype"])
+
+
+def _serving_run(r: dict[str, Any]) -> serving.ServingRun:
+    """A published serving row's setup."""
+    return serving.ServingRun(tp=r["tp"], batch=r["batch"], input_len=r["input_len"], output_len=r["output_len"],
+                              weights=r["weights"])

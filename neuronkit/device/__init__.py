@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import warnings
 
-# Why the autoload could not install the simulated device in this process (one line), for `neuronkit detect`.
-autoload_failure: str | None = None
-
 
 def _autoload() -> None:
     """Install the simulator unless the real backend (or the user) says otherwise.
 
     A failure here must not break `import torch` for every program in the environment: it is reported
     as a one-line warning and the process goes on without a `neuron` device."""
-    global autoload_failure
     try:
         from neuronkit.device.detect import decide
 
@@ -30,6 +26,9 @@ def _autoload() -> None:
             install()
             install_auto_device_map_bridge()
     except Exception as exc:  # noqa: BLE001 - reported, never fatal to `import torch`
-        autoload_failure = f"neuronkit could not install the simulated neuron device: {exc}"
+        failure = f"neuronkit could not install the simulated neuron device: {exc}"
+        from neuronkit.device import detect
+
+        detect.autoload_failure = failure  # kept for `neuronkit detect`
         # Attributed to no source line, so that the warning prints as one line.
-        warnings.warn_explicit(autoload_failure, RuntimeWarning, "neuronkit", 0)
+        warnings.warn_explicit(failure, RuntimeWarning, "neuronkit", 0)

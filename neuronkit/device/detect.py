@@ -20,10 +20,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import neuronkit
-import neuronkit.device
 from _neuronkit_nki import is_placeholder
 from neuronkit import env
-from neuronkit.device import torch_builds
+import neuronkit.device.torch_builds as torch_builds
 from neuronkit.device.simulator.config import ENV_VARS
 
 
@@ -46,6 +45,9 @@ class Decision:
 # PyPI holds placeholders under the Neuron package names: their import raises ("WRONG PACKAGE"). The real
 # packages come from Neuron's own index.
 NEURON_INDEX = "https://pip.repos.neuron.amazonaws.com"
+# Why the autoload could not install the simulated device in this process (one line; neuronkit/device/__init__.py
+# sets it), for `neuronkit detect`.
+autoload_failure: str | None = None
 PLACEHOLDER_MODULES = {"torch_neuronx": "torch-neuronx", "neuronxcc": "neuronx-cc", "nki": "nki"}
 
 
@@ -132,7 +134,7 @@ def detect(probe: Probe | None = None) -> DeviceReport:
                           device_nodes=probe.device_nodes(), notes=notes)
     device_module = _device_module(probe, decision)
     if decision.kind == "simulated" and device_module is None:
-        report.kind, report.reason = "none", neuronkit.device.autoload_failure or (
+        report.kind, report.reason = "none", autoload_failure or (
             "the simulator is not loaded in this process (PyTorch's backend autoload is off: "
             "TORCH_DEVICE_BACKEND_AUTOLOAD=0?)")
     if device_module is not None and report.kind != "none":

@@ -93,11 +93,10 @@ def _measured(args: argparse.Namespace) -> int:
                   instance=args.instance or _DEFAULT_INSTANCE, nodes=args.nodes, dtype=args.dtype,
                   micro_batch=args.batch or 1, seq_len=args.seq_len, microbatches=args.microbatches)
     inst = instance(result.instance)
-    est = training.estimate(model_shape(args.model), inst, result.layout, nodes=args.nodes,
-                            micro_batch=result.micro_batch, seq_len=args.seq_len,
-                            global_batch=result.microbatches * result.micro_batch * result.layout.fsdp
-                            * result.layout.dp, dtype=result.dtype, tokens=args.tokens,
-                            pricing=_pricing(args, inst))
+    est = training.estimate(model_shape(args.model), inst, result.layout, training.TrainingRun(
+        nodes=args.nodes, micro_batch=result.micro_batch, seq_len=args.seq_len,
+        global_batch=result.microbatches * result.micro_batch * result.layout.fsdp * result.layout.dp,
+        dtype=result.dtype, tokens=args.tokens), pricing=_pricing(args, inst))
     document = {**result.to_dict(), "estimate": est.to_dict()["estimate"]}
     _emit(args.json, document, result.table() + "\n\n" + "\n".join(text.training(est)))
     return 0 if result.fits else 1
@@ -141,17 +140,17 @@ def _cost(args: argparse.Namespace) -> int:
         return 0 if found else 1
     inst = instance(args.instance or _DEFAULT_INSTANCE)
     if args.serve:
-        est = serving.estimate(shape, inst, tp=args.tp, batch=args.batch or 1, input_len=args.input_len,
-                               output_len=args.output_len, weights=args.weights or dtype, dtype=dtype,
-                               max_tpot_s=args.max_tpot_ms / 1e3 if args.max_tpot_ms else None,
-                               max_ttft_s=args.max_ttft_ms / 1e3 if args.max_ttft_ms else None,
-                               pricing=_pricing(args, inst))
+        est = serving.estimate(shape, inst, serving.ServingRun(
+            tp=args.tp, batch=args.batch or 1, input_len=args.input_len, output_len=args.output_len,
+            weights=args.weights or dtype, dtype=dtype,
+            max_tpot_s=args.max_tpot_ms / 1e3 if args.max_tpot_ms else None,
+            max_ttft_s=args.max_ttft_ms / 1e3 if args.max_ttft_ms else None), pricing=_pricing(args, inst))
         _emit(args.json, est.to_dict(), "\n".join(text.serving(est)))
         return 0 if est.fits else 1
     layout = resolve_layout(inst, args.nodes, tp=args.tp or 1, fsdp=args.fsdp, pp=args.pp, dp=args.dp)
-    est = training.estimate(shape, inst, layout, nodes=args.nodes, micro_batch=args.batch or 1, seq_len=args.seq_len,
-                            global_batch=args.global_batch, dtype=dtype, tokens=args.tokens,
-                            pricing=_pricing(args, inst))
+    est = training.estimate(shape, inst, layout, training.TrainingRun(
+        nodes=args.nodes, micro_batch=args.batch or 1, seq_len=args.seq_len, global_batch=args.global_batch,
+        dtype=dtype, tokens=args.tokens), pricing=_pricing(args, inst))
     note = ("memory here is the cost model's estimate (fused attention, sequence parallel); without "
             "--global-batch, `neuronkit plan` measures this layout with PyTorch's parallel APIs")
     _emit(args.json, est.to_dict(), "\n".join(text.training(est) + [f"note: {note}"]))

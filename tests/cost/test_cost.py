@@ -130,16 +130,18 @@ def test_a_mixture_of_experts_counts_its_active_experts(tmp_path):
 def test_training_estimate_of_the_published_8b_row():
     shape = validation._shape("Llama-3.1-8B")
     trn1 = instance("trn1.32xlarge")
-    est = training.estimate(shape, trn1, Layout(tp=32, dp=32), nodes=32, seq_len=8192, global_batch=1024)
+    est = training.estimate(shape, trn1, Layout(tp=32, dp=32),
+                            training.TrainingRun(nodes=32, seq_len=8192, global_batch=1024))
     assert est.microbatches == 32 and est.global_batch == 1024
     assert est.sequences_per_s == pytest.approx(47.95, rel=0.01)
     assert est.mfu < frozen().compute_fraction  # MFU counts the whole step, compute only part of it
     assert est.usd_per_hour == 32 * 21.50 and est.budget_tokens == 20 * shape.parameters
     assert est.usd == pytest.approx(est.hours * 32 * 21.50)
-    unpriced = training.estimate(shape, instance("trn2.48xlarge"), Layout(tp=8, fsdp=8), seq_len=8192)
+    unpriced = training.estimate(shape, instance("trn2.48xlarge"), Layout(tp=8, fsdp=8),
+                                 training.TrainingRun(seq_len=8192))
     assert unpriced.usd_per_hour is None and "no on-demand price" in unpriced.pricing.source
     with pytest.raises(NeuronkitInputError, match="uses 64 ranks"):
-        training.estimate(shape, trn1, Layout(tp=8, fsdp=8), seq_len=8192)
+        training.estimate(shape, trn1, Layout(tp=8, fsdp=8), training.TrainingRun(seq_len=8192))
 
 
 def test_cli_estimates_8b_and_70b_as_json(published_configs, capsys):
