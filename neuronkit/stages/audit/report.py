@@ -9,6 +9,7 @@ from typing import Any
 from neuronkit.compat.vocabulary import STATUSES
 from neuronkit.evidence import AuditEvidence
 from neuronkit.pipeline.record import RunDir
+from neuronkit.pipeline.stage import STAGE
 from neuronkit.reporting.model import KeyNumber, RunRecords
 
 
@@ -28,7 +29,7 @@ def key_numbers(run: RunRecords) -> list[KeyNumber]:
 def compat_section(run: RunDir) -> dict[str, Any] | None:
     """The report's "Public PyTorch APIs" block (compat.html.j2) and report.json's `compat`: the audit record's
     `apis`, counted per status. None when the run has no audit; `unavailable` when its record predates them."""
-    record = run.read("audit")
+    record = run.read("audit") if "audit" in STAGE else None  # a stage table of one's own may have no audit
     if record is None or record.evidence is None:
         return None
     evidence: AuditEvidence = record.evidence
