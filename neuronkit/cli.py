@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("neuronkit.checks.cli", "staged parity checks: CPU, eager on neuron, training, compiled"),
     "run": ("neuronkit.workbook.cli", "run the whole workbook with papermill and write the report"),
     "report": ("neuronkit.reporting.cli", "render report.html and report.json from a run directory"),
+    "compat": ("neuronkit.compat.cli", "the simulator's PyTorch API compatibility table, in AWS's vocabulary"),
     "plan": ("neuronkit.planner.cli", "per-rank memory and collectives of a parallel layout, before renting"),
     "port": ("neuronkit.port.cli", "find the CUDA in a training script, rewrite what is mechanical, run it"),
 }

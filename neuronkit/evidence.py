@@ -235,9 +235,25 @@ class AuditSummary:
     nki_ops: list[str] | None = fact("Custom NKI ops")
 
 
+@dataclass
+class AuditApi:
+    """One public PyTorch API the model called, in the public compatibility table's vocabulary
+    (neuronkit/compat/vocabulary.py); `namespace` is empty for a scope of non-public calls (`<optimizer>`)."""
+
+    namespace: str = fact("Namespace", doc="torch, torch.Tensor, torch.nn.functional, ...", default="")
+    api: str = fact("API", default="")
+    calls: int = fact("Calls", "count", default=0)
+    status: str = fact("Supported", doc="Y, CPU_FALLBACK, N, or unknown (the policy cannot settle it)", default="")
+    how: str = fact("Limitations", doc="Native, Host-only or Needs a process group; the ATen ops that fall back "
+                                      "or block, with why; why unknown", default="")
+    aten_ops: list[str] = fact("ATen ops", doc="the ops that decide the status", factory=list)
+    dtypes: list[str] = fact("Dtypes affected", doc="of a CPU fallback: the dtypes its calls ran on", factory=list)
+
+
 # The audit's JSON document (docs/audit-schema.md). 2: typed records, so every key is always present (null or
 # empty when it does not apply: `summary.nki_ops`, an op's `nki_est_us`); the policy's severities and remedies.
-AUDIT_SCHEMA_VERSION = 2
+# 3: `apis`, the model's public PyTorch calls in AWS's compatibility-table vocabulary.
+AUDIT_SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -254,6 +270,8 @@ class AuditEvidence:
                                     factory=dict)
     model: AuditedModel = fact("Audited model", factory=AuditedModel)
     versions: dict[str, str] = fact("Versions", factory=dict)
+    apis: list[AuditApi] = fact("Public APIs", doc="each public PyTorch API the model called, classified as "
+                                "AWS's compatibility table does", factory=list)
     schema_version: int = fact("Audit schema version", default=AUDIT_SCHEMA_VERSION)
 
 

@@ -1,4 +1,5 @@
-"""`neuronkit audit MODEL`: print what a model will do on Trainium; exit 1 on findings you refuse.
+"""`neuronkit audit MODEL`: print what a model will do on Trainium; exit 1 on findings you refuse. `--compat`
+adds the model's public PyTorch calls in AWS's compatibility-table vocabulary.
 
 Exit status: 0 ready (findings to plan for allowed), 1 blocker findings or findings of a `--fail-on`
 category exist, 2 bad input (one-line error).
@@ -26,6 +27,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="run the model on random weights instead of weightless (they must fit in memory; a "
                              "model whose code reads tensor values, e.g. transformers' eager MoE experts, is traced "
                              "on them anyway)")
+    parser.add_argument("--compat", action="store_true",
+                        help="list the public PyTorch APIs the model calls as AWS's compatibility table classifies "
+                             "them (Y Native/Host-only/Needs a process group, CPU_FALLBACK, N), after the summary")
     parser.add_argument("--fail-on", metavar="CATEGORY[,...]", default="",
                         help="exit 1 when findings of these categories exist (e.g. mha_mask,cpu_fallback)")
     parser.add_argument("--seq-len", type=int, default=DEFAULTS.seq_len, metavar="N",
@@ -44,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(report.to_json())
     else:
         print(report.table())
+        if args.compat:
+            print("\n" + report.compat_table())
         if args.json:
             report.to_json(args.json)
             print(f"\naudit JSON written to {args.json}")

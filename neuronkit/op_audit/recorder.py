@@ -10,6 +10,11 @@
   creates;
 - forward pre/post hooks on every submodule, keeping a stack of module paths.
 
+The function level also names each public PyTorch API the model calls (`torch.nn.functional.linear`,
+`torch.Tensor.view`) and the ATen ops each call ran (`apis`): what `neuronkit audit --compat` classifies in
+AWS's compatibility-table vocabulary. Ops that run outside any public call (the optimizer's private fused
+kernel, a module's fast path) are kept under their scope (`<optimizer>`).
+
 Backward ops are attributed to the module whose forward created their autograd node (else the
 `<backward>` scope); ops outside any module to the scope they ran in (`<optimizer>`, `<generate>`).
 """
@@ -31,6 +36,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from neuronkit import call_rules, preconditions
+from neuronkit.compat.names import public_name
 from neuronkit.nki import is_nki_op, nki_launch_name
 from neuronkit.policy import CPU_FALLBACK, INPUT_FALLBACK, NATIVE, Precondition, load_policy
 
@@ -89,6 +95,14 @@ class OpStats:
             paths[path] = paths.get(path, 0) + 1
 
 
+@dataclass
+class ApiStats:
+    """One public API across a recording: its calls, and the ATen ops they ran with the dtypes of each."""
+
+    calls: int = 0
+    ops: dict[str, set[torch.dtype]] = field(default_factory=dict)
+
+
 class OpRecorder:
     """Context manager recording ops into `ops` (keyed `aten::name`), with module paths from `model`.
 
@@ -98,6 +112,9 @@ class OpRecorder:
 
     def __init__(self, model: nn.Module | None = None) -> None:
         self.ops: dict[str, OpStats] = {}
+        self.apis: dict[str, ApiStats] = {}  # `namespace.api` (or a scope such as `<optimizer>`) -> its calls
+        self._api: str | None = None  # the public API being called now
+        self._api_names: dict[Any, str | None] = {}
         self.label_autograd = False
         self._model = model
         # Left padding is the rule of batched generation for decoder-only models (an encoder pads on the right).
@@ -190,6 +207,26 @@ class OpRecorder:
         if stats is None:
             stats = self.ops[name] = OpStats()
         stats.add(self._current_path(), tensors, n_inputs, found)
+        api = self.apis.get(self._api or self._scope)
+        if api is None:
+            api = self.apis[self._api or self._scope] = ApiStats()
+        api.ops.setdefault(name, set()).update(t.dtype for t in tensors)
+
+    def _enter_api(self, func: Any) -> str | None:
+        """Make `func` the API being called, unless one already is; returns the one to restore."""
+        previous = self._api
+        if previous is None:
+            if func not in self._api_names:
+                named = public_name(func)
+                self._api_names[func] = ".".join(named) if named else None
+            api = self._api_names[func]
+            if api is not None:
+                self._api = api
+                stats = self.apis.get(api)
+                if stats is None:
+                    stats = self.apis[api] = ApiStats()
+                stats.calls += 1
+        return previous
 
     def _op_info(self, func: Any) -> _OpInfo | None:
         """How to record an OpOverload; None for dispatcher bookkeeping.
@@ -405,6 +442,14 @@ class _FunctionLevel(TorchFunctionMode):
         recorder = self.recorder
         if not recorder._recording:
             return func(*args, **kwargs)
+        previous = recorder._enter_api(func)
+        try:
+            return self._call(func, args, kwargs)
+        finally:
+            recorder._api = previous
+
+    def _call(self, func, args, kwargs):
+        recorder = self.recorder
         if func is torch._C._nn.scaled_dot_product_attention:
             out = self._sdpa(func, args, kwargs)
         elif func is torch.dropout or func is F.dropout:

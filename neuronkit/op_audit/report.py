@@ -80,9 +80,24 @@ class AuditReport(AuditEvidence):
             lines.append(f"    remedy: {group[0].remedy}")
         return "\n".join(lines)
 
+    def compat_table(self) -> str:
+        """The model's public PyTorch calls in AWS's compatibility-table vocabulary, most severe first."""
+        m = self.model
+        lines = [f"{m.name}: {len(self.apis)} public PyTorch APIs called ({'+'.join(m.phases)}), as AWS's "
+                 "compatibility table classifies them", ""]
+        width = max((len(_api_name(a.namespace, a.api)) for a in self.apis), default=0)
+        for a in self.apis:
+            dtypes = f" [{', '.join(a.dtypes)}]" if a.dtypes else ""
+            lines.append(f"  {_api_name(a.namespace, a.api):<{width}}  {a.status:<12} x{a.calls:<6} {a.how}{dtypes}")
+        return "\n".join(lines)
+
     def _repr_html_(self) -> str:
         """The readable summary in a notebook cell (escaped)."""
         return f"<pre>{html.escape(self.table())}</pre>"
+
+
+def _api_name(namespace: str, api: str) -> str:
+    return f"{namespace}.{api}" if namespace else f"(outside a public call) {api}"
 
 
 def _pct(value: float | None) -> str:

@@ -29,6 +29,7 @@ import neuronkit
 from neuronkit import inputs as example, models
 from neuronkit.evidence import AuditedModel
 from neuronkit.op_audit.classify import classify
+from neuronkit.op_audit.compat import api_rows
 from neuronkit.op_audit.recorder import BACKWARD, GENERATE, OpRecorder
 from neuronkit.op_audit.report import AuditReport
 from neuronkit.calling import call, generation_prompt, greedy
@@ -76,10 +77,11 @@ def audit(model: nn.Module | PretrainedConfig | str | os.PathLike, example_input
         module, inputs, recorder = trace(target)
     policy = load_policy()
     ops, findings, summary = classify(recorder.ops, policy)
+    apis = api_rows(recorder.apis, ops, findings, policy)
     phases = ["forward"] + ["backward"] * backward + ["optimizer_step"] * optimizer_step + ["generate"] * generate
     return AuditReport(summary=summary, ops=ops, findings=findings, severities=dict(policy.severity),
                        remedies=dict(policy.remedies), model=target.describe(module, inputs, phases, dtype),
-                       versions=_versions())
+                       versions=_versions(), apis=apis)
 
 
 def _trace(target: _Target, *, example_inputs: Any, batch_size: int, seq_len: int, backward: bool,

@@ -38,6 +38,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     from neuronkit.reporting.charts import render_charts
     from neuronkit.reporting.cost import cost_section
     from neuronkit.reporting.render import render_html
+    from neuronkit.stages.audit.report import compat_section
 
     model = build_model(RunDir(run_dir))
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
@@ -46,10 +47,12 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None) -> ReportPath
     scale_out = distributed_record.read(run_dir)  # notebook 07's card, outside the stage model
     script = script_record.read(run_dir)  # `neuronkit run --script`'s section, outside the verdict
     cost = cost_section(run_dir, model.reproduce["params"])  # "What it will cost", outside the verdict
+    compat = compat_section(RunDir(run_dir))  # the audit's public APIs in AWS's vocabulary
     charts = render_charts(model.charts, host_timing=model.device != "real")
-    paths.html.write_text(render_html(model, charts, scale_out, script, cost), encoding="utf-8")
+    paths.html.write_text(render_html(model, charts, scale_out, script, cost, compat), encoding="utf-8")
     doc = {**model.to_json(), **({"distributed": scale_out} if scale_out else {}),
            **({"script": script} if script else {}),
-           "cost": cost.get("record") or {"unavailable": cost["unavailable"]}}
+           "cost": cost.get("record") or {"unavailable": cost["unavailable"]},
+           **({"compat": compat} if compat else {})}
     paths.json.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return paths

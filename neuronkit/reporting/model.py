@@ -20,9 +20,9 @@ from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.reporting.evidence import EvidenceItem, evidence_items
 from neuronkit.run_command import run_command
 
-REPORT_SCHEMA_VERSION = 4  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
+REPORT_SCHEMA_VERSION = 5  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
 # each key number's `number` and `unit`, next_steps, ran_on. 4: a key number's `clock`; forward time and
-# compiled speed-up key numbers
+# compiled speed-up key numbers. 5: `compat`, the audit's public PyTorch APIs in AWS's compatibility vocabulary
 MAX_OP_ROWS = 2000  # rows of the op table in the HTML; the audit record keeps every op
 
 VERDICTS: dict[str, str] = {

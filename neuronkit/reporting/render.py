@@ -80,10 +80,12 @@ def render_card(record: StageResult) -> str:
 
 
 def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, Any] | None = None,
-                script: dict[str, Any] | None = None, cost: dict[str, Any] | None = None) -> str:
+                script: dict[str, Any] | None = None, cost: dict[str, Any] | None = None,
+                compat: dict[str, Any] | None = None) -> str:
     """The report page, with the scale-out card when `distributed` (notebook 07's record) is given, the
     "Your script" section when `script` (script.json) is, and "What it will cost" when `cost`
-    (neuronkit.reporting.cost) is. Every model string is escaped by jinja2; the data JSON is embedded inert."""
+    (neuronkit.reporting.cost) is, and "Public PyTorch APIs" when `compat` (the audit's, in AWS's compatibility
+    vocabulary: neuronkit.stages.audit.report) is. Every model string is escaped by jinja2; the data JSON is embedded inert."""
     template = _environment().get_template("report.html.j2")
     return template.render(
         m=model,
@@ -101,6 +103,7 @@ def render_html(model: ReportModel, charts: list[Chart], distributed: dict[str, 
         distributed=distributed,
         script=script,
         cost=cost,
+        compat=compat,
         zip=zip,
     )
 

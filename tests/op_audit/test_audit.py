@@ -239,8 +239,9 @@ def test_json_document_follows_the_schema(tmp_path):
     report = audit(Net(Fn(lambda x: torch.cumprod(x, 0))), (torch.randn(4),))
     data = json.loads(report.to_json(tmp_path / "audit.json"))
     assert json.loads((tmp_path / "audit.json").read_text()) == data
-    assert data["schema_version"] == 2
-    assert set(data) == {"schema_version", "model", "versions", "summary", "ops", "findings", "severities", "remedies"}
+    assert data["schema_version"] == 3
+    assert set(data) == {"schema_version", "model", "versions", "summary", "ops", "findings", "severities", "remedies",
+                         "apis"}
     assert set(data["model"]) == {"name", "class", "architecture", "model_type", "num_parameters", "dtype",
                                   "weightless", "weights", "inputs", "phases", "retraced"}
     assert set(data["versions"]) >= {"torch", "transformers", "neuronkit"}

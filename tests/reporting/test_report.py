@@ -371,8 +371,9 @@ def test_bulky_records_stay_out_of_the_page(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(render_module, "EMBED_RECORDS_BYTES", 10_000)
     html, data, _ = render(full_run(tmp_path))
     embedded = embedded_data(html)
-    # the page's data is the report model's; the side sections (cost, scale-out, script) render as sections
-    assert embedded["report"] == {k: v for k, v in data.items() if k not in ("cost", "distributed", "script")}
+    # the page's data is the report model's; the side sections (cost, scale-out, script, compat) render as sections
+    assert embedded["report"] == {k: v for k, v in data.items()
+                                  if k not in ("cost", "distributed", "script", "compat")}
     assert embedded["records"] is None
     assert f"{tmp_path}/stages/" in embedded["records_omitted"]
 
@@ -392,7 +393,7 @@ def test_report_json_has_stable_keys(full_report: Any) -> None:
     run_dir = paths.json.parent
     assert list(data) == ["schema_version", "model", "run_dir", "device", "verdict", "verdict_label", "reasons",
                           "ran_on", "missing_stages", "stages", "blockers", "warnings", "audit", "key_numbers",
-                          "next_steps", "reproduce", "cost"]
+                          "next_steps", "reproduce", "cost", "compat"]
     assert "not found" in data["cost"]["unavailable"]  # a hub name, not on this machine: no estimate, and why
     assert list(data["stages"]) == list(STAGES)
     assert set(data["stages"]["eager"]) == {"title", "status", "summary", "error", "duration_s",
