@@ -22,6 +22,7 @@ Backward ops are attributed to the module whose forward created their autograd n
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -415,11 +416,32 @@ def _scalar_overload(func: Any, args: tuple) -> Any:
 
 
 @functools.cache
+def _structured_delegates() -> frozenset[str]:
+    """The ops whose CompositeExplicitAutogradNonFunctional kernel ATen generates to call a structured out=
+    kernel (`structured_delegate:` in native_functions.yaml, as torchgen ships it with this torch), as
+    `name` or `name.overload`. Other kernels of that key are hand-written composites (`linalg_pinv`'s calls
+    SVD), which the device runs as their parts."""
+    import torchgen
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml")
+    try:
+        with open(path, encoding="utf-8") as f:
+            entries = f.read().split("\n- func: ")
+    except OSError:
+        return frozenset()
+    return frozenset(entry.split("(", 1)[0] for entry in entries[1:] if "\n  structured_delegate:" in entry)
+
+
+@functools.cache
 def _structured_out(func: Any) -> Any:
     """The out= overload a structured op's CompositeExplicitAutogradNonFunctional kernel calls: same name
     (an in-place op's without its trailing underscore), same argument types, and outputs; None for the
-    other kernels of that key (the `*_scatter` and `*_copy` ones), which are run as they are."""
+    other kernels of that key (the `*_scatter` and `*_copy` ones, hand-written composites), which are run
+    as they are."""
     base = func._schema.name.split("::", 1)[-1]
+    overload = func._overloadname
+    if (base if overload == "default" else f"{base}.{overload}") not in _structured_delegates():
+        return None
     packet = getattr(torch.ops.aten, base.rstrip("_") if base.endswith("_") else base, None)
     want = [str(a.type) for a in func._schema.arguments]
     for name in packet.overloads() if packet is not None else ():
