@@ -28,13 +28,15 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files only, never from the Hub
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
-run_dir: str = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote
+model: str = "tiny-qwen3"  # the model notebooks 00-05 ran
+run_dir: str = ""          # the run directory they wrote ("": runs/<model name> at the repository root)
 
 # %%
 from neuronkit import report
-from neuronkit.workbook import display, lesson
+from neuronkit.workbook import display, lesson, report_dir
 
-paths = report(run_dir)
+paths = report(report_dir(model, run_dir))  # the records the run has (none yet: it stops here); the rest, missing
+run_dir = str(paths.json.parent)  # the run directory ("" made the model's own)
 verdict = paths.model  # what report.html and report.json say: verdict, reasons, next steps, stage cards
 
 # %% [markdown]
