@@ -265,9 +265,12 @@ lesson.folded(display.show(result), f"Full record: compile {result.status} — {
 # and count the graphs in `torch.neuron.get_dynamo_metrics()`; then add `fullgraph=True` to your own
 # model's `torch.compile` and see whether it holds.
 #
-# **Recap.** `torch.compile(model, backend="neuron", dynamic=False)` compiles on the first call, forward then
-# backward, and reuses the graphs for shapes it has seen. A graph break splits the model (an error under
-# `fullgraph=True`); `dynamic=True` is refused, so bound the input shapes with a few padded buckets.
+# ## Recap
+#
+# - `torch.compile(model, backend="neuron", dynamic=False)` compiles on the first call, forward then
+#   backward, and reuses the graphs for shapes it has seen.
+# - A graph break splits the model (an error under `fullgraph=True`).
+# - `dynamic=True` is refused, so bound the input shapes with a few padded buckets.
 #
 # ## Next
 

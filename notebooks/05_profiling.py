@@ -213,9 +213,12 @@ print("host-only trace:", f"{OUTPUT_DIR}/decode_step_host.json")
 # Profile a training step instead of inference: keep the `labels` in the batch, call
 # `net(**batch).loss.backward()` inside the profiler, and see which backward ops take the device time.
 #
-# **Recap.** Warm up first, then profile with `torch.profiler` plus `NeuronConfig`; `key_averages()`
-# ranks the ops, `export_chrome_trace` and `NeuronProfiler` write traces to open. On the simulator read
-# the ranking, not the times. A CPU fallback shows as an op with no device row and copies around it.
+# ## Recap
+#
+# - Warm up first, then profile with `torch.profiler` plus `NeuronConfig`; `key_averages()` ranks the ops,
+#   `export_chrome_trace` and `NeuronProfiler` write traces to open.
+# - On the simulator read the ranking, not the times.
+# - A CPU fallback shows as an op with no device row and copies around it.
 #
 # ## Next
 

@@ -142,9 +142,12 @@ lesson.interactive(display.compare_widget(run_dir),
 # Change the gate above to fail on another category of finding (`summary["warnings"]` lists what this run
 # has), or run `neuronkit report RUN_DIR --fail-on cpu_fallback` in a terminal and read its exit status.
 #
-# **Recap.** The report reads the stages' records and never re-runs the model. `report.html` is for
-# people, `report.json` for scripts: the verdict, each finding with the phase it was seen in, the key
-# numbers with units. A CPU fallback only `generate()` makes is not one in the model's path.
+# ## Recap
+#
+# - The report reads the stages' records (whatever exist) and never re-runs the model.
+# - `report.html` is for people, `report.json` for scripts: the verdict, each finding with the phase it was
+#   seen in, the key numbers with units.
+# - A CPU fallback only `generate()` makes is not one in the model's path.
 #
 # ## Next
 #
