@@ -12,8 +12,19 @@ DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
 class NeuronkitInputError(ValueError):
     """Bad user input (missing or corrupt checkpoint, unknown architecture, wrong parameter type).
 
-    The CLI prints its message on one line and exits with status 2.
+    The CLI prints its message on one line and exits with status 2; a notebook shows its message alone, with
+    no traceback (`_render_traceback_`).
     """
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this error in a notebook, instead of a traceback through neuronkit's code:
+        the message, which says what to change (IPython calls this hook of an exception it displays)."""
+        return str(self).splitlines() or [type(self).__name__]
+
+
+class NeuronkitMissingStage(NeuronkitInputError):
+    """A notebook run before the stage records it needs exist (or pass): the message names what is missing
+    and the command that makes it (`neuronkit.pipeline.flow.require`)."""
 
 
 def positive_int_problem(name: str, value: Any) -> str | None:

@@ -41,13 +41,23 @@ def hbm_budget(index: int = 0) -> int:
     return free
 
 
+def is_fake(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` is a FakeTensor (shapes and dtypes, no data)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(tensor, FakeTensor)
+
+
 def model_bytes(model_or_config: Any, dtype: torch.dtype | None = None) -> int:
     """Bytes of parameters and buffers: counted on a model, estimated on the meta device for a config."""
     if isinstance(model_or_config, torch.nn.Module):
         tensors = list(model_or_config.parameters()) + list(model_or_config.buffers())
         seen, total = set(), 0
         for t in tensors:
-            key = (t.untyped_storage().data_ptr(), t.storage_offset(), t.numel()) if t.device.type != "meta" else id(t)
+            # A meta or fake tensor (the audit's weightless FakeTensorMode model) has no storage to share: counted
+            # by identity (a tied weight is one Parameter), never by a data pointer, which a FakeTensor only warns of.
+            key = id(t) if t.device.type == "meta" or is_fake(t) else \
+                (t.untyped_storage().data_ptr(), t.storage_offset(), t.numel())
             if key not in seen:
                 seen.add(key)
                 total += t.numel() * (_DTYPE_BYTES.get(dtype, t.element_size()) if dtype else t.element_size())

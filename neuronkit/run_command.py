@@ -18,9 +18,10 @@ _DEFAULTS: dict[str, Any] = {"layers": DEFAULTS.layers, "full_model": DEFAULTS.f
 _PLACES = ("model", "run_dir", "out")
 
 
-def run_command(model: str, out: str, params: dict[str, Any]) -> str:
-    """`neuronkit run MODEL --out OUT` with `params` as options, shell-quoted."""
-    command = ["neuronkit", "run", str(model), "--out", str(out)]
+def run_command(model: str, out: str | None, params: dict[str, Any]) -> str:
+    """`neuronkit run MODEL --out OUT` with `params` as options, shell-quoted (`out` None: the default run
+    directory, runs/<model name>, and no `--out`)."""
+    command = ["neuronkit", "run", str(model), *(["--out", str(out)] if out is not None else [])]
     for key, value in params.items():
         if key in _PLACES or (key in _DEFAULTS and value == _DEFAULTS[key]):
             continue

@@ -37,12 +37,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
 model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+run_dir: str = ""                    # this run's directory ("": runs/<model name> at the repository root)
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
 layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
 full_model: bool = False             # run the whole model, however large
+random_weights: bool = False         # run a checkpoint without weights on random ones
 
 # %% [markdown]
 # The cell below validates the parameters before anything is loaded: a missing checkpoint, a value of
@@ -54,7 +55,7 @@ from neuronkit.stages.environment import run as environment
 from neuronkit.workbook import display, lesson, parameters
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
-                    layers=layers, full_model=full_model)
+                    layers=layers, full_model=full_model, random_weights=random_weights)
 params
 
 # %% [markdown]

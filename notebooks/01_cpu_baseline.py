@@ -28,12 +28,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
 model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+run_dir: str = ""                    # this run's directory ("": runs/<model name> at the repository root)
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
 layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
 full_model: bool = False             # run the whole model, however large
+random_weights: bool = False         # run a checkpoint without weights on random ones
 
 prompt: str = "A migration starts with"  # causal LM: text to continue; encoder: text with a [MASK]
 max_new_tokens: int = 16                 # tokens of greedy generation
@@ -42,10 +43,11 @@ timing_steps: int = 5                    # timed forward passes (after one warm-
 # %%
 from neuronkit.pipeline import session
 from neuronkit.stages.cpu_baseline import run as cpu_baseline
-from neuronkit.workbook import display, lesson, parameters
+from neuronkit.workbook import display, lesson, parameters, prerequisites
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
-                    layers=layers, full_model=full_model)
+                    layers=layers, full_model=full_model, random_weights=random_weights)
+prerequisites(params, "cpu_baseline")  # a record this notebook needs is missing: it stops here
 params
 
 # %% [markdown]

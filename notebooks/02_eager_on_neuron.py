@@ -25,7 +25,7 @@
 # every value inspectable: it is the debugging mode, and the first thing to get right.
 #
 # This notebook moves the model to `neuron` and runs it, then holds the device to notebook 01's reference:
-# outputs within tolerance, the same top-1 tokens, the same greedy generation, and the seed article's
+# outputs within tolerance, the same top-1 tokens, the same greedy generation, and a plain PyTorch
 # training loop on both devices with the same losses and gradient norms (the loss curves are plotted).
 
 # %% tags=["parameters"]
@@ -36,12 +36,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
 model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+run_dir: str = ""                    # this run's directory ("": runs/<model name> at the repository root)
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
 layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
 full_model: bool = False             # run the whole model, however large
+random_weights: bool = False         # run a checkpoint without weights on random ones
 
 device: str = "neuron"    # the NeuronCore to run on, e.g. "neuron:0"
 train_steps: int = 2      # SGD steps compared between CPU and neuron
@@ -52,10 +53,11 @@ import transformers
 
 from neuronkit.pipeline import session
 from neuronkit.stages.eager import run as eager
-from neuronkit.workbook import display, lesson, parameters
+from neuronkit.workbook import display, lesson, parameters, prerequisites
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
-                    layers=layers, full_model=full_model)
+                    layers=layers, full_model=full_model, random_weights=random_weights)
+prerequisites(params, "eager")  # a record this notebook needs is missing: it stops here
 session.neuron_device(device)  # a core this machine does not have is refused here, in one line
 setup = session.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
@@ -66,7 +68,7 @@ params
 # %% [markdown]
 # ## The one-line change
 #
-# The seed article's training loop; only the first line is new:
+# A plain PyTorch training loop; only the first line is new:
 #
 # ```python
 # model = MyModel().to("neuron")   # the only change
@@ -172,7 +174,7 @@ lesson.folded(display.show(result), f"Full record: eager {result.status} — {re
 #
 # ## Your training loop, on the device
 #
-# The seed article's loop on the model you loaded, now that the stage has checked it (training changes its
+# The training loop above, on the model you loaded, now that the stage has checked it (training changes its
 # weights, so it comes after). Each step's loss comes back to the host with `.item()`, which waits for the
 # device. A model with no loss of its own (a base model, a sentence encoder) trains here on a surrogate, the
 # mean square of its first output: not a task, but a backward through every layer, as the stage's is.

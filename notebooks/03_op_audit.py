@@ -37,12 +37,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
 model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+run_dir: str = ""                    # this run's directory ("": runs/<model name> at the repository root)
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
 layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
 full_model: bool = False             # run the whole model, however large
+random_weights: bool = False         # run a checkpoint without weights on random ones
 
 training: bool = True   # also audit backward and one optimizer step (AdamW)
 generate: bool = False  # also audit greedy generate() (causal LMs; runs on random weights, needs the memory)
@@ -52,10 +53,11 @@ import transformers
 
 from neuronkit.pipeline import session
 from neuronkit.stages.audit import run as audit
-from neuronkit.workbook import display, lesson, parameters
+from neuronkit.workbook import display, lesson, parameters, prerequisites
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
-                    layers=layers, full_model=full_model)
+                    layers=layers, full_model=full_model, random_weights=random_weights)
+prerequisites(params, "audit")  # a record this notebook needs is missing: it stops here
 setup = session.recipe(params)  # the checkpoint, layer slice and example inputs of notebook 01
 transformers.logging.disable_progress_bar()  # no weight-loading bars in executed notebooks
 path, slice_kwargs, inputs = setup.path, setup.slice_kwargs, setup.inputs

@@ -36,12 +36,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
 model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+run_dir: str = ""                    # this run's directory ("": runs/<model name> at the repository root)
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
 layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
 full_model: bool = False             # run the whole model, however large
+random_weights: bool = False         # run a checkpoint without weights on random ones
 
 device: str = "neuron"  # the NeuronCore to compile for, e.g. "neuron:0"
 timing_runs: int = 5    # interleaved eager/compiled timings (medians)
@@ -49,10 +50,11 @@ prompts_file = None     # your prompts, one per line, for bucket advice (None: d
 max_buckets: int = 4    # at most this many bucket lengths, i.e. compilations
 
 # %%
-from neuronkit.workbook import display, lesson, parameters
+from neuronkit.workbook import display, lesson, parameters, prerequisites
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
-                    layers=layers, full_model=full_model)
+                    layers=layers, full_model=full_model, random_weights=random_weights)
+prerequisites(params, "compile")  # a record this notebook needs is missing: it stops here
 params
 
 # %% [markdown]
@@ -171,8 +173,8 @@ if ev.graph_breaks:
 #
 # ## Two rules, broken on purpose
 #
-# On a small module (milliseconds to compile). First the other way to choose the backend, from the seed
-# article: set it once for the process, before the first compilation, then compile modules in place with
+# On a small module (milliseconds to compile). First the other way to choose the backend, which TorchNeuron's
+# documentation also shows: set it once for the process, before the first compilation, then compile modules in place with
 # `Module.compile()`. Then a **graph break**: a `print` in the middle of `forward` is Python the graph
 # cannot hold, and `fullgraph=True` turns the break into an error.
 
@@ -263,9 +265,12 @@ lesson.folded(display.show(result), f"Full record: compile {result.status} — {
 # and count the graphs in `torch.neuron.get_dynamo_metrics()`; then add `fullgraph=True` to your own
 # model's `torch.compile` and see whether it holds.
 #
-# **Recap.** `torch.compile(model, backend="neuron", dynamic=False)` compiles on the first call, forward then
-# backward, and reuses the graphs for shapes it has seen. A graph break splits the model (an error under
-# `fullgraph=True`); `dynamic=True` is refused, so bound the input shapes with a few padded buckets.
+# ## Recap
+#
+# - `torch.compile(model, backend="neuron", dynamic=False)` compiles on the first call, forward then
+#   backward, and reuses the graphs for shapes it has seen.
+# - A graph break splits the model (an error under `fullgraph=True`).
+# - `dynamic=True` is refused, so bound the input shapes with a few padded buckets.
 #
 # ## Next
 

@@ -20,7 +20,7 @@
 # where its time goes. TorchNeuron plugs into the standard `torch.profiler`: `NeuronConfig` extends it
 # with device and runtime capture, device activity is reported as `ProfilerActivity.PrivateUse1`, and
 # `NeuronProfiler(...).export_trace` writes a trace for Neuron Explorer plus Parquet tables (per-op and
-# per-engine metrics meant for scripts, or an agent, to analyse). This notebook runs the seed article's
+# per-engine metrics meant for scripts, or an agent, to analyse). This notebook runs that documented
 # profiler recipe on your model's forward pass on `neuron` and plots the hottest ops.
 
 # %% tags=["parameters"]
@@ -31,12 +31,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files onl
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
 model: str = "tiny-qwen3"            # a bundled model (tiny-qwen3, tiny-bert) or your checkpoint directory
-run_dir: str = "../runs/tiny-qwen3"  # this run's directory: every notebook of one run uses the same one
+run_dir: str = ""                    # this run's directory ("": runs/<model name> at the repository root)
 dtype: str = "float32"               # float32, bfloat16 or float16
 seq_len: int = 16                    # tokens per example input
 batch_size: int = 1                  # example inputs per batch
 layers: int = 0                      # blocks of a layer slice to run (0: as many as fit the budget)
 full_model: bool = False             # run the whole model, however large
+random_weights: bool = False         # run a checkpoint without weights on random ones
 
 device: str = "neuron"  # the NeuronCore to profile on, e.g. "neuron:0"
 steps: int = 5          # profiled forward passes (and as many plain, timed ones to measure overhead)
@@ -45,10 +46,11 @@ top: int = 15           # ops kept in the stage record, by device time
 
 # %%
 from neuronkit.stages.profile import run as profile
-from neuronkit.workbook import display, lesson, parameters
+from neuronkit.workbook import display, lesson, parameters, prerequisites
 
 params = parameters(model=model, run_dir=run_dir, dtype=dtype, seq_len=seq_len, batch_size=batch_size,
-                    layers=layers, full_model=full_model)
+                    layers=layers, full_model=full_model, random_weights=random_weights)
+prerequisites(params, "profile")  # a record this notebook needs is missing: it stops here
 params
 
 # %% [markdown]
@@ -68,7 +70,7 @@ inputs = {name: tensor for name, tensor in subject.inputs.items() if name != "la
 OUTPUT_DIR = str(params.run.artifact_dir("profile"))  # the run's profile directory
 
 # %% [markdown]
-# The seed article's recipe, on your model. `warmup` unprofiled passes first, so that first-call NEFF
+# The profiler recipe, on your model. `warmup` unprofiled passes first, so that first-call NEFF
 # compilation never shows up as a hot spot; then a profile of `steps` passes. `NeuronConfig` adds the device
 # and the runtime to the standard profiler, `ProfilerActivity.PrivateUse1` is the device's activity, and
 # `NeuronProfiler(...).export_trace` writes the trace for Neuron Explorer (PyTorch's Chrome trace with a
@@ -211,9 +213,12 @@ print("host-only trace:", f"{OUTPUT_DIR}/decode_step_host.json")
 # Profile a training step instead of inference: keep the `labels` in the batch, call
 # `net(**batch).loss.backward()` inside the profiler, and see which backward ops take the device time.
 #
-# **Recap.** Warm up first, then profile with `torch.profiler` plus `NeuronConfig`; `key_averages()`
-# ranks the ops, `export_chrome_trace` and `NeuronProfiler` write traces to open. On the simulator read
-# the ranking, not the times. A CPU fallback shows as an op with no device row and copies around it.
+# ## Recap
+#
+# - Warm up first, then profile with `torch.profiler` plus `NeuronConfig`; `key_averages()` ranks the ops,
+#   `export_chrome_trace` and `NeuronProfiler` write traces to open.
+# - On the simulator read the ranking, not the times.
+# - A CPU fallback shows as an op with no device row and copies around it.
 #
 # ## Next
 

@@ -28,13 +28,15 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # load models from local files only, never from the Hub
 os.environ.setdefault("TQDM_DISABLE", "1")    # no progress bars in executed notebooks
 
-run_dir: str = "../runs/tiny-qwen3"  # the run directory notebooks 00-05 wrote
+model: str = "tiny-qwen3"  # the model notebooks 00-05 ran
+run_dir: str = ""          # the run directory they wrote ("": runs/<model name> at the repository root)
 
 # %%
 from neuronkit import report
-from neuronkit.workbook import display, lesson
+from neuronkit.workbook import display, lesson, report_dir
 
-paths = report(run_dir)
+paths = report(report_dir(model, run_dir))  # the records the run has (none yet: it stops here); the rest, missing
+run_dir = str(paths.json.parent)  # the run directory ("" made the model's own)
 verdict = paths.model  # what report.html and report.json say: verdict, reasons, next steps, stage cards
 
 # %% [markdown]
@@ -140,9 +142,12 @@ lesson.interactive(display.compare_widget(run_dir),
 # Change the gate above to fail on another category of finding (`summary["warnings"]` lists what this run
 # has), or run `neuronkit report RUN_DIR --fail-on cpu_fallback` in a terminal and read its exit status.
 #
-# **Recap.** The report reads the stages' records and never re-runs the model. `report.html` is for
-# people, `report.json` for scripts: the verdict, each finding with the phase it was seen in, the key
-# numbers with units. A CPU fallback only `generate()` makes is not one in the model's path.
+# ## Recap
+#
+# - The report reads the stages' records (whatever exist) and never re-runs the model.
+# - `report.html` is for people, `report.json` for scripts: the verdict, each finding with the phase it was
+#   seen in, the key numbers with units.
+# - A CPU fallback only `generate()` makes is not one in the model's path.
 #
 # ## Next
 #

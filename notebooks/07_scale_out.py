@@ -289,10 +289,10 @@ if scale_out and (Path(run_dir) / "stages").is_dir():
 # %% [markdown]
 # ## TorchTitan on simulated cores
 #
-# The article's recipe: TorchTitan trains Llama 3 with FSDP2 and `--compile.enable --compile.backend
+# The TorchTitan recipe: TorchTitan trains Llama 3 with FSDP2 and `--compile.enable --compile.backend
 # neuron`, launched by torchrun with one rank per core (`NEURON_RT_NUM_CORES`). Here it is torchtitan 0.3.0
 # as released, on its llama3 debug model, with a tokenizer and dataset made offline
-# (`neuronkit.titan.assets`) and the client-side changes the seed's `torchtitan-neuron` fork carries, each
+# (`neuronkit.titan.assets`) and the client-side changes a `torchtitan-neuron` fork needs, each
 # explained in `neuronkit/titan/shims.py`: FlexAttention's device check, the `neuron` backend for the
 # compiles torchtitan makes at import, a cos/sin RoPE instead of complex numbers, torch 2.13's missing
 # `set_timeout`, FlexAttention under a non-inductor backend, and parameter init that does not redraw the

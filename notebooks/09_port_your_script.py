@@ -20,7 +20,7 @@
 #
 # - **CUDA scripts**: `.cuda()`, `torch.cuda.synchronize()`, `autocast("cuda")`, a GradScaler,
 #   `init_process_group("nccl")`, cuDNN flags, and checks such as `if torch.cuda.is_available():`. The
-#   article's promise is "change `.to('cuda')` to `.to('neuron')`"; `neuronkit port` checks what else.
+#   promise of TorchNeuron's announcement is "change `.to('cuda')` to `.to('neuron')`"; `neuronkit port` checks what else.
 # - **PyTorch/XLA scripts** written for the XLA-based torch-neuronx: `xm.xla_device()`, `xm.mark_step()`,
 #   `xm.optimizer_step()`, `pl.MpDeviceLoader`. Neuron 2.30 ended PyTorch/XLA for training, so these must
 #   move to the native backend.

@@ -48,3 +48,19 @@ def test_model_too_large_names_size_and_budget():
 def test_wrong_model_type_is_rejected():
     with pytest.raises(NeuronkitInputError, match="Module or a transformers PretrainedConfig"):
         neuronkit.resolve_device_map("neuron", model_or_config="not a model")
+
+
+def test_model_bytes_of_a_fake_tensor_model_reads_no_data_pointer() -> None:
+    """The audit's weightless model (FakeTensorMode) is sized without touching a data pointer: torch warns
+    "Accessing the data pointer of FakeTensor ... almost definitely a bug in your code" (issue 34.6)."""
+    import warnings
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from neuronkit.placement import model_bytes
+
+    with FakeTensorMode():
+        fake = torch.nn.Linear(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert model_bytes(fake) == model_bytes(torch.nn.Linear(4, 4)) == 80

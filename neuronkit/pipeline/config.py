@@ -98,6 +98,23 @@ class Params:
         return {"model": self.model, **self.config.shared()}
 
 
+RUNS_FOLDER = "runs"
+
+
+def model_name(model: str | Path) -> str:
+    """A model's short name: a bundled name as it is, a checkpoint directory's folder name (a `config.json`
+    given: its folder's)."""
+    source = Path(model)
+    return source.parent.name if source.suffix == ".json" else source.name
+
+
+def default_run_dir(model: str | Path, root: str | Path = ".") -> Path:
+    """The run directory of `model` when none is given: `runs/<model name>` under `root`, the folder
+    `neuronkit run MODEL` is started in (the current one; for the notebooks, run in `notebooks/`, the
+    repository root `..`), so the CLI and the notebooks run by hand fill the same directory."""
+    return Path(root) / RUNS_FOLDER / model_name(model)
+
+
 def names() -> tuple[str, ...]:
     """The shared parameters' names, in order (the fields with a command-line flag)."""
     return tuple(f.name for f in fields(RunConfig) if "flag" in f.metadata)

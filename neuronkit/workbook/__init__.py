@@ -16,7 +16,9 @@ import importlib
 from typing import Any
 
 # Resolved on first use: importing the package imports none of its modules (the runner loads transformers).
-_EXPORTS = {"DTYPES": "params", "Params": "params", "parameters": "params", "NOTEBOOKS": "runner",
+_EXPORTS = {"DTYPES": "params", "Params": "params", "parameters": "params", "prerequisites": "params",
+            "report_dir": "params", "run_directory": "params",
+            "NOTEBOOKS": "runner",
             "Execution": "runner", "WorkbookResult": "runner", "run_workbook": "runner"}
 __all__ = sorted(_EXPORTS)
 

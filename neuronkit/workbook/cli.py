@@ -1,4 +1,4 @@
-"""`neuronkit run MODEL --out DIR`: the whole workbook from the command line.
+"""`neuronkit run MODEL [--out DIR]`: the whole workbook from the command line (DIR: runs/<model name>).
 
 Prints one line per notebook (stage status and seconds), the report's path and its verdict. Exit codes,
 as for `audit` and `check`: 0 ready (caveats allowed), 1 blocked, incomplete, a notebook failed (the
@@ -25,7 +25,9 @@ from neuronkit.workbook.runner import CELL_TIMEOUT_S, START_TIMEOUT_S
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the run subcommand's arguments."""
     parser.add_argument("model", metavar="MODEL", help="a bundled model (tiny-qwen3, tiny-bert) or a checkpoint directory")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run directory to fill")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="the run directory to fill (default runs/<model name>, where the notebooks run by hand "
+                             "write theirs)")
     run_config.add_arguments(parser)  # --dtype, --seq-len, --batch-size, --layers, --full-model
     run_config.add_inputs_argument(parser, "prompts.txt (one per line), the lengths notebook 04's bucket advice "
                                            "bounds (the same as -p prompts_file FILE)")
@@ -72,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs is not None:
         options["prompts_file"] = prompts_file(args.inputs, options.get("prompts_file"))
     execution = Execution(args.kernels, args.kernel, args.cell_timeout, args.start_timeout, args.notebooks)
-    result = run_workbook(args.model, args.out, run_config.from_args(args).with_options(**options), parameters=extra,
+    out = args.out if args.out is not None else run_config.default_run_dir(args.model)
+    result = run_workbook(args.model, out, run_config.from_args(args).with_options(**options), parameters=extra,
                           execution=execution, overwrite=args.overwrite, random_weights=args.random_weights)
     script_ok = record_script(script, args, result.run_dir) if script else True
     data = json.loads((result.run_dir / "report.json").read_text())

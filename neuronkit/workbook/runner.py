@@ -40,7 +40,7 @@ from neuronkit.pipeline.record import RunDir, StageResult, now
 from neuronkit.pipeline.session import hand_over
 from neuronkit.pipeline.stage import REPORT_NOTEBOOK as REPORT_STEM, STAGE, WORKBOOK, Stage
 from neuronkit.resources import notebooks_dir
-from neuronkit.workbook.params import check_declared_types, parameters as validate
+from neuronkit.workbook.params import UNDERWAY, check_declared_types, on_random_weights, validate, weightless
 
 # The stage notebooks in order (neuronkit/data/stages.toml), then the report notebook, which writes no record.
 REPORT_NOTEBOOK = f"{REPORT_STEM}.ipynb"
@@ -134,9 +134,10 @@ def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: Run
     import papermill
 
     folder = Path(execution.notebooks) if execution.notebooks is not None else notebooks_dir()
-    params = _validate(_absolute(model), str(Path(out).resolve()), config)
+    params = _validate(_absolute(model), str(Path(out).resolve()), config, random_weights)
     decided = preflight(params, random_weights)
-    shared = _with_absolute_paths({**params.to_dict(), "run_dir": params.run_dir, **parameters})
+    shared = _with_absolute_paths({**params.to_dict(), "run_dir": params.run_dir,
+                                   **({"random_weights": True} if random_weights else {}), **parameters})
     own = {stage.ipynb: _with_absolute_paths(_stage_values(config, stage)) for stage in WORKBOOK}
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
     declared = {name: set(found) for name, found in inspected.items()}
@@ -148,13 +149,8 @@ def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: Run
     check_declared_types({**{k: v for values in own.values() for k, v in values.items()}, **parameters},
                          {key: found[key]["inferred_type_name"] for found in inspected.values() for key in found})
     _empty_run_dir(Path(params.run_dir), overwrite)
-    if random_weights:
-        from neuronkit.models import save_random_checkpoint
-
-        source = Path(params.model)
-        name = source.parent.name if source.suffix == ".json" else source.name  # config.json: its folder
-        saved = save_random_checkpoint(params.model, Path(params.run_dir) / "random-weights" / name, config.dtype)
-        params = _validate(str(saved), params.run_dir, config)
+    if random_weights:  # saved once, here; each notebook's parameters(random_weights=True) finds it
+        params = _validate(on_random_weights(params).model, params.run_dir, config)
         shared["model"] = params.model
     hand_over(params, decided.model_slice, decided.inputs)
     if ensure_kernel(execution.kernel_name):
@@ -196,10 +192,10 @@ def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: Run
     return result
 
 
-def _validate(model: str, run_dir: str, config: RunConfig) -> Params:
+def _validate(model: str, run_dir: str, config: RunConfig, random_weights: bool = False) -> Params:
     """The run's parameters, validated as a notebook validates its parameters cell, with `config`'s stage
-    options kept."""
-    params = validate(model, run_dir, **config.shared())
+    options kept (a random-weights checkpoint is not saved yet: the run directory is cleared first)."""
+    params = validate(model, run_dir, **config.shared(), random_weights=random_weights)
     return Params(params.model, params.run_dir, config)
 
 
@@ -283,6 +279,9 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
         return False
 
     logged = 0
+    # For the notebooks' first cells (`prerequisites`): a stage started before a record it requires exists
+    # gets that record from this run, its stage cell waiting for it.
+    run.write_side_record(UNDERWAY, {"stages": [stage.name for stage in WORKBOOK]})
     try:
         while True:
             while settle() or start():
@@ -298,6 +297,7 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
             for future in done:
                 finished[running.pop(future).name] = future.result()
     finally:
+        (run.path / UNDERWAY).unlink(missing_ok=True)
         for gate in gates.values():  # a notebook is never left waiting (it is stopped with its kernel)
             gate.set()
     if waiting or finished:
@@ -337,9 +337,7 @@ def preflight(params: Params, random_weights: bool = False) -> Preflight:
     if random_weights:
         models.num_parameters(hf_config)  # the class builds from this config
     elif not models.has_weights(model):
-        raise NeuronkitInputError(f"{model} has no weights (*.safetensors or pytorch_model*.bin): the workbook runs "
-                                  "a checkpoint's own weights; pass --random-weights (random_weights=True) to run "
-                                  "it on random ones")
+        raise NeuronkitInputError(weightless(model))
     else:
         models.check_weights(model)
         models.check_shapes(model)

@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from neuronkit.pipeline.config import default_run_dir
 from neuronkit.pipeline.record import RunDir
 from neuronkit.run_command import run_command
 from neuronkit.workbook.params import DTYPES, Params
@@ -48,7 +49,7 @@ def filter_widget(frame: Any, by: list[str], text_column: str | None = None) -> 
 
 def notebook_command(model: str, dtype: str, seq_len: int, batch_size: int) -> str:
     """The `neuronkit run` command for these parameters, run from the repository root."""
-    return run_command(model, f"runs/{Path(model).name}",
+    return run_command(model, str(default_run_dir(model)),
                        {"dtype": dtype, "seq_len": seq_len, "batch_size": batch_size})
 
 
