@@ -2,7 +2,7 @@
 it runs.
 
 The public beta's table ("Supported PyTorch APIs and operators", Neuron 2.33; `docs/torch_api_compatibility.md`
-in aws-neuron/torch-neuronx, see /work/shared/mission/public-beta.md) marks each public API:
+in aws-neuron/torch-neuronx; the vocabulary and this rule: docs/compat-table.md) marks each public API:
   Y             Native (runs on the device), Host-only (Python on the host, no tensor computation), or
                 Needs a process group (requires `torch.distributed.init_process_group` first);
   CPU_FALLBACK  the named ATen operator runs on the CPU, with the dtypes affected where coverage differs;

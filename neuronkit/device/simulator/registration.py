@@ -3,8 +3,8 @@
 What this reproduces, from behaviour doc §1: the PrivateUse1 backend renamed `neuron`, `torch.neuron`
 as its device module, `tensor.neuron()` / `module.neuron()`, `torch.accelerator` integration, a
 `torch_neuronx` module with op tracking; from §2: a per-op kernel for every ATen op plus a boxed
-fallback; from §5: AutocastPrivateUse1 with upstream's lists (autocast.py). The mechanics follow
-shared/design/simulated-device.md (approach A2): real PrivateUse1 tensors over CPU memory. The device
+fallback; from §5: AutocastPrivateUse1 with upstream's lists (autocast.py). The mechanics are
+real PrivateUse1 tensors over CPU memory (docs/fidelity.md lists where they differ from the device). The device
 guard, hooks, generators and allocators are native (csrc/, built by setup.py), as in PyTorch's OpenReg
 and the real backend, so tensors live on `neuron:<index>`.
 """
