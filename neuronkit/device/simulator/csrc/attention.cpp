@@ -40,6 +40,16 @@ at::Tensor additive(const at::Tensor& allowed) {
   return at::zeros(allowed.sizes(), at::TensorOptions().dtype(at::kFloat)).masked_fill_(allowed.logical_not(), kNegInf);
 }
 
+// at::matmul(a, b) of two 4-D tensors with the same batch dimensions, computed as at::matmul computes it (each
+// reshaped to (batch, rows, columns), one bmm, the result viewed back) without its no-op expansions and its
+// dispatch: the same bmm on the same operands, so the same bits. Other shapes take at::matmul.
+at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() != 4 || b.dim() != 4 || a.size(0) != b.size(0) || a.size(1) != b.size(1)) return at::matmul(a, b);
+  const int64_t batch = a.size(0) * a.size(1);
+  return at::bmm(a.reshape({batch, a.size(2), a.size(3)}), b.reshape({batch, b.size(2), b.size(3)}))
+      .view({a.size(0), a.size(1), a.size(2), b.size(3)});
+}
+
 // The causal mask as an additive bias, (query length, key length): 0 on and below the diagonal, -inf above. Kept
 // per thread for the few shapes a model runs (a decoder calls it twice per layer with the same lengths); only
 // read (added to the logits), never written or returned. Large masks are built each call rather than held.
@@ -64,7 +74,7 @@ at::Tensor causal_bias(int64_t rows, int64_t cols) {
 // bias is an allow-mask.
 at::Tensor logits_of(const at::Tensor& query, const at::Tensor& key, const std::optional<at::Tensor>& bias,
                      bool is_causal, double scale) {
-  auto logits = at::matmul(query, key.transpose(-2, -1));
+  auto logits = batched_matmul(query, key.transpose(-2, -1));
   logits = logits.scalar_type() == at::kFloat ? logits.mul_(scale) : logits.to(at::kFloat).mul_(scale);
   if (is_causal) return logits.add_(causal_bias(query.size(-2), key.size(-2)));
   if (bias && bias->defined() && bias->numel() > 0) {
@@ -146,7 +156,7 @@ FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key_in
   if (dropout_p > 0.0) {
     probs = at::dropout(probs, dropout_p, /*train=*/true);
   }
-  auto output = output_like(query, at::matmul(probs.to(query.scalar_type()), value));
+  auto output = output_like(query, batched_matmul(probs.to(query.scalar_type()), value));
   auto cum = empty(at::kInt);
   return {output, lse, cum, cum.clone(), query.size(-2), key.size(-2), empty(at::kLong), empty(at::kLong),
           empty(query.scalar_type())};
@@ -161,11 +171,11 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
   double s = scale_of(query, scale);
   auto probs = probabilities(logits_of(query, key, attn_bias, is_causal, s), logsumexp);
   auto grad = grad_out.to(at::kFloat);
-  auto grad_value = at::matmul(probs.transpose(-2, -1), grad);
-  auto grad_probs = at::matmul(grad, value.to(at::kFloat).transpose(-2, -1));
+  auto grad_value = batched_matmul(probs.transpose(-2, -1), grad);
+  auto grad_probs = batched_matmul(grad, value.to(at::kFloat).transpose(-2, -1));
   auto grad_logits = probs * (grad_probs - (grad_probs * probs).sum(-1, /*keepdim=*/true));
-  auto grad_query = at::matmul(grad_logits, key.to(at::kFloat)) * s;
-  auto grad_key = at::matmul(grad_logits.transpose(-2, -1), query.to(at::kFloat)) * s;
+  auto grad_query = batched_matmul(grad_logits, key.to(at::kFloat)) * s;
+  auto grad_key = batched_matmul(grad_logits.transpose(-2, -1), query.to(at::kFloat)) * s;
   at::Tensor grad_bias;
   if (attn_bias.defined() && attn_bias.numel() > 0 && at::isFloatingType(attn_bias.scalar_type()) && !is_causal) {
     grad_bias = grad_logits.sum_to_size(attn_bias.sizes()).to(attn_bias.scalar_type());
