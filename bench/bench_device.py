@@ -106,6 +106,13 @@ def _commit(tree: Path) -> str:
 def against_baseline(args: argparse.Namespace, flags: str) -> None:
     """This tree against `args.baseline`, one process per run, the trees alternating."""
     trees = {"this": Path(__file__).resolve().parent.parent, "baseline": args.baseline.resolve()}
+    command = f"python bench/bench_device.py --rounds {args.rounds}{flags} --baseline {args.baseline} " \
+              f"--alternations {args.alternations}"
+    with Run("device", "Simulated device overhead", command) as run:  # its load before: the first process's
+        _against_baseline(run, trees, args, flags)
+
+
+def _against_baseline(run: Run, trees: dict[str, Path], args: argparse.Namespace, flags: str) -> None:
     ratios: dict[tuple[str, str], list[float]] = {}
     loads: dict[str, list[float]] = {arm: [] for arm in trees}
     for _ in range(args.alternations):
@@ -119,21 +126,18 @@ def against_baseline(args: argparse.Namespace, flags: str) -> None:
                 if line.startswith("{"):
                     row = json.loads(line)
                     ratios.setdefault((row["workload"], arm), []).append(row["ratio"])
-    command = f"python bench/bench_device.py --rounds {args.rounds}{flags} --baseline {args.baseline} " \
-              f"--alternations {args.alternations}"
-    with Run("device", "Simulated device overhead", command) as run:
-        run.columns(workload="workload", tree="tree", ratio=("median ratio", "{:.2f}x"),
-                    runs=("each process's ratio", "{:.2f}x"))
-        run.note = (f"This tree at {_commit(trees['this'])}, baseline {_commit(trees['baseline'])}. "
-                    f"Ratio = simulated neuron / CPU, each from one process of `bench_device.py --rounds "
-                    f"{args.rounds}{flags}` (CPU and neuron interleaved in it; medians of rounds); "
-                    f"{args.alternations} processes per tree, the trees alternating. 1-min load before each "
-                    f"process: this {loads['this']}, baseline {loads['baseline']}.")
-        for workload in dict.fromkeys(w for w, _ in ratios):
-            for arm in trees:
-                runs = ratios.get((workload, arm), [])
-                if runs:
-                    run.row(workload=workload, tree=arm, ratio=statistics.median(runs), runs=runs)
+    run.columns(workload="workload", tree="tree", ratio=("median ratio", "{:.2f}x"),
+                runs=("each process's ratio", "{:.2f}x"))
+    run.note = (f"This tree at {_commit(trees['this'])}, baseline {_commit(trees['baseline'])}. "
+                f"Ratio = simulated neuron / CPU, each from one process of `bench_device.py --rounds "
+                f"{args.rounds}{flags}` (CPU and neuron interleaved in it; medians of rounds); "
+                f"{args.alternations} processes per tree, the trees alternating. 1-min load before each "
+                f"process: this {loads['this']}, baseline {loads['baseline']}.")
+    for workload in dict.fromkeys(w for w, _ in ratios):
+        for arm in trees:
+            runs = ratios.get((workload, arm), [])
+            if runs:
+                run.row(workload=workload, tree=arm, ratio=statistics.median(runs), runs=runs)
 
 
 def main() -> None:
