@@ -8,16 +8,25 @@ bwd + AdamW) on the bundled tiny-qwen3 (batch 4 x 64 tokens; forward also at bat
 2,000 calls, interleaved, microseconds per call). `--cpu-time` times this process's CPU time on one
 thread instead of wall time, for a machine other jobs load (their CPU use then does not count).
 
-    python bench/bench_device.py [--rounds 5] [--skip-100m] [--cpu-time]
+With `--baseline DIR --alternations N` the script instead runs itself N times in this tree and N times in DIR
+(another neuronkit checkout with its extension built, imported through PYTHONPATH), one process each, the trees
+alternating (this, baseline, this, ...), and reports each workload's ratio per process and their median, per tree:
+a before/after comparison measured in one sitting.
+
+    python bench/bench_device.py [--rounds 5] [--skip-100m] [--cpu-time] [--baseline DIR [--alternations 3]]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -84,12 +93,64 @@ def per_op(run: Run, rounds: int) -> None:
     run.row(workload="8-element add, per op", cpu=c, neuron=n, ratio=n / c, unit="µs")
 
 
+def _commit(tree: Path) -> str:
+    """The tree's commit (with `+changes` when its work tree differs), or its directory's name outside git."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *argv], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") if (tree / ".git").exists() else ""
+    if not head:
+        return f"`{tree.name}` (not a git checkout)"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def against_baseline(args: argparse.Namespace, flags: str) -> None:
+    """This tree against `args.baseline`, one process per run, the trees alternating."""
+    trees = {"this": Path(__file__).resolve().parent.parent, "baseline": args.baseline.resolve()}
+    command = f"python bench/bench_device.py --rounds {args.rounds}{flags} --baseline {args.baseline} " \
+              f"--alternations {args.alternations}"
+    with Run("device", "Simulated device overhead", command) as run:  # its load before: the first process's
+        _against_baseline(run, trees, args, flags)
+
+
+def _against_baseline(run: Run, trees: dict[str, Path], args: argparse.Namespace, flags: str) -> None:
+    ratios: dict[tuple[str, str], list[float]] = {}
+    loads: dict[str, list[float]] = {arm: [] for arm in trees}
+    for _ in range(args.alternations):
+        for arm, tree in trees.items():
+            loads[arm].append(round(os.getloadavg()[0], 2))
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            out = subprocess.run([sys.executable, str(tree / "bench" / "bench_device.py"), "--rounds",
+                                  str(args.rounds), *flags.split()], cwd=tree, env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                if line.startswith("{"):
+                    row = json.loads(line)
+                    ratios.setdefault((row["workload"], arm), []).append(row["ratio"])
+    run.columns(workload="workload", tree="tree", ratio=("median ratio", "{:.2f}x"),
+                runs=("each process's ratio", "{:.2f}x"))
+    run.note = (f"This tree at {_commit(trees['this'])}, baseline {_commit(trees['baseline'])}. "
+                f"Ratio = simulated neuron / CPU, each from one process of `bench_device.py --rounds "
+                f"{args.rounds}{flags}` (CPU and neuron interleaved in it; medians of rounds); "
+                f"{args.alternations} processes per tree, the trees alternating. 1-min load before each "
+                f"process: this {loads['this']}, baseline {loads['baseline']}.")
+    for workload in dict.fromkeys(w for w, _ in ratios):
+        for arm in trees:
+            runs = ratios.get((workload, arm), [])
+            if runs:
+                run.row(workload=workload, tree=arm, ratio=statistics.median(runs), runs=runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip-100m", action="store_true")
     parser.add_argument("--cpu-time", action="store_true", help="process CPU time on one thread, not wall time")
+    parser.add_argument("--baseline", type=Path, help="another neuronkit checkout (extension built) to compare with")
+    parser.add_argument("--alternations", type=int, default=3, help="processes per tree with --baseline")
     args = parser.parse_args()
+    if args.baseline:
+        against_baseline(args, " --skip-100m" * args.skip_100m + " --cpu-time" * args.cpu_time)
+        return
     if args.cpu_time:
         global CLOCK
         CLOCK = time.process_time

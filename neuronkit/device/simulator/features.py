@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 from torch.library import Library
 
-from neuronkit.device.simulator import device_ops, kernel
+from neuronkit.device.simulator import device_ops, kernel, native
 from neuronkit.device.simulator.kernel import raise_blocked
 from neuronkit.policy import Policy, Rule
 
@@ -36,9 +36,7 @@ def install(policy: Policy) -> None:
         generic.fallback(_BlockedFallback(sparse_rule), key)
     aten = Library("aten", "IMPL")
     _LIBS.append(aten)
-    router = _SdpaToDevice()
-    for key in ("AutogradPrivateUse1", "PrivateUse1"):
-        aten.impl("scaled_dot_product_attention", router, key)
+    native.install_sdpa_router()  # SDPA's backend choice (csrc/attention.cpp `sdpa_router`)
     aten.impl("_has_compatible_shallow_copy_type", device_ops.has_compatible_shallow_copy_type, "PrivateUse1")
     guards = ((torch.signal.windows, _SIGNAL_WINDOWS, policy.rule("hann_window"), _device_kwarg_is_neuron),
               (torch.nested, _NESTED_FACTORIES, policy.rule("_nested_tensor_from_tensor_list"), _any_neuron),
@@ -56,28 +54,6 @@ class _BlockedFallback:
 
     def __call__(self, op: torch._ops.OpOverload, *args, **kwargs):
         raise_blocked(op._schema.name, self.rule)
-
-
-class _SdpaToDevice:
-    """SDPA on the device, as the real backend's `_fused_sdp_choice` picks it
-    (`csrc/aten/SdpBackendSelection.cpp:35-47`): 4-D inputs go to the fused overrideable kernel (any
-    boolean or additive mask, forward and backward; fewer KV heads than query heads are repeated inside
-    it, with or without `enable_gqa`); other ranks decompose into the math path. With
-    dropout the simulator takes the math path too, whose backward replays the forward's dropout mask."""
-
-    __slots__ = ("op", "fused")
-
-    def __init__(self) -> None:
-        self.op = torch.ops.aten.scaled_dot_product_attention.default
-        self.fused = torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default
-
-    def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                 enable_gqa=False):
-        if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or query.device.type != "neuron" or dropout_p > 0:
-            # dropout: the math path, so backward sees the forward's mask (see docs/fidelity.md)
-            return self.op.decompose(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
-                                     enable_gqa=enable_gqa)
-        return self.fused(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)[0]
 
 
 def _device_kwarg_is_neuron(args: tuple, kwargs: dict) -> bool:

@@ -35,6 +35,7 @@ try:
         fused_attention_backward,
         init,
         install_kernel,
+        install_sdpa_router,
         PythonCall,
         device_results,
         lend_generator,

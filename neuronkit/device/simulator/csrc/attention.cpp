@@ -7,9 +7,14 @@
 // more than the attention itself on a small model.
 #include "kernel.h"
 
+#include "runtime.h"
+
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
 
 #include <algorithm>
+#include <mutex>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -35,15 +40,43 @@ at::Tensor additive(const at::Tensor& allowed) {
   return at::zeros(allowed.sizes(), at::TensorOptions().dtype(at::kFloat)).masked_fill_(allowed.logical_not(), kNegInf);
 }
 
+// at::matmul(a, b) of two 4-D tensors with the same batch dimensions, computed as at::matmul computes it (each
+// reshaped to (batch, rows, columns), one bmm, the result viewed back) without its no-op expansions and its
+// dispatch: the same bmm on the same operands, so the same bits. Other shapes take at::matmul.
+at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() != 4 || b.dim() != 4 || a.size(0) != b.size(0) || a.size(1) != b.size(1)) return at::matmul(a, b);
+  const int64_t batch = a.size(0) * a.size(1);
+  return at::bmm(a.reshape({batch, a.size(2), a.size(3)}), b.reshape({batch, b.size(2), b.size(3)}))
+      .view({a.size(0), a.size(1), a.size(2), b.size(3)});
+}
+
+// The causal mask as an additive bias, (query length, key length): 0 on and below the diagonal, -inf above. Kept
+// per thread for the few shapes a model runs (a decoder calls it twice per layer with the same lengths); only
+// read (added to the logits), never written or returned. Large masks are built each call rather than held.
+at::Tensor causal_bias(int64_t rows, int64_t cols) {
+  constexpr int64_t kMaxCachedElements = int64_t{1} << 20;  // 4 MiB of float32
+  constexpr size_t kMaxCached = 8;
+  const auto build = [&] {
+    c10::InferenceMode normal(false);  // an ordinary tensor whichever mode the first call ran in
+    return additive(at::ones({rows, cols}, at::TensorOptions().dtype(at::kBool)).tril_());
+  };
+  if (rows * cols > kMaxCachedElements) return build();
+  thread_local std::vector<std::pair<std::pair<int64_t, int64_t>, at::Tensor>> cached;
+  for (const auto& [shape, bias] : cached) {
+    if (shape.first == rows && shape.second == cols) return bias;
+  }
+  if (cached.size() >= kMaxCached) cached.erase(cached.begin());
+  cached.emplace_back(std::make_pair(rows, cols), build());
+  return cached.back().second;
+}
+
 // Scaled logits in float32 with the causal mask or the additive bias: causal wins over a bias; a boolean
 // bias is an allow-mask.
 at::Tensor logits_of(const at::Tensor& query, const at::Tensor& key, const std::optional<at::Tensor>& bias,
                      bool is_causal, double scale) {
-  auto logits = at::matmul(query, key.transpose(-2, -1));
+  auto logits = batched_matmul(query, key.transpose(-2, -1));
   logits = logits.scalar_type() == at::kFloat ? logits.mul_(scale) : logits.to(at::kFloat).mul_(scale);
-  if (is_causal) {
-    return logits.add_(additive(at::ones({query.size(-2), key.size(-2)}, at::TensorOptions().dtype(at::kBool)).tril_()));
-  }
+  if (is_causal) return logits.add_(causal_bias(query.size(-2), key.size(-2)));
   if (bias && bias->defined() && bias->numel() > 0) {
     return bias->scalar_type() == at::kBool ? logits + additive(*bias) : logits + bias->to(at::kFloat);
   }
@@ -100,7 +133,10 @@ at::Tensor empty(at::ScalarType dtype) { return at::empty({0}, at::TensorOptions
 // `enable_gqa`) are repeated to the query's, as S's kernel does (scaled_dot_product_attention.py:147-151).
 at::Tensor heads_like(const at::Tensor& query, const at::Tensor& kv) {
   auto groups = query.size(1) / kv.size(1);
-  return groups > 1 && query.size(1) != kv.size(1) ? kv.repeat_interleave(groups, 1) : kv;
+  if (groups <= 1 || query.size(1) == kv.size(1)) return kv;
+  // kv.repeat_interleave(groups, 1) as one copy: each head's values `groups` times in a row, contiguous.
+  return kv.unsqueeze(2).expand({kv.size(0), kv.size(1), groups, kv.size(2), kv.size(3)})
+      .reshape({kv.size(0), kv.size(1) * groups, kv.size(2), kv.size(3)});
 }
 
 // The gradient of repeated heads, summed back onto each key/value head (S: :382-389).
@@ -120,7 +156,7 @@ FusedAttention fused_attention(const at::Tensor& query, const at::Tensor& key_in
   if (dropout_p > 0.0) {
     probs = at::dropout(probs, dropout_p, /*train=*/true);
   }
-  auto output = output_like(query, at::matmul(probs.to(query.scalar_type()), value));
+  auto output = output_like(query, batched_matmul(probs.to(query.scalar_type()), value));
   auto cum = empty(at::kInt);
   return {output, lse, cum, cum.clone(), query.size(-2), key.size(-2), empty(at::kLong), empty(at::kLong),
           empty(query.scalar_type())};
@@ -135,11 +171,11 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
   double s = scale_of(query, scale);
   auto probs = probabilities(logits_of(query, key, attn_bias, is_causal, s), logsumexp);
   auto grad = grad_out.to(at::kFloat);
-  auto grad_value = at::matmul(probs.transpose(-2, -1), grad);
-  auto grad_probs = at::matmul(grad, value.to(at::kFloat).transpose(-2, -1));
+  auto grad_value = batched_matmul(probs.transpose(-2, -1), grad);
+  auto grad_probs = batched_matmul(grad, value.to(at::kFloat).transpose(-2, -1));
   auto grad_logits = probs * (grad_probs - (grad_probs * probs).sum(-1, /*keepdim=*/true));
-  auto grad_query = at::matmul(grad_logits, key.to(at::kFloat)) * s;
-  auto grad_key = at::matmul(grad_logits.transpose(-2, -1), query.to(at::kFloat)) * s;
+  auto grad_query = batched_matmul(grad_logits, key.to(at::kFloat)) * s;
+  auto grad_key = batched_matmul(grad_logits.transpose(-2, -1), query.to(at::kFloat)) * s;
   at::Tensor grad_bias;
   if (attn_bias.defined() && attn_bias.numel() > 0 && at::isFloatingType(attn_bias.scalar_type()) && !is_causal) {
     grad_bias = grad_logits.sum_to_size(attn_bias.sizes()).to(attn_bias.scalar_type());
@@ -165,6 +201,44 @@ void boxed_fused_attention_backward(Stack* stack) {
   auto r = fused_attention_backward(a[0].toTensor(), a[1].toTensor(), a[2].toTensor(), a[3].toTensor(),
                                     a[4].isNone() ? at::Tensor() : a[4].toTensor(), a[7].toTensor(), a[13].toBool(), a[16].toOptional<double>());
   torch::jit::push(*stack, std::get<0>(r), std::get<1>(r), std::get<2>(r), std::get<3>(r));
+}
+
+namespace {
+
+// SDPA on the device, as the real backend's `_fused_sdp_choice` picks it (csrc/aten/SdpBackendSelection.cpp:35-47):
+// 4-D neuron inputs go to the fused overrideable kernel (any boolean or additive mask, forward and backward; fewer
+// KV heads than query heads are repeated inside it, with or without `enable_gqa`); other ranks decompose into the
+// math path (SDPA's CompositeImplicitAutograd kernel). With dropout the simulator takes the math path too, whose
+// backward replays the forward's dropout mask (docs/fidelity.md). Registered for PrivateUse1 and its autograd key;
+// in C++ because a decoder calls it once per layer and the Python router cost about as much as a small op's host
+// work.
+void sdpa_router(const c10::OperatorHandle& op, c10::DispatchKeySet, Stack* stack) {
+  // (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+  auto args = torch::jit::last(*stack, 8);
+  const auto& query = args[0].toTensor();
+  const auto& key = args[1].toTensor();
+  const auto& value = args[2].toTensor();
+  const double dropout_p = args[4].toDouble();
+  if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4 || query.device().type() != kNeuron || dropout_p > 0) {
+    return op.callBoxedForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd, *stack);
+  }
+  auto out = at::_ops::_scaled_dot_product_fused_attention_overrideable::call(
+      query, key, value, args[3].toOptional<at::Tensor>(), dropout_p, args[5].toBool(), /*return_debug_mask=*/false,
+      args[6].toOptional<double>());
+  torch::jit::drop(*stack, 8);
+  torch::jit::push(*stack, std::move(std::get<0>(out)));
+}
+
+}  // namespace
+
+void install_sdpa_router() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (auto key : {c10::DispatchKey::AutogradPrivateUse1, c10::DispatchKey::PrivateUse1}) {
+      auto* lib = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__, __LINE__);  // lives as the process
+      lib->impl("scaled_dot_product_attention", torch::CppFunction::makeFromBoxedFunction<&sdpa_router>());
+    }
+  });
 }
 
 }  // namespace neuronkit

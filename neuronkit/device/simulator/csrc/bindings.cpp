@@ -100,6 +100,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       py::arg("run"));
   m.def("install_kernel", &install_kernel, "Register the per-op kernel for PrivateUse1", py::arg("describe"),
         py::arg("slow"), py::arg("overloads"), py::arg("init_error"));
+  m.def("install_sdpa_router", &install_sdpa_router,
+        "Register SDPA's backend choice for neuron (the fused kernel for 4-D inputs without dropout)");
   m.def("fused_attention", &fused_attention, "The device's fused SDPA kernel on host tensors", py::arg("query"),
         py::arg("key"), py::arg("value"), py::arg("attn_bias") = py::none(), py::arg("dropout_p") = 0.0,
         py::arg("is_causal") = false, py::arg("return_debug_mask") = false, py::kw_only(),

@@ -26,6 +26,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -64,6 +65,7 @@ struct Record {
   std::vector<int> written_args;     // arguments the op writes, `out` excepted (64-bit narrowing writes back)
   int out = -1;              // position of an `out` argument (never narrowed)
   std::vector<int> alias;    // per return: the argument it aliases, or -1 for a fresh result
+  bool aliases = false;      // some return aliases an argument
   std::vector<bool> written; // per return: that argument is written (in-place / out=)
   std::vector<bool> scalar;  // per argument: a Python number there is a 0-d NEFF input, not a key part
   int pin_memory = -1;       // position of a `pin_memory` argument
@@ -99,7 +101,21 @@ Kind kind_of(const std::string& kind) {
   return Kind::Python;
 }
 
+const Record& build_record(const c10::OperatorHandle& op);
+
+// An overload's record: looked up per call, so each thread keeps the ones it used last in a small direct-mapped
+// table (records live as long as the process) and takes the lock only on a miss.
 const Record& record_for(const c10::OperatorHandle& op) {
+  const auto* key = &op.schema();
+  thread_local std::array<std::pair<const c10::FunctionSchema*, const Record*>, 512> recent{};
+  auto& slot = recent[(reinterpret_cast<uintptr_t>(key) >> 4) % recent.size()];
+  if (slot.first == key) return *slot.second;
+  const Record& record = build_record(op);
+  slot = {key, &record};
+  return record;
+}
+
+const Record& build_record(const c10::OperatorHandle& op) {
   const auto* key = &op.schema();
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -153,6 +169,7 @@ const Record& record_for(const c10::OperatorHandle& op) {
       record->rules.push_back(call_rule_check(call_rule_id(name.cast<std::string>()), op.schema()));
     }
   }
+  record->aliases = std::any_of(record->alias.begin(), record->alias.end(), [](int pos) { return pos >= 0; });
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (arguments[i].name() == "out") {
       record->out = static_cast<int>(i);
@@ -342,10 +359,9 @@ bool put_value(std::string& key, const c10::IValue& value, bool scalar, bool com
 // when the fast path cannot key it. The fast path names the op by its schema's address (this process's
 // records); `stable` (the Python path, whose keys name persistent NEFFs) by its qualified name, and keys
 // every value (`put_value`'s `complete`).
-std::pair<std::string, bool> signature(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
-                                       const Record& record, bool stable = false) {
-  std::string key;
-  key.reserve(128);
+bool signature_into(std::string& key, const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
+                    const Record& record, bool stable = false) {
+  key.clear();
   if (stable) {
     key.append(record.qualified);
     key.push_back('\0');
@@ -356,11 +372,23 @@ std::pair<std::string, bool> signature(const c10::FunctionSchema& schema, c10::A
     const auto& value = args[i];
     if (!schema.arguments()[i].kwarg_only() && value.isTensor() && value.toTensor().defined() &&
         !value.toTensor().unsafeGetTensorImpl()->is_wrapped_number() && value.toTensor().numel() == 0) {
-      return {std::string(), true};
+      key.clear();
+      return true;
     }
-    if (!put_value(key, value, record.scalar[i], stable)) return {std::string(), false};
+    if (!put_value(key, value, record.scalar[i], stable)) {
+      key.clear();
+      return false;
+    }
   }
-  return {std::move(key), true};
+  return true;
+}
+
+std::pair<std::string, bool> signature(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
+                                       const Record& record, bool stable = false) {
+  std::string key;
+  key.reserve(128);
+  const bool keyed = signature_into(key, schema, args, record, stable);
+  return {std::move(key), keyed};
 }
 
 at::Tensor host_view(const at::Tensor& t) {
@@ -600,20 +628,22 @@ void run_kernel(const c10::OperatorHandle& op, Stack* stack, const Record& recor
   }
   if (!target_set) target = scan.index >= 0 ? scan.index : current_device();
   if (record.compiles) {
-    auto [key, keyed] = signature(schema, args, record);
-    if (!keyed) return python_path(op, stack, record);
+    thread_local std::string key;  // reused: a known signature (the common call) allocates nothing
+    if (!signature_into(key, schema, args, record)) return python_path(op, stack, record);
     if (!key.empty()) {
       bool known;
       {
         std::lock_guard<std::mutex> lock(g_mutex);
-        known = !g_signatures.insert(std::move(key)).second;
+        known = g_signatures.find(key) != g_signatures.end();
+        if (!known) g_signatures.insert(key);
       }
       if (!known) return python_path(op, stack, record);  // a first-seen signature: Python compiles it
       g_neff_hits.fetch_add(1, std::memory_order_relaxed);
     }
   }
   track(record);
-  std::vector<c10::IValue> originals(args.begin(), args.end());
+  std::vector<c10::IValue> originals;  // the device arguments, for results that alias them
+  if (record.aliases) originals.assign(args.begin(), args.end());
   const bool narrow = scan.wide && record.compiles;
   Narrowing narrowing;
   std::vector<c10::IValue> hosts, narrowed;  // written arguments before and after narrowing

@@ -50,6 +50,9 @@ FusedAttentionGrads fused_attention_backward(const at::Tensor& grad_out, const a
                                              const at::Tensor& attn_bias, const at::Tensor& logsumexp,
                                              bool is_causal, std::optional<double> scale);
 void boxed_fused_attention(Stack* stack);
+// Register SDPA's backend choice for PrivateUse1 and AutogradPrivateUse1: the fused kernel for 4-D device inputs
+// without dropout, SDPA's math decomposition otherwise (once per process).
+void install_sdpa_router();
 void boxed_fused_attention_backward(Stack* stack);
 
 // matmul.cpp: the device's mm, addmm, bmm and baddbmm on host tensors (bfloat16/float16 accumulated in float32 and
