@@ -28,8 +28,17 @@ Every row carries its citation. S's cpu_fallback_registrations.py is not read: i
 `register_cpu_fallback_ops` is never called. The test-spec JSONs record xfails per upstream test, not per
 op, so they do not decide verdicts (the hand-kept rows of op_support.toml cite them where they matter).
 
-Usage: ``python data/build_op_table.py [--mirror DIR] [--commit SHA] [--out PATH] [--check]``.
-``--check`` compares with the committed table and exits 1 when they differ.
+One table per torch release neuronkit supports (`policy.TORCH_RELEASES`: 2.13, 2.14), generated under that
+torch and written to `neuronkit/data/op_verdicts-torch<release>.json`; the device reads the running torch's
+(`policy.verdicts_path`). S is the same for both; what differs is torch's own op set: the overloads a release
+adds or drops, and the composite kernels it gives an overload. An overload a release adds that S registers
+nothing for gets the verdict S's dispatcher gives it (a composite kernel, or the boxed fallback) and a source
+saying so: S @ 98154b8 (torch ~2.10) predates it, so it cannot tell whether the beta's torch-neuronx build for
+that release registers a kernel for it (docs/fidelity.md lists these overloads).
+
+Usage: ``python data/build_op_table.py [--mirror DIR] [--commit SHA] [--out PATH] [--check]``, under the torch
+whose table it writes (`.venv` for 2.13, `.venv-2.14` for 2.14). ``--check`` compares with the committed table
+and exits 1 when they differ.
 """
 
 from __future__ import annotations
@@ -51,10 +60,16 @@ if __name__ == "__main__":  # torch's own dispatcher, without an out-of-tree dev
 
 import torch  # noqa: E402
 
-from neuronkit.policy import later_registration_wins, returns_view  # noqa: E402  (autoload off: no device)
+from neuronkit.policy import (  # noqa: E402  (autoload off: no device)
+    TORCH_RELEASES,
+    later_registration_wins,
+    returns_view,
+    torch_release,
+    verdicts_path,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "neuronkit" / "data" / "op_verdicts.json"
+OUT = verdicts_path()  # the running torch's release: neuronkit/data/op_verdicts-torch2.14.json under 2.14.x
 MIRROR = Path(os.environ.get("NEURONKIT_S_MIRROR", "/work/.mirror/parmoham-aws+test-repo-parmoham/repo"))
 COMMIT = "98154b867aa24562a3213e520d9ad7fd41032291"  # S, pinned: torch-neuronx 0.1.0 (April 2026)
 REPO = "parmoham-aws/test-repo-parmoham"
@@ -202,6 +217,15 @@ def _has(name: str, key: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
 
 
+def _earlier_release() -> tuple[str, frozenset[str]] | None:
+    """The supported release before the running torch's and the overloads of its committed table, if any."""
+    release = torch_release()
+    earlier = [r for r in TORCH_RELEASES if tuple(map(int, r.split("."))) < tuple(map(int, release.split(".")))]
+    if not earlier or not verdicts_path(earlier[-1]).exists():
+        return None
+    return earlier[-1], frozenset(json.loads(verdicts_path(earlier[-1]).read_text())["overloads"])
+
+
 def verdicts(mirror: Path, commit: str) -> dict:
     """The table: meta, every aten overload's verdict with its citation, and the unattached names."""
     overloads = sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
@@ -256,6 +280,16 @@ def verdicts(mirror: Path, commit: str) -> dict:
                 row["silent"] = True
                 row["source"] += f"; whitelisted as a view, not logged ({whitelist_source})"
         rows[name] = row
+    earlier = _earlier_release()
+    if earlier is not None:
+        # Overloads this torch adds: S's registrations name none of them (none is registered), so the verdict is
+        # only what S's dispatcher does with an overload it registers nothing for.
+        release, known_before = earlier
+        for name, row in rows.items():
+            if name not in known_before and name not in registered:
+                row["source"] += (f"; new in torch {torch_release()} (not an overload of torch {release}): S @ "
+                                  f"{commit[:7]} (torch ~2.10) predates it, so it cannot tell whether torch-neuronx "
+                                  f"{torch_release()} registers a kernel for it")
     counts = {v: sum(r["verdict"] == v for r in rows.values()) for v in VERDICTS}
     meta = {"source": REPO, "commit": commit, "torch": torch.__version__.split("+", 1)[0],
             "generator": "data/build_op_table.py", "counts": counts,

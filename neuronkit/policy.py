@@ -1,5 +1,6 @@
-"""The op-support policy of the `neuron` device, read from the package's `data/op_verdicts.json` (each
-ATen overload's verdict, generated from the real backend's source by data/build_op_table.py) and
+"""The op-support policy of the `neuron` device, read from the package's `data/op_verdicts-torch<release>.json`
+for the running torch (each ATen overload's verdict, generated from the real backend's source and that torch's
+own op set by data/build_op_table.py) and
 `data/op_support.toml` (the hand-kept rules: documented gaps, findings, preconditions, dtypes, autocast).
 
 One classifier serves the simulated device's kernel, the op audit and the compile backend, so all three
@@ -13,6 +14,7 @@ import functools
 import json
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -39,8 +41,12 @@ RUNTIMES = ("raise", "cpu_fallback", "decompose", "run")
 # (PyTorch PR #182293, allow_override=True: torch 2.13 torch/library.py:438,474); before, the second
 # registration raised, and S swallowed the error (torch_mlir/operation_registry.py:136-146).
 LATER_REGISTRATION_WINS_FROM = (2, 13)
-# An overload's verdict in data/op_verdicts.json, the device's own registrations first.
+# An overload's verdict in data/op_verdicts-torch<release>.json, the device's own registrations first.
 VERDICTS = ("native", "view", "composite", "cpu_fallback")
+# The torch releases TorchNeuron's public beta ships for (torch-neuronx 2.13.x and 2.14.x; pyproject's
+# `torch>=2.13,<2.15`), each with its op table: every release adds and drops ATen overloads (2.14 adds
+# `_philox_key_fold_in.Tensor`, drops `cholesky`), so one table cannot name every overload of both.
+TORCH_RELEASES = ("2.13", "2.14")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +120,7 @@ class Policy:
     def __init__(self, table: dict, verdicts: dict, torch_version: str = torch.__version__) -> None:
         self.meta: dict = table.get("meta", {})
         # Which of S's two Python registrations of an overload wins under this torch (`registrations` in
-        # op_verdicts.json): the first up to torch 2.12, the later (torch-mlir) one from 2.13.
+        # the op table): the first up to torch 2.12, the later (torch-mlir) one from 2.13.
         self.winner = "later" if later_registration_wins(torch_version) else "first"
         self.verdict_meta: dict = verdicts["meta"]
         # Every ATen overload (`aten::add.Tensor`, `aten::clone` for a default one): {verdict, source, ...}.
@@ -183,7 +189,7 @@ class Policy:
         return list(self.severity)
 
     def verdict(self, name: str) -> str:
-        """The overload's verdict from data/op_verdicts.json (`aten::add.Tensor`, `aten.add.Tensor`,
+        """The overload's verdict from the op table (`aten::add.Tensor`, `aten.add.Tensor`,
         `add.Tensor`; a bare `add` is the default overload). A name with no such overload gets the best
         verdict of its overloads; an op the table does not know takes the CPU fallback."""
         qualified = qualified_name(name)
@@ -194,7 +200,7 @@ class Policy:
 
     def static_scalars(self, name: str) -> tuple[str, ...]:
         """The Scalar arguments S keys the overload's NEFF by value (its torch-mlir registration's static
-        arguments, data/op_verdicts.json `static`); every other Python number is a 0-d input of the NEFF."""
+        arguments, the op table's `static`); every other Python number is a 0-d input of the NEFF."""
         row = self.overloads.get(qualified_name(name), {})
         registrations = row.get("registrations")
         if registrations is not None:
@@ -231,7 +237,7 @@ class Policy:
             # Hand-kept: the simulator moves and allocates through these (e.g. upstream's copy_ composite
             # calls _copy_from, where S registers copy_ itself); they compile nothing and are never fallbacks.
             return Rule(base, NATIVE, is_view=True, source=self.sources["views"])
-        where = f"data/op_verdicts.json from S @ {self.verdict_meta['commit'][:7]}"
+        where = f"data/{verdicts_path(self.verdict_meta['torch']).name} from S @ {self.verdict_meta['commit'][:7]}"
         source = f"{row['source']} ({where})" if row else f"the best verdict of the overloads of {base} ({where})"
         if verdict == "composite":
             return Rule(base, NATIVE, runtime="decompose", source=source)
@@ -311,18 +317,35 @@ def returns_view(qualified: str) -> bool:
     return any(r.alias_info is not None and not r.alias_info.is_write for r in overload(qualified)._schema.returns)
 
 
+def torch_release(version: str = torch.__version__) -> str:
+    """The release ("2.14") of torch `version` ("2.14.1+cu130")."""
+    return ".".join(version.split("+", 1)[0].split(".")[:2])
+
+
+def verdicts_path(version: str = torch.__version__) -> Path:
+    """The op table of torch `version`'s release: `data/op_verdicts-torch2.14.json` for torch 2.14.1. Each
+    is generated from S and that release's own ATen overloads (data/build_op_table.py)."""
+    return data_dir() / f"op_verdicts-torch{torch_release(version)}.json"
+
+
 @functools.lru_cache(maxsize=2)
 def load_policy(torch_version: str = torch.__version__) -> Policy:
-    """The policy from `data/op_support.toml` and `data/op_verdicts.json`, parsed once per process; for
-    another torch than the running one (which registration of S wins), `torch_version`."""
+    """The policy from `data/op_support.toml` and the running torch's op table, parsed once per process; for
+    another torch than the running one (which registration of S wins), `torch_version`. The table is always
+    the running torch's: its rows are that torch's overloads, the ones its dispatcher can reach."""
     path = data_dir() / "op_support.toml"
     try:
         with path.open("rb") as fh:
             table = tomllib.load(fh)
-        path = data_dir() / "op_verdicts.json"
+        path = verdicts_path()
         with path.open("rb") as fh:
             return Policy(table, json.load(fh), torch_version)
     except FileNotFoundError:
+        if path.name.startswith("op_verdicts") and torch_release() not in TORCH_RELEASES:
+            raise FileNotFoundError(
+                f"neuronkit has no op table for torch {torch.__version__}: it supports torch "
+                f"{' and '.join(TORCH_RELEASES)} (the releases TorchNeuron's public beta ships for); "
+                f"install one of them") from None
         raise FileNotFoundError(
             f"neuronkit's op-support table is missing: {path}. Reinstall neuronkit."
         ) from None

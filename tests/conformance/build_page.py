@@ -1,10 +1,15 @@
 """Render docs/fidelity.md: every modelled behaviour with its source, and the known differences.
 
 The page is generated from four places, so it cannot drift from what the simulator does: the verdict of
-every overload (neuronkit/data/op_verdicts.json, generated from S) next to the simulator's, the rules of
-neuronkit/data/op_support.toml (each with its evidence), the conformance tests in this folder (each test's
-docstring cites its source), and known_differences.toml. `python tests/conformance/build_page.py`
-rewrites the page; tests/conformance/test_page.py fails when it is out of date.
+every overload of each supported torch release (neuronkit/data/op_verdicts-torch<release>.json, generated from
+S) next to the simulator's, the rules of neuronkit/data/op_support.toml (each with its evidence), the
+conformance tests in this folder (each test's docstring cites its source), and known_differences.toml.
+
+The simulator's verdicts can only be computed under the torch they are for, so they are recorded per release
+in simulated_counts.json: `python tests/conformance/build_page.py` records the running torch's and rewrites the
+page (run it under both venvs, `.venv` and `.venv-2.14`, after a change to the policy or the registrations);
+tests/conformance/test_page.py fails when the running torch's record or the page is out of date. The page
+itself renders from files only, the same under either torch.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PAGE = ROOT / "docs" / "fidelity.md"
+SIMULATED = HERE / "simulated_counts.json"  # the simulator's verdict counts per torch release
 SAMPLED_SHARE = 0.03  # tests/conformance/opinfo.py's sampled run (kept here: the page renders without torch)
 
 
@@ -47,21 +53,87 @@ def _policy_rows(table: dict) -> list[str]:
     return rows
 
 
-def _verdict_rows(verdicts: dict) -> list[str]:
-    """Overloads by verdict, as S gives them (the generated table) and as the simulator dispatches them."""
-    from neuronkit.device.simulator.registration import simulated_verdicts
-    from neuronkit.policy import load_policy
+_VERDICT_ORDER = ("native", "view", "composite", "cpu_fallback", "raise")
 
-    simulated = simulated_verdicts(load_policy())
-    rows = verdicts["overloads"]
-    same = sum(simulated[name] == row["verdict"] for name, row in rows.items())
-    lines = ["| verdict | overloads (S) | overloads (simulator) |", "|---|---|---|"]
-    for verdict in ("native", "view", "composite", "cpu_fallback", "raise"):
-        lines.append(f"| {verdict} | {sum(r['verdict'] == verdict for r in rows.values())} | "
-                     f"{sum(v == verdict for v in simulated.values())} |")
-    lines += ["", f"{same} of {len(rows)} overloads get the same verdict; every other one is a known difference "
-                  "below (`test_op_table.py` checks it). S registrations that attach to no overload of torch "
-                  f"{verdicts['meta']['torch']}: " + ", ".join(f"`{n}`" for n in verdicts["unattached"]) + "."]
+
+def simulated_counts() -> dict:
+    """The running torch's record: how many overloads the simulator gives each verdict, and how many agree
+    with the table (needs torch and the device's registrations: not called by `render`)."""
+    import torch
+
+    from neuronkit.device.simulator.registration import simulated_verdicts
+    from neuronkit.policy import load_policy, torch_release
+
+    policy = load_policy()
+    simulated = simulated_verdicts(policy)
+    same = sum(simulated[name] == row["verdict"] for name, row in policy.overloads.items())
+    return {torch_release(): {"torch": torch.__version__.split("+", 1)[0],
+                              "counts": {v: sum(s == v for s in simulated.values()) for v in _VERDICT_ORDER},
+                              "same": same, "overloads": len(simulated)}}
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
+def _tables() -> dict[str, dict]:
+    """Each supported release's committed op table, oldest first ("2.13" -> the table; the files
+    neuronkit/data/op_verdicts-torch<release>.json, read without importing torch)."""
+    paths = {path.stem.removeprefix("op_verdicts-torch"): path
+             for path in (ROOT / "neuronkit" / "data").glob("op_verdicts-torch*.json")}
+    return {release: json.loads(paths[release].read_text()) for release in sorted(paths, key=_release_key)}
+
+
+def _names(names) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _verdict_rows(tables: dict[str, dict], simulated: dict) -> list[str]:
+    """Overloads by verdict, per torch release, as S gives them (the generated tables) and as the simulator
+    dispatches them (its record), then what each release changes against the one before."""
+    releases = list(tables)
+    header = "| verdict | " + " | ".join(f"torch {tables[r]['meta']['torch']}: S | simulator" for r in releases) + " |"
+    lines = [header, "|---|" + "---|---|" * len(releases)]
+    for verdict in _VERDICT_ORDER:
+        cells = []
+        for release in releases:
+            rows = tables[release]["overloads"]
+            record = simulated.get(release)
+            cells += [str(sum(r["verdict"] == verdict for r in rows.values())),
+                      str(record["counts"][verdict]) if record else "not recorded"]
+        lines.append(f"| {verdict} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for release in releases:
+        table, record = tables[release], simulated.get(release)
+        agree = (f"{record['same']} of {len(table['overloads'])} overloads get the same verdict on the simulator; "
+                 "every other one is a known difference below (`test_op_table.py` checks it)") if record else (
+                 "no simulator record: run `python tests/conformance/build_page.py` under it")
+        lines.append(f"- torch {table['meta']['torch']} (`neuronkit/data/op_verdicts-torch{release}.json`): {agree}.")
+    unattached = {tables[release]["meta"]["torch"]: tuple(tables[release]["unattached"]) for release in releases}
+    if len(set(unattached.values())) == 1:  # one list for all
+        unattached = {" or ".join(unattached): next(iter(unattached.values()))}
+    for version, names in unattached.items():
+        lines += ["", f"S registrations that attach to no overload of torch {version}: {_names(names)}."]
+    for earlier, release in zip(releases, releases[1:]):
+        before, after = tables[earlier]["overloads"], tables[release]["overloads"]
+        new = tables[release]["meta"]["torch"]
+        lines += ["", f"### torch {new} against torch {tables[earlier]['meta']['torch']}", "",
+                  "The same S, another op set: what torch itself adds, drops or decomposes differently, each "
+                  "overload with its verdict under each release.", "",
+                  "| overload | torch " + tables[earlier]["meta"]["torch"] + " | torch " + new + " | why |",
+                  "|---|---|---|---|"]
+        for name in sorted(set(before) | set(after)):
+            old_row, new_row = before.get(name), after.get(name)
+            if old_row is not None and new_row is not None and old_row["verdict"] == new_row["verdict"]:
+                continue
+            if old_row is None:
+                why = f"added by torch {release}: {_cell(new_row['source'])}"
+            elif new_row is None:
+                why = f"not an ATen overload of torch {release}: torch dropped it"
+            else:
+                why = f"torch {release}: {_cell(new_row['source'])} (torch {earlier}: {_cell(old_row['source'])})"
+            lines.append(f"| `{name}` | {old_row['verdict'] if old_row else 'none'} | "
+                         f"{new_row['verdict'] if new_row else 'none'} | {why} |")
     return lines
 
 
@@ -99,9 +171,14 @@ def _opinfo_rows() -> list[str]:
     return lines
 
 
-def _difference_row(difference: dict) -> str:
+def _difference_row(difference: dict, tables: dict[str, dict]) -> str:
     scope = ""
-    if difference.get("opinfo"):
+    if difference.get("added_in"):  # the overloads that release's table marks as newer than S
+        release = difference["added_in"]
+        added = [n for n, row in tables[release]["overloads"].items() if f"new in torch {release} " in row["source"]]
+        scope = f" ({len(added)}: " + ", ".join(f"`{n}` ({tables[release]['overloads'][n]['verdict']})"
+                                                for n in added) + ")"
+    elif difference.get("opinfo"):
         ops = ", ".join(f"`{n}`" for n in difference["opinfo"]) if "*" not in difference["opinfo"] else "any OpInfo"
         scope = f" (OpInfo samples: {ops}; {', '.join(difference['opinfo_outcomes'])})"
     elif difference.get("overloads"):
@@ -126,29 +203,33 @@ def render() -> str:
     """The page's Markdown."""
     with (ROOT / "neuronkit" / "data" / "op_support.toml").open("rb") as fh:
         table = tomllib.load(fh)
-    with (ROOT / "neuronkit" / "data" / "op_verdicts.json").open("rb") as fh:
-        verdicts = json.load(fh)
+    tables = _tables()
+    simulated = json.loads(SIMULATED.read_text()) if SIMULATED.exists() else {}
+    releases = ", ".join(f"`neuronkit/data/op_verdicts-torch{r}.json`" for r in tables)
+    commit = next(iter(tables.values()))["meta"]["commit"]
     with (HERE / "known_differences.toml").open("rb") as fh:
         differences = tomllib.load(fh)["difference"]
     lines = [
         "# Fidelity: what the simulated device rests on",
         "",
-        "Generated by `tests/conformance/build_page.py` from `neuronkit/data/op_verdicts.json`,",
+        f"Generated by `tests/conformance/build_page.py` from {releases},",
         "`neuronkit/data/op_support.toml`, the conformance tests",
-        "(`tests/conformance/`) and `tests/conformance/known_differences.toml`; do not edit by hand.",
+        "(`tests/conformance/`, with the simulator's verdict counts per torch in `simulated_counts.json`) and",
+        "`tests/conformance/known_differences.toml`; do not edit by hand.",
         "S is the pre-release source snapshot `parmoham-aws/test-repo-parmoham` @ `98154b8` (torch-neuronx",
         "0.1.0); paths are inside it. \"Oct docs\" are the public-beta docs. `NEURONKIT_STRICT=1` raises on",
         "every documented gap and every CPU fallback, for the conservative reading.",
         "",
         "## Verdicts per overload",
         "",
-        f"Every ATen overload of torch {verdicts['meta']['torch']}, as `data/build_op_table.py` derives it from S @ "
-        f"`{verdicts['meta']['commit'][:7]}` (`neuronkit/data/op_verdicts.json`, one row per overload with its "
-        "citation): `native` (S registers a kernel), `view` (metadata only), `composite` (decomposes; its parts "
-        "decide), `cpu_fallback` (S's boxed fallback), and what the simulator does with each (`raise`: a hand-kept "
-        "rule below).",
+        "Every ATen overload of each torch release the public beta ships for ("
+        + ", ".join(t["meta"]["torch"] for t in tables.values()) + "), as `data/build_op_table.py` derives it "
+        f"from S @ `{commit[:7]}` and that torch's own overloads (one table per release, one row per overload "
+        "with its citation; the device reads the running torch's): `native` (S registers a kernel), `view` "
+        "(metadata only), `composite` (decomposes; its parts decide), `cpu_fallback` (S's boxed fallback), and "
+        "what the simulator does with each (`raise`: a hand-kept rule below).",
         "",
-        *_verdict_rows(verdicts),
+        *_verdict_rows(tables, simulated),
         "",
         "## The hand-kept policy and its evidence",
         "",
@@ -166,15 +247,18 @@ def render() -> str:
         "",
         "| difference | reason |",
         "|---|---|",
-        *(_difference_row(d) for d in differences),
+        *(_difference_row(d, tables) for d in differences),
         "",
     ]
     return "\n".join(lines)
 
 
 def main() -> int:
+    record = json.loads(SIMULATED.read_text()) if SIMULATED.exists() else {}
+    record.update(simulated_counts())
+    SIMULATED.write_text(json.dumps({r: record[r] for r in sorted(record, key=_release_key)}, indent=2) + "\n")
     PAGE.write_text(render())
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    print(f"wrote {SIMULATED.relative_to(ROOT)} (torch {', '.join(sorted(record))}) and {PAGE.relative_to(ROOT)}")
     return 0
 
 

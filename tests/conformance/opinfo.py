@@ -4,7 +4,7 @@ The suite every PyTorch backend is held to (OpenReg, XPU and MPS run it): each O
 `torch.testing._internal.common_methods_invocations.op_db`, for each dtype of DTYPES the CPU supports, on
 its sample inputs, forward, and backward in float32 where the op has a gradient. A sample is first run on
 the CPU under the op audit's recorder (`neuronkit.op_audit`), which names the ATen ops the device receives
-and classifies them with the same policy the device reads (data/op_verdicts.json, op_support.toml). That
+and classifies them with the same policy the device reads (data/op_verdicts-torch<release>.json, op_support.toml). That
 gives the expected outcome, generated rather than kept by hand:
 
   same      every op native: the device runs it, matches the CPU within the dtype's tolerance, reports no

@@ -26,7 +26,7 @@ def test_int_and_float_scalars_are_inputs_not_part_of_the_key():
 def test_scalar_arguments_are_inputs_not_part_of_the_key():
     """Fidelity audit row 8 for Scalar-typed arguments (`value`): an optimizer's
     `addcdiv_(..., value=-step_size)` reuses one NEFF as the step size changes. S: `add.Scalar` is not
-    registered (op_verdicts.json: its CompositeExplicitAutograd kernel calls add.Tensor with the number
+    registered (op_verdicts-torch<release>.json: its CompositeExplicitAutograd kernel calls add.Tensor with the number
     wrapped), so it shares `x + n`'s NEFF."""
     x, y = torch.randn(4, 3, device=N), torch.rand(4, 3, device=N) + 1
     assert _new_entries(lambda: [x.addcdiv(x, y, value=0.5), x.addcdiv(x, y, value=-0.25)]) == 1
@@ -91,7 +91,7 @@ test_entry_limit_evicts_least_recently_used = pytest.mark.subprocess(test_entry_
 def test_static_scalar_arguments_are_part_of_the_key(name, run):
     """S: torch-mlir registrations name static arguments, keyed by value (kernels/base.py:131-136;
     torch_mlir/ops/creation.py:50 fill_.Scalar, misc.py:135 threshold, activation.py:34 softplus,
-    linear_algebra.py:28 addmm beta/alpha; data/op_verdicts.json `static`): each new value is a new NEFF,
+    linear_algebra.py:28 addmm beta/alpha; data/op_verdicts-torch<release>.json `static`): each new value is a new NEFF,
     the same value again is a cache hit."""
     from neuronkit.policy import load_policy
     assert load_policy().static_scalars(name)

@@ -1,9 +1,12 @@
-"""The op table, per overload: neuronkit/data/op_verdicts.json is generated from S's registrations by
-data/build_op_table.py, and the simulator's dispatch gives the same verdict for every ATen overload of
-torch 2.13 but the listed known differences. Source: S = parmoham-aws/test-repo-parmoham @ 98154b8."""
+"""The op table, per overload: neuronkit/data/op_verdicts-torch<release>.json is generated from S's registrations
+and that torch release's own overloads by data/build_op_table.py (one table per release the public beta ships
+for: 2.13 and 2.14, the running torch's read), and the simulator's dispatch gives the same verdict for every ATen
+overload of the running torch but the listed known differences. Source: S = parmoham-aws/test-repo-parmoham @
+98154b8."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tomllib
@@ -14,7 +17,7 @@ import torch
 
 import torch_neuronx
 from neuronkit.device.simulator.registration import simulated_verdicts
-from neuronkit.policy import VERDICTS, load_policy
+from neuronkit.policy import TORCH_RELEASES, VERDICTS, load_policy, torch_release, verdicts_path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "data"))
@@ -32,8 +35,8 @@ def _known_differences() -> list[dict]:
 @pytest.mark.subprocess
 def test_committed_table_is_what_s_gives(forked_python):
     """S: the pinned commit's registrations (csrc/core/NeuronBindings.cpp:415-496, python_ops @neuron_op and
-    @register_aten, python_ops/__init__.py:12-83) resolved against torch 2.13's overloads give exactly
-    the committed neuronkit/data/op_verdicts.json."""
+    @register_aten, python_ops/__init__.py:12-83) resolved against the running torch's overloads give exactly
+    its committed table (neuronkit/data/op_verdicts-torch2.13.json under torch 2.13, -torch2.14.json under 2.14)."""
     if not build_op_table.MIRROR.exists():
         pytest.skip(f"no mirror of S at {build_op_table.MIRROR}: only the committed table's invariants are checked")
     # torch's own overloads, with no device registered: a fork of a process that imported torch without it,
@@ -48,7 +51,7 @@ def test_committed_table_is_what_s_gives(forked_python):
 
 
 def test_committed_table_invariants():
-    """S: the pinned commit (meta.commit): every ATen overload of torch 2.13 has one verdict with a citation; a native
+    """S: the pinned commit (meta.commit): every ATen overload of the running torch has one verdict with a citation; a native
     row cites an S path:line; a composite or view row has a composite kernel upstream; a CPU fallback row has
     none; the counts add up; an unattached registration names no overload (S's bare "aten::masked_fill",
     torch_mlir/ops/indexing.py:214)."""
@@ -71,10 +74,36 @@ def test_committed_table_invariants():
     assert "aten::masked_fill" in policy.unattached and not overloads & set(policy.unattached)
 
 
+def test_a_table_per_supported_torch_and_what_each_release_adds():
+    """S: the pinned commit's registrations, one table per torch release the public beta ships for (docs:
+    torch-neuronx 2.13.x and 2.14.x, pyproject's torch range), each with its release's overloads; the device
+    reads the running torch's. An overload a release adds over the one before, which S registers nothing for,
+    says in its source that S @ 98154b8 (torch ~2.10) predates it; no other row says so."""
+    with (ROOT / "pyproject.toml").open("rb") as fh:
+        pins = [d for d in tomllib.load(fh)["project"]["dependencies"] if re.match(r"torch\b", d)]
+    assert pins == [f"torch>={TORCH_RELEASES[0]},<2.{int(TORCH_RELEASES[-1].split('.')[1]) + 1}"], pins
+    assert torch_release() in TORCH_RELEASES and load_policy().verdict_meta["torch"].startswith(torch_release() + ".")
+    tables = {}
+    for release in TORCH_RELEASES:
+        with verdicts_path(release).open("rb") as fh:
+            tables[release] = json.load(fh)
+        assert tables[release]["meta"]["torch"].startswith(release + ".")
+        assert tables[release]["meta"]["commit"] == build_op_table.COMMIT
+    for earlier, release in zip(TORCH_RELEASES, TORCH_RELEASES[1:]):
+        before, rows = tables[earlier]["overloads"], tables[release]["overloads"]
+        # S's registrations cite S's paths (torch_neuronx/...); the others cite torch's kernel or S's fallback
+        added = {n for n in rows if n not in before and not rows[n]["source"].startswith("torch_neuronx/")}
+        for name, row in rows.items():
+            assert (f"new in torch {release} (not an overload of torch {earlier})" in row["source"]) == (
+                name in added), name
+    assert not any("new in torch" in row["source"] for row in tables[TORCH_RELEASES[0]]["overloads"].values())
+
+
 def test_simulator_verdicts_equal_the_table_but_the_known_differences():
-    """S: the generated table (data/op_verdicts.json) is what S does with each overload; the simulator's
-    registrations (registration.py `_named_overloads`, its boxed kernel and the policy) do the same for
-    every ATen overload of torch 2.13 except those known_differences.toml lists, each with its reason."""
+    """S: the generated table (the running torch's data/op_verdicts-torch<release>.json) is what S does with each
+    overload; the simulator's registrations (registration.py `_named_overloads`, its boxed kernel and the policy)
+    do the same for every ATen overload of the running torch except those known_differences.toml lists, each
+    with its reason."""
     policy = load_policy()
     simulated = simulated_verdicts(policy)
     differ = {name for name, verdict in simulated.items() if verdict != policy.overloads[name]["verdict"]}

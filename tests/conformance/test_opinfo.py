@@ -6,7 +6,7 @@ from tests.conformance import opinfo
 
 
 def test_sampled_opinfo_samples_behave_as_the_policy_predicts():
-    """op_support.toml and op_verdicts.json (generated from S): each OpInfo sample of PyTorch's op_db, run on
+    """op_support.toml and op_verdicts-torch<release>.json (generated from S): each OpInfo sample of PyTorch's op_db, run on
     the CPU under the audit's recorder, predicts the device's outcome from the policy (every op native: the
     same result as the CPU within the dtype's tolerance and no fallback; an op without a lowering: the same
     result and that fallback recorded; a gap: the device raises); the device then runs it, forward and in

@@ -60,7 +60,7 @@ def _named_overloads(policy, strict: bool) -> list[str]:
     """The ATen overloads the kernel must be registered for by name: those upstream implements as
     CompositeExplicitAutograd (or its non-functional variant), which outranks the boxed fallback that
     every other op without a composite kernel reaches. Two kinds of them stop at the device: overloads the
-    real backend registers a kernel for (verdict `native` in data/op_verdicts.json, e.g.
+    real backend registers a kernel for (verdict `native` in the running torch's op table, data/op_verdicts-torch<release>.json, e.g.
     native_layer_norm, which would otherwise decompose into batch norm; not the hand-kept ones that compile
     nothing, such as copy_ and _to_copy, whose composites move the data) and gaps the device raises for
     (e.g. _make_dual); under NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which
@@ -84,7 +84,7 @@ def _named_overloads(policy, strict: bool) -> list[str]:
 def simulated_verdicts(policy) -> dict[str, str]:
     """What the simulator does with each ATen overload, from its registrations and the policy (no op runs):
     `raise`, `native`, `view`, `cpu_fallback` (the overload reaches the device's kernel), or `composite`
-    (a composite kernel runs above it). Compared with data/op_verdicts.json by the conformance tests."""
+    (a composite kernel runs above it). Compared with the running torch's op table by the conformance tests."""
     named = {f"aten::{q}" for q in _named_overloads(policy, strict=False)}
     found = {}
     for qualified in sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")):
