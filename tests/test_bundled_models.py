@@ -143,6 +143,7 @@ def _without_dependency_metadata(content: bytes) -> bytes:
     return _DEPENDENCY_METADATA.sub(rb'\1"*"', content)
 
 
+@pytest.mark.subprocess  # the build script in a new interpreter (~15 s): its module is scheduled first
 def test_build_script_reproduces_committed_files(tmp_path: Path) -> None:
     """A rebuild into a temp dir matches every committed file: byte for byte, except trained weights and the
     dependency metadata (`transformers_version`) that the saving library writes.

@@ -146,7 +146,39 @@ def opinfo_module() -> Any:
     for name in set(os.environ) - set(environ):
         del os.environ[name]
     warnings.filters[:] = filters
+    _without_source_lookups()
     return module
+
+
+def _extract_test_fn() -> Any:
+    """torch.testing's extract_test_fn (common_utils), walking the frames themselves: the same frames, checks and
+    result, without the source line `inspect.stack()` looks up for each of them (every lookup scans sys.modules,
+    which a pytest worker that imported transformers fills: ~60 ms a call, two calls per `op.sample_inputs`,
+    more than half the sampled sweep's time). Outside a unittest.TestCase, as here, it finds nothing."""
+    import unittest
+
+    try:
+        frame = sys._getframe(1)
+        while frame is not None:
+            self_val = frame.f_locals.get("self")
+            if isinstance(self_val, unittest.TestCase):
+                test_id = self_val.id()
+                *_, cls_name, test_name = test_id.rsplit(".", 2)
+                if cls_name == type(self_val).__name__ and test_name.startswith("test"):
+                    return getattr(self_val, test_name).__func__
+            frame = frame.f_back
+    except Exception:
+        pass
+    return None
+
+
+def _without_source_lookups() -> None:
+    """_extract_test_fn in place of torch.testing's, where sample_inputs and TrackedInputIter call it."""
+    import torch.testing._internal.common_utils as common_utils
+    import torch.testing._internal.opinfo.core as opinfo_core
+
+    for module in (common_utils, opinfo_core):
+        module.extract_test_fn = _extract_test_fn
 
 
 def op_db() -> list[Any]:
