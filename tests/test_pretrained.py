@@ -33,7 +33,8 @@ def test_real_minilm_passes_the_staged_check_on_its_trained_weights(tmp_path, ca
     assert report["status"] == "pass" and not report["random_weights"], report["status"]
     assert report["weights"] == {"missing": [], "source": "checkpoint", "unexpected": [], "warnings": []}
     stages = {stage["stage"]: stage for stage in report["stages"]}
-    assert {name: stage["status"] for name, stage in stages.items()} == {"cpu": "pass", "eager": "pass", "train": "pass"}
+    statuses = {name: stage["status"] for name, stage in stages.items()}
+    assert statuses == {"cpu": "pass", "eager": "pass", "train": "pass"}
     eager = stages["eager"]["evidence"]
     rows = {row["name"]: row for row in eager["parity"]["outputs"]}
     assert set(rows) == {"last_hidden_state", "pooler_output"} and rows["last_hidden_state"]["shape"] == [1, 16, 384]

@@ -242,8 +242,9 @@ class OpRecorder:
         if getattr(func, "namespace", "aten") not in _IGNORED_NAMESPACES:
             name = func._schema.name
             base = name.split("::", 1)[-1]
-            # The overload's verdict (the running torch's data/op_verdicts-torch<release>.json); a fallback is named as S's boxed fallback
-            # names it, overload included (c10::toString(operator_name), NeuronBindings.cpp:232-246).
+            # The overload's verdict (the running torch's data/op_verdicts-torch<release>.json); a fallback is
+            # named as S's boxed fallback names it, overload included (c10::toString(operator_name),
+            # NeuronBindings.cpp:232-246).
             qualified = call_rules.qualified_name(func) if name.startswith("aten::") else name
             rule = self._policy.rule(qualified)
             native = self._policy.runs_natively(qualified)

@@ -58,16 +58,16 @@ def _skip_simulator_frames(trace_rules) -> None:
 
 def _named_overloads(policy, strict: bool) -> list[str]:
     """The ATen overloads the kernel must be registered for by name: those upstream implements as
-    CompositeExplicitAutograd (or its non-functional variant), which outranks the boxed fallback that
-    every other op without a composite kernel reaches. Two kinds of them stop at the device: overloads the
-    real backend registers a kernel for (verdict `native` in the running torch's op table, data/op_verdicts-torch<release>.json, e.g.
-    native_layer_norm, which would otherwise decompose into batch norm; not the hand-kept ones that compile
-    nothing, such as copy_ and _to_copy, whose composites move the data) and gaps the device raises for
-    (e.g. _make_dual); under NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which
-    otherwise decomposes). Every other one decomposes as on the device, its parts deciding (`pixel_shuffle`,
-    `logsumexp.out`; `argmax` into `argmax.out`, which then takes the fallback under that name). In-place
-    views (`as_strided_`, `squeeze_`, ...) never: they change the tensor's metadata only, which the
-    composite kernel does, and the real backend registers none of them (NeuronBindings.cpp:415-443)."""
+    CompositeExplicitAutograd (or its non-functional variant), which outranks the boxed fallback that every other op
+    without a composite kernel reaches. Two kinds of them stop at the device: overloads the real backend registers a
+    kernel for (verdict `native` in the running torch's op table, data/op_verdicts-torch<release>.json, e.g.
+    native_layer_norm, which would otherwise decompose into batch norm; not the hand-kept ones that compile nothing,
+    such as copy_ and _to_copy, whose composites move the data) and gaps the device raises for (e.g. _make_dual);
+    under NEURONKIT_STRICT=1 every documented gap too (e.g. hann_window, which otherwise decomposes). Every other
+    one decomposes as on the device, its parts deciding (`pixel_shuffle`, `logsumexp.out`; `argmax` into
+    `argmax.out`, which then takes the fallback under that name). In-place views (`as_strided_`, `squeeze_`, ...)
+    never: they change the tensor's metadata only, which the composite kernel does, and the real backend registers
+    none of them (NeuronBindings.cpp:415-443)."""
     found = []
     for tagged in native.composite_explicit_overloads():  # "E" CompositeExplicitAutograd, "N" non-functional
         qualified = tagged[1:]
