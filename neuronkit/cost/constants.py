@@ -18,6 +18,7 @@ class Constants:
     compute_fraction: float  # of dense peak FLOP/s, on matmul-dominated work
     hbm_fraction: float  # of HBM bandwidth, on streaming reads (decode, optimizer step)
     collective_latency_s: float  # fixed cost of one collective, whatever its size
+    prefill_compute_fraction: float  # of dense peak FLOP/s, in an inference prefill (a compiled context encoding)
     band_training: float  # ± fraction: predicted/published throughput of the training rows lies within 1 ± this
     band_serving: float  # ± fraction, serving rows' output tokens/s and time per output token
     band_ttft: float  # ± fraction, serving rows' time to first token (outside the serving band: stated apart)
@@ -58,7 +59,8 @@ def frozen() -> Constants:
         table = tomllib.load(fh)
     fit, band = table["fitted"], table["band"]
     return Constants(compute_fraction=fit["compute_fraction"], hbm_fraction=fit["hbm_fraction"],
-                     collective_latency_s=fit["collective_latency_s"], band_training=band["training"],
+                     collective_latency_s=fit["collective_latency_s"],
+                     prefill_compute_fraction=fit["prefill_compute_fraction"], band_training=band["training"],
                      band_serving=band["serving"], band_ttft=band["ttft"], fitted_on=tuple(fit["rows"]),
                      checked_training=band["training_rows"], checked_serving=band["serving_rows"],
                      retrieved=table["retrieved"], parameters_checked=tuple(band["parameters"]))

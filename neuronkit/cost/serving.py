@@ -3,7 +3,8 @@ dollars per million output tokens. An ESTIMATE, by the same physics as training:
 
 - prefill (time to first token): the batch's prompts in one forward (every layer matrix, attention over the
   causal half of the prompt, the head for the last token), split by tp, at the dtype's peak × the fitted
-  compute fraction; or, when slower, the rank's weights read once from HBM; plus two all-reduces per layer
+  prefill compute fraction (a context-encoding graph, fitted on its own serving row: it runs below the
+  training step's fraction); or, when slower, the rank's weights read once from HBM; plus two all-reduces per layer
   of the prompts' hidden states (their traffic runs beside compute, their latency does not);
 - decode (time per output token): one token per sequence; the rank's weights and the batch's key/value
   cache (at the mean context, prompt + half the output) read from HBM at the fitted fraction, or the
@@ -135,28 +136,28 @@ def estimate(shape: ModelShape, inst: Instance, run: ServingRun = ServingRun(), 
         raise NeuronkitInputError(f"tp={tp} does not divide the {inst.cores} cores of {inst.name}")
     if weights not in WEIGHT_BYTES:
         raise NeuronkitInputError(f"weights {weights!r}: one of {', '.join(WEIGHT_BYTES)}")
-    peak = inst.peak_flops(dtype) * c.compute_fraction
     hbm = inst.hbm_bytes_per_s_per_core * c.hbm_fraction
     kv_bytes = WEIGHT_BYTES.get(dtype, 2)
     weight_bytes = memory.stage_parameters(shape, Layout(tp=tp), 0) * WEIGHT_BYTES[weights]
 
-    def step(flops: float, hbm_bytes: float, tokens: int) -> dict[str, float]:
-        """The parts of one forward: compute, HBM and all-reduce traffic (the slowest of the three counts),
-        and every all-reduce's latency."""
+    def step(flops: float, hbm_bytes: float, tokens: int, fraction: float) -> dict[str, float]:
+        """The parts of one forward: compute (at `fraction` of the dtype's peak), HBM and all-reduce traffic
+        (the slowest of the three counts), and every all-reduce's latency."""
         sends = calls = 0.0
         if tp > 1:  # two all-reduces per layer (after attention, after the MLP)
             bandwidth = link(Layout(tp=tp), "tp", inst)[1]
             sends = 2 * shape.layers * RING_FACTOR["all_reduce"](tp) * tokens * shape.hidden * kv_bytes / bandwidth
             calls = 2 * shape.layers
-        return {"compute": flops / peak, "hbm": hbm_bytes / hbm, "traffic": sends,
+        return {"compute": flops / (inst.peak_flops(dtype) * fraction), "hbm": hbm_bytes / hbm, "traffic": sends,
                 "latency": calls * c.collective_latency_s}
 
     prompt = batch * input_len
     cache_write = prompt * shape.kv_bytes_per_token(kv_bytes, tp)
-    prefill = step(shape.forward_flops(prompt, input_len / 2, logits=batch, tp=tp), weight_bytes + cache_write, prompt)
+    prefill = step(shape.forward_flops(prompt, input_len / 2, logits=batch, tp=tp), weight_bytes + cache_write, prompt,
+                   c.prefill_compute_fraction)
     context = input_len + output_len  # a compiled graph's cache has its full length, and attention reads it all
     cache_read = batch * context * shape.kv_bytes_per_token(kv_bytes, tp)
-    decode = step(shape.forward_flops(batch, context, tp=tp), weight_bytes + cache_read, batch)
+    decode = step(shape.forward_flops(batch, context, tp=tp), weight_bytes + cache_read, batch, c.compute_fraction)
     rank = memory.serving(shape, tp=tp, batch=batch, context=input_len + output_len,
                           weight_bytes=WEIGHT_BYTES[weights], kv_bytes=kv_bytes)
     return ServingEstimate(model=shape.name, instance=inst.name, tp=tp, replicas=inst.cores // tp, batch=batch,

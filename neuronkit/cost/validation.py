@@ -3,7 +3,7 @@ documentation's performance CSVs the model can express (`neuronkit/data/aws_publ
 predicted and compared. Ratios are predicted / published for rates (sequences/s, output tokens/s) and for
 times (TTFT, TPOT): 1.0 is exact, above 1 the estimate is too fast for rates and too slow for times.
 
-`fit()` sets the three physical constants from the two fitting rows; `band()` is the spread of the ratios on
+`fit()` sets the four physical constants from the two fitting rows; `band()` is the spread of the ratios on
 every other row the model is held to. `bench/bench_cost.py` prints the table.
 """
 
@@ -105,21 +105,26 @@ def _disagrees(row: dict[str, Any]) -> str:
 
 
 def fit(retrieved: str) -> Constants:
-    """The three physical constants from the fitting rows, bands unset: the compute fraction from the
+    """The four physical constants from the fitting rows, bands unset: the compute fraction from the
     training row (its step is compute-bound), then the HBM fraction from the difference between the
     batch-8 and batch-1 serving rows' time per output token (the batch-8 step reads seven more sequences'
     key/value cache, nothing else) and the collective latency from the batch-1 row's (its step is the
-    weights, one cache and 64 all-reduces). Each depends a little on the others: alternated until settled."""
+    weights, one cache and 64 all-reduces). Each depends a little on the others: alternated until settled.
+    Last, the prefill compute fraction from the batch-1 row's time to first token (4,096 tokens: its
+    prefill is compute-bound)."""
     rows = published()
     train_row = next(r for r in rows["training"] if r["fit"])
     one, eight = sorted((r for r in rows["serving"] if r["fit"]), key=lambda r: r["batch"])
     fitted_on = tuple(f"{r['file']}:{r['line']}" for r in (train_row, one, eight))
 
-    def constants(compute: float, hbm: float, latency: float) -> Constants:
-        return Constants(compute, hbm, latency, 0.0, 0.0, 0.0, fitted_on, 0, 0, retrieved)
+    def constants(compute: float, hbm: float, latency: float, prefill: float = 0.25) -> Constants:
+        return Constants(compute, hbm, latency, prefill, 0.0, 0.0, 0.0, fitted_on, 0, 0, retrieved)
 
     def tpot(c: Constants, r: dict[str, Any]) -> float:
         return serving.estimate(_shape(r["model"]), instance(r["instance"]), _serving_run(r), constants=c).tpot_s * 1e3
+
+    def ttft(c: Constants, r: dict[str, Any]) -> float:
+        return serving.estimate(_shape(r["model"]), instance(r["instance"]), _serving_run(r), constants=c).ttft_s * 1e3
 
     def rate(c: Constants) -> float:
         r = train_row
@@ -135,7 +140,10 @@ def fit(retrieved: str) -> Constants:
                          rising=True)
         compute = _solve(lambda x: rate(constants(x, hbm, latency)), train_row["published_sequences_per_s"], 0.01, 1.0,
                          rising=True)
-    return constants(round(compute, 4), round(hbm, 4), float(f"{latency:.3g}"))
+    compute, hbm, latency = round(compute, 4), round(hbm, 4), float(f"{latency:.3g}")
+    prefill = _solve(lambda x: ttft(constants(compute, hbm, latency, x), one), one["published_ttft_ms"], 0.01, 1.0,
+                     rising=False)
+    return constants(compute, hbm, latency, round(prefill, 4))
 
 
 def _solve(f, target: float, lo: float, hi: float, *, rising: bool) -> float:

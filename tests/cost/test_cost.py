@@ -97,6 +97,8 @@ def test_held_to_aws_published_rows():
     found = validation.checks(constants)
     fitted = [c for c in found if c.fit and c.metric in ("sequences_per_s", "tpot_ms")]
     assert len(fitted) == 3 and all(abs(c.ratio - 1) < 0.01 for c in fitted), [(c.row, c.ratio) for c in fitted]
+    prefill = [c for c in found if c.fit and c.metric == "ttft_ms" and "batch 1," in c.row]
+    assert len(prefill) == 1 and abs(prefill[0].ratio - 1) < 0.01  # the prefill compute fraction's row
     band = validation.bands(found)
     assert band == {"training": constants.band_training, "serving": constants.band_serving,
                     "ttft": constants.band_ttft}
