@@ -8,10 +8,14 @@ input (`NeuronkitInputError`, a missing file), each error on one line; `--debug`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
 import sys
 import traceback
-from typing import Sequence
+import warnings
+from pathlib import PurePath
+from typing import Iterator, Sequence
 
 from neuronkit.errors import NeuronkitInputError
 
@@ -49,7 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser(command if command in SUBCOMMANDS else None).parse_args(argv)
     try:
-        return importlib.import_module(args._module).run(args)
+        with _library_notes(not args.debug, args.command in LOADS_MODELS) as notes:
+            code = importlib.import_module(args._module).run(args)
+        _print_notes(notes)
+        return code
     except (NeuronkitInputError, FileNotFoundError, NotADirectoryError) as exc:
         _error(args, str(exc))
         return 2
@@ -78,6 +85,75 @@ def console() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+LOADS_MODELS = {"check", "audit", "plan"}  # commands that drive transformers in this process
+
+
+@contextlib.contextmanager
+def _library_notes(enabled: bool, transformers_too: bool) -> Iterator[dict[str, list[str]]]:
+    """Warnings and log notices of the libraries a command drives (transformers, torch's Dynamo, ...), kept
+    back while it runs, by library, for `_print_notes`: a library's own notice (a kernel it falls back from,
+    a cache Dynamo traces through, with its source excerpt) should read as the library's, not as a neuronkit
+    finding or a traceback. neuronkit's own warnings and the user's print as they come; with `--debug`, all."""
+    notes: dict[str, list[str]] = {}
+    if not enabled:
+        yield notes
+        return
+    show = warnings.showwarning
+
+    def keep(message: Warning | str, category: type[Warning], filename: str, lineno: int, *rest: object) -> None:
+        library = _library(filename)
+        if library is None:
+            show(message, category, filename, lineno, *rest)  # type: ignore[arg-type]
+        else:
+            notes.setdefault(library, []).append(str(message))
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            notes.setdefault(record.name.split(".")[0], []).append(record.getMessage())
+
+    handler = Keep(logging.WARNING)
+    tlog = None
+    if transformers_too:
+        import transformers.utils.logging as tlog
+
+        tlog.disable_default_handler()
+        tlog.add_handler(handler)
+    with warnings.catch_warnings():
+        warnings.showwarning = keep
+        try:
+            yield notes
+        finally:
+            if tlog is not None:
+                tlog.remove_handler(handler)
+                tlog.enable_default_handler()
+
+
+def _library(filename: str) -> str | None:
+    """The installed package a warning was raised in (`torch`, `transformers`), or None for neuronkit's own
+    code and anything not installed as a package (the user's script)."""
+    parts = PurePath(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            name, *rest = parts[parts.index(marker) + 1:]
+            if name == "neuronkit":
+                return None
+            return f"{name}.{rest[0]}" if name == "torch" and len(rest) > 1 else name.removesuffix(".py")
+    return None
+
+
+def _print_notes(notes: dict[str, list[str]]) -> None:
+    """One line per library: how many notices it gave, and the first one's first sentence."""
+    if not notes:
+        return
+    print("notes from the libraries this ran (theirs, not findings about the neuron device; --debug prints them "
+          "whole):", file=sys.stderr)
+    for library, messages in notes.items():
+        first = " ".join(messages[0].split()).split(". ")[0]
+        first = first if len(first) <= 160 else first[:159] + "…"
+        count = f"{len(messages)} notices, the first" if len(messages) > 1 else "1 notice"
+        print(f"  {library}: {count}: {first}", file=sys.stderr)
 
 
 def _error(args: argparse.Namespace, message: str) -> None:

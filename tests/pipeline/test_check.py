@@ -341,3 +341,32 @@ def test_a_left_padded_batch_fails_eager_and_names_the_masked_rows(main, tmp_pat
     assert eager["evidence"]["fully_masked_attention"] == ["model.layers.0.self_attn", "model.layers.1.self_attn"]
     assert main(["check", "tiny-qwen3", "--inputs", str(tmp_path / "right.safetensors"), "--stages", "eager"]) == 0
     assert "sdpa_fully_masked_row" not in capsys.readouterr().out
+
+
+def test_library_notices_are_summarised_after_the_result(main, tmp_path, capsys, monkeypatch):
+    """transformers' own notices (Mamba's kernels falling back to their PyTorch reference, here) are kept
+    back and summarised after the table in one line per library, so they do not read as neuronkit's
+    findings; `--debug` leaves them to transformers' own handler, whole, as they come."""
+    from transformers import MambaConfig
+    from transformers.utils import logging as hf_logging
+
+    MambaConfig(vocab_size=64, hidden_size=16, state_size=4, num_hidden_layers=1,
+                architectures=["MambaForCausalLM"]).save_pretrained(tmp_path)
+    import logging
+
+    # every time, not once per process: another test in this worker may have built a Mamba before
+    monkeypatch.setattr(logging.Logger, "warning_once", hf_logging.warning_once.__wrapped__)
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_warning()  # transformers' default (the zoo fixture's builder turns it down)
+    try:
+        assert main(["check", str(tmp_path), "--random-weights", "--stages", "cpu"]) == 0
+        printed = capsys.readouterr()
+        assert "cpu       PASS" in printed.out and "falling back" not in printed.out
+        notes = printed.err.splitlines()
+        assert notes[0].startswith("notes from the libraries this ran"), printed.err
+        assert any(line.startswith("  transformers: ") and "falling back to its reference PyTorch" in line
+                   for line in notes[1:]), printed.err
+        assert main(["check", str(tmp_path), "--random-weights", "--stages", "cpu", "--debug"]) == 0
+        assert "notes from the libraries" not in capsys.readouterr().err  # transformers' own handler printed them
+    finally:
+        hf_logging.set_verbosity(level)
