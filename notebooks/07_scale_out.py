@@ -344,12 +344,14 @@ if train_ranks:
 # bytes; or plan your model with `neuronkit.plan(model, tp=2)` and see which collectives tensor parallel
 # adds; or price your own rate for trn2 with `neuronkit plan MODEL --sweep --usd-per-hour 40`.
 #
-# **Recap.** Plan before renting: the cheapest instance and layout that fit, each rank's memory against
-# its core's HBM, what the step sends, and what training and serving will cost, as estimates with a band
-# measured against AWS's published numbers.
-# A training script for Trainium is PyTorch's own (`init_process_group`, `init_device_mesh("neuron", ...)`,
-# `fully_shard`), launched with `torchrun --nproc-per-node N`, one process per core. FSDP2 divides the
-# parameters over the ranks; the layout's degrees must divide the cores.
+# ## Recap
+#
+# - Plan before renting: the cheapest instance and layout that fit, each rank's memory against its core's
+#   HBM, what the step sends, and what training and serving will cost, as estimates with a band measured
+#   against AWS's published numbers.
+# - A training script for Trainium is PyTorch's own (`init_process_group`, `init_device_mesh("neuron", ...)`,
+#   `fully_shard`), launched with `torchrun --nproc-per-node N`, one process per core.
+# - FSDP2 divides the parameters over the ranks; the layout's degrees must divide the cores.
 
 # %% [markdown]
 # ## Next

@@ -300,8 +300,7 @@ print(f"backward max error {grad_error:.1e}; compiled max error {compiled_cumsum
 # ## Key numbers
 #
 # What to take away: the kernel matches PyTorch to float32 rounding, the model's next tokens do not change,
-# and the rule violation names the limit and the fix. Next: try bfloat16 tiles, or a kernel for RMSNorm
-# (`nl.mean(nl.square(x), axis=1, keepdims=True)`, `nl.rsqrt`), and read docs/nki.md for the subset.
+# and the rule violation names the limit and the fix.
 
 # %%
 print(f"kernel max error        {kernel_error:.1e}")
@@ -310,3 +309,21 @@ print(f"compiled max error      {compiled_error:.1e}")
 print(f"NKI launches profiled   {int(nki_row.calls)} (estimated {nki_row.nki_est_us:.3g} µs on trn2 in all)")
 print(f"rule violation caught   {rule_error is not None}")
 print(f"NKI-lib-style cumsum    {nkilib_error:.1e} ({source})")
+
+# %% [markdown]
+# ## Try it
+#
+# Switch the kernel's tiles to bfloat16, or write one for RMSNorm
+# (`nl.mean(nl.square(x), axis=1, keepdims=True)`, `nl.rsqrt`) and check it the same way.
+#
+# ## Recap
+#
+# - An NKI kernel is registered with `torch_neuronx.nki_op` and runs eagerly on `neuron` and under
+#   `torch.compile`, one compilation per shape.
+# - The op audit and the profiler see it as a kernel of its own, with an estimated engine time on trn2.
+# - A tile wider than SBUF's 128 partitions is refused, by the compiler and by the interpreter, naming the
+#   limit and the fix.
+#
+# ## Next
+#
+# docs/nki.md lists the subset of `nki.language` the interpreter runs; notebook 09 ports a training script.

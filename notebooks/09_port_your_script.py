@@ -161,15 +161,6 @@ print(run_summary(xla_result))
 #
 # What to take away: how many uses were rewritten, how many need a decision, whether anything blocks, and
 # whether each rewritten script trained on the device.
-#
-# **Try it:** set `script` to your own training script (and `xla_script` to an XLA one), or run
-# `neuronkit port your_train.py --run -- ARGS` in a terminal.
-#
-# **Recap:** a rewrite is applied only where the script keeps every path it took; checks for CUDA read as
-# without CUDA unless their branches only move the work; PyTorch/XLA calls become native code, with no
-# torch_xla left.
-#
-# **Next:** `neuronkit run MODEL --script train.py` puts this section into the migration report.
 
 # %%
 for name, scans, run in (("CUDA", project.scans, result), ("XLA", xla_project.scans, xla_result)):
@@ -178,3 +169,19 @@ for name, scans, run in (("CUDA", project.scans, result), ("XLA", xla_project.sc
     print(f"      run ok {record['ok']} ({record['steps']}/{steps} optimizer steps, {record['nproc']} process), "
           f"losses {', '.join(f'{loss:.3f}' for loss in record['losses'])}, "
           f"ops that fell back {len(record['fallbacks'])}, NEFF compiles {record['neff_compiles']}")
+
+# %% [markdown]
+# ## Try it
+#
+# Set `script` to your own training script (and `xla_script` to an XLA one), or run
+# `neuronkit port your_train.py --run -- ARGS` in a terminal.
+#
+# ## Recap
+#
+# - A rewrite is applied only where the script keeps every path it took.
+# - Checks for CUDA read as without CUDA unless their branches only move the work.
+# - PyTorch/XLA calls become native code, with no torch_xla left.
+#
+# ## Next
+#
+# `neuronkit run MODEL --script train.py` puts this section into the migration report.

@@ -109,3 +109,14 @@ def test_the_rule_catches_each_way_into_neuronkit(tmp_path: Path) -> None:
         "99_example code cell 6 uses params, bound to neuronkit in an earlier cell"]
     (tmp_path / "98_none.py").write_text("# %%\nimport torch\n")
     assert problems("98_none", tmp_path) == ["98_none has no cell tagged 'copy'"]
+
+
+@pytest.mark.parametrize("stem", sorted(path.stem for path in NOTEBOOKS.glob("[0-9][0-9]_*.py")))
+def test_every_lesson_opens_with_what_it_teaches_and_ends_with_try_it_recap_next(stem: str) -> None:
+    """notebooks/README.md's shape, for the workbook and the standalone lessons alike: a numbered title,
+    then the markdown headings "Try it", "Recap" and "Next", once each and in that order."""
+    cells = jupytext.read(NOTEBOOKS / f"{stem}.py").cells
+    assert cells[0].cell_type == "markdown" and cells[0].source.startswith(f"# {stem[:2]} · ")
+    headings = [line for cell in cells if cell.cell_type == "markdown" for line in cell.source.splitlines()
+                if line in ("## Try it", "## Recap", "## Next")]
+    assert headings == ["## Try it", "## Recap", "## Next"], headings
