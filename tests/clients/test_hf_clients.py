@@ -7,7 +7,6 @@ import pytest
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
-from transformers import Trainer, TrainingArguments
 
 from neuronkit import client_paths
 from neuronkit.models import load_model
@@ -32,6 +31,10 @@ class _Tokens(torch.utils.data.Dataset):
 
 def _train(tmp_path, on_cpu: bool, **options) -> tuple[list[float], str]:
     """Three Trainer steps of the bundled tiny Qwen3; the logged losses and the device Trainer chose."""
+    # imported here, not at the top: transformers' Trainer pulls in peft, datasets and pandas (~0.5 CPU-s), which
+    # every pytest-xdist worker paid collecting this module although one worker runs its tests
+    from transformers import Trainer, TrainingArguments
+
     torch.manual_seed(0)
     args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=STEPS,
                              logging_steps=1, report_to=[], save_strategy="no", use_cpu=on_cpu, learning_rate=1e-3,
