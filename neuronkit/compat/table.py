@@ -70,11 +70,6 @@ def whole_table(policy: Policy | None = None) -> list[Row]:
     return sorted(rows, key=lambda r: (r.namespace, r.api))
 
 
-def classify_calls(ops: dict[str, OpFact]) -> Verdict:
-    """A recorded API's class from the facts of the ATen ops it ran (see `vocabulary.classify`)."""
-    return classify(list(ops.values()))
-
-
 def table_notes(policy: Policy | None = None) -> list[str]:
     """What holds for every row: the dtype rules, where the verdicts come from."""
     policy = policy or load_policy()
