@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from neuronkit import env
 from neuronkit.resources import data_dir
 
-GIB = 1 << 30
 MAX_DEVICES = 128  # DeviceIndex is int8 in the real backend
 
 
