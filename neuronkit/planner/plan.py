@@ -241,10 +241,10 @@ class _Planner:
 
     def layouts(self, world: int, inst: Instance) -> list[Layout]:
         found = []
-        for tp in _divisors(min(world, inst.cores)):
+        for tp in divisors(min(world, inst.cores)):
             if world % tp or not self._tp_ok(tp):
                 continue
-            for pp in _divisors(world // tp):
+            for pp in divisors(world // tp):
                 if pp <= self.probe.num_layers:
                     found.append(Layout(tp=tp, fsdp=world // (tp * pp), pp=pp))
         return found
@@ -368,5 +368,5 @@ def link(layout: Layout, group: str, inst: Instance) -> tuple[str, float]:
     return "same chip", inst.hbm_bytes_per_s_per_core
 
 
-def _divisors(n: int) -> list[int]:
+def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
