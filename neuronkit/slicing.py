@@ -11,7 +11,6 @@ slice: they are computed for the full model from its config.
 from __future__ import annotations
 
 import copy
-import tomllib
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -22,13 +21,12 @@ from transformers import PretrainedConfig, PreTrainedModel
 from neuronkit import models
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.evidence import ModelSlice
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 @lru_cache(maxsize=1)
 def rules() -> dict[str, Any]:
     """The slicing table, `neuronkit/data/slicing.toml`."""
-    with (data_dir() / "slicing.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    return data_toml("slicing.toml")
 
 
 def block_counts(config: PretrainedConfig) -> dict[str, int]:
