@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ class ClientFinding:
 @cache
 def all_findings() -> tuple[ClientFinding, ...]:
     """Every row of the table, in its order."""
-    rows = tomllib.loads((data_dir() / "client_paths.toml").read_text())["path"]
+    rows = data_toml("client_paths.toml")["path"]
     return tuple(ClientFinding(**row) for row in rows)
 
 

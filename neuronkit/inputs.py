@@ -13,7 +13,6 @@ per line) for a text model, or a safetensors file of named tensors for anything 
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import os
 from pathlib import Path
@@ -188,13 +187,7 @@ def processor_config(spec: str | os.PathLike) -> dict[str, Any] | None:
     file = path / PROCESSOR_CONFIG if path.is_dir() else None
     if file is None or not file.is_file():
         return None
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, OSError, UnicodeDecodeError) as exc:
-        raise NeuronkitInputError(f"{file} is not valid JSON: {' '.join(str(exc).split())}") from None
-    if not isinstance(raw, dict):
-        raise NeuronkitInputError(f"{file} must hold a JSON object, not {type(raw).__name__}")
-    return raw
+    return models.read_json(file)
 
 
 def read_prompts(file: str | os.PathLike) -> list[str]:

@@ -141,7 +141,7 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
         return spec
     path = resolve_model(spec)
     config_file = path / CONFIG_NAME if path.is_dir() else path
-    raw = _read_json(config_file)
+    raw = read_json(config_file)
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise NeuronkitInputError(f"{config_file} has no model_type")
@@ -173,7 +173,7 @@ def architecture_of(spec: str | os.PathLike, config: PretrainedConfig | None = N
     the first task the model type has (TASKS order)."""
     path = resolve_model(spec)
     config_file = path / CONFIG_NAME if path.is_dir() else path
-    raw = _read_json(config_file)
+    raw = read_json(config_file)
     if raw.get("architectures"):
         return raw["architectures"][0], "config.json"
     files = tuple(str(f) for f in _weight_files(path)) if path.is_dir() else ()
@@ -456,7 +456,8 @@ def _weight_files(path: Path) -> list[Path]:
     return sorted(f for pattern in _WEIGHT_GLOBS for f in path.glob(pattern))
 
 
-def _read_json(file: Path) -> dict[str, Any]:
+def read_json(file: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object (a config), read or refused in one line."""
     try:
         raw = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:

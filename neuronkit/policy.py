@@ -156,7 +156,6 @@ class Policy:
         self.complex_dtypes = frozenset(getattr(torch, d) for d in dtypes["complex"])
         self.complex_remedy: str = dtypes["complex_remedy"]
         self.emulated_remedy: str = dtypes["emulated_remedy"]
-        self.amp_dtypes = [getattr(torch, d) for d in dtypes["amp_dtypes"]]
         self.autocast: dict = table["autocast"]
         self.remedies: dict[str, str] = {f.category: f.remedy for f in features}
         self.remedies[CPU_FALLBACK] = (

@@ -8,8 +8,10 @@ policy and a workbook with its notebooks wherever it is installed; nothing looks
 
 from __future__ import annotations
 
+import tomllib
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 
 def package_path(*parts: str) -> Path:
@@ -27,6 +29,12 @@ def package_path(*parts: str) -> Path:
 def data_dir() -> Path:
     """`neuronkit/data/`: op_support.toml, trainium_hardware.toml, sample_prompts.txt, models/."""
     return package_path("data")
+
+
+def data_toml(name: str) -> dict[str, Any]:
+    """The TOML table `neuronkit/data/<name>`, read anew on each call (callers cache what they keep)."""
+    with (data_dir() / name).open("rb") as fh:
+        return tomllib.load(fh)
 
 
 def notebooks_dir() -> Path:

@@ -11,7 +11,6 @@ slice: they are computed for the full model from its config.
 from __future__ import annotations
 
 import copy
-import tomllib
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -22,13 +21,12 @@ from transformers import PretrainedConfig, PreTrainedModel
 from neuronkit import models
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.evidence import ModelSlice
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 @lru_cache(maxsize=1)
 def rules() -> dict[str, Any]:
     """The slicing table, `neuronkit/data/slicing.toml`."""
-    with (data_dir() / "slicing.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    return data_toml("slicing.toml")
 
 
 def block_counts(config: PretrainedConfig) -> dict[str, int]:
@@ -51,11 +49,6 @@ def sliced_config(config: PretrainedConfig, layers: int) -> PretrainedConfig:
         if isinstance(value, list) and counts and len(value) == max(counts.values()):
             setattr(sliced, key, value[:layers])
     return sliced
-
-
-def parameters(config: PretrainedConfig) -> int:
-    """Parameters of the model `config` describes (built on the meta device: nothing allocated)."""
-    return models.num_parameters(config)
 
 
 def embedding_parameters(config: PretrainedConfig) -> int:
@@ -86,7 +79,7 @@ def need_bytes(config: PretrainedConfig, dtype: torch.dtype, sliced: bool) -> in
     weights `copies` times, and the weights that take gradients `trained_copies` times more (a slice's
     embeddings and head take none)."""
     budget = rules()["budget"]
-    total = parameters(config)
+    total = models.num_parameters(config)
     trained = total - (embedding_parameters(config) if sliced else 0)
     return (budget["copies"] * total + budget["trained_copies"] * trained) * dtype.itemsize
 
@@ -110,7 +103,7 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
         raise NeuronkitInputError("choose --layers K or --full-model, not both")
     counts = block_counts(config)
     total_layers = max(counts.values()) if counts else None
-    total = parameters(config)
+    total = models.num_parameters(config)
     budget = rules()["budget"]
     memory = memory_budget(available)
 
@@ -126,7 +119,8 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
         if layers >= total_layers:
             return whole(f"--layers {layers} covers all {total_layers} blocks")
         sliced = sliced_config(config, layers)
-        return sliced, ModelSlice(False, layers, total_layers, parameters(sliced), total, f"forced with --layers {layers}")
+        return sliced, ModelSlice(False, layers, total_layers, models.num_parameters(sliced), total,
+                                  f"forced with --layers {layers}")
     whole_bytes = need_bytes(config, dtype, sliced=False)
     if whole_bytes <= memory and total <= budget["max_parameters"]:
         return whole("fits the budget")
@@ -143,7 +137,7 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
     while low <= high:  # the largest K whose slice fits; at least one block when memory allows
         mid = (low + high) // 2
         candidate = sliced_config(config, mid)
-        count = parameters(candidate)
+        count = models.num_parameters(candidate)
         fits = need_bytes(candidate, dtype, sliced=True) <= memory and (mid == 1 or count <= budget["max_parameters"])
         if fits:
             best, best_params, low = mid, count, mid + 1
@@ -151,7 +145,7 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
             high = mid - 1
     if best == 0:
         smallest = sliced_config(config, 1)
-        one, need = parameters(smallest), need_bytes(smallest, dtype, sliced=True)
+        one, need = models.num_parameters(smallest), need_bytes(smallest, dtype, sliced=True)
         raise NeuronkitInputError(
             f"even a one-block slice of this {config.model_type} model ({one / 1e9:.2f}B parameters with its "
             f"embeddings and head) needs {need / 1e9:.1f} GB in {str(dtype).removeprefix('torch.')}, over the "

@@ -17,7 +17,6 @@ import dataclasses
 import functools
 import os
 import sys
-import tomllib
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -39,7 +38,7 @@ from neuronkit.compat.vocabulary import (
     classify,
 )
 from neuronkit.policy import CPU_FALLBACK, NATIVE, Policy, load_policy, overload, verdicts_path
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 _PROBE_SHAPES = ((2, 3), (1,))  # a matrix, then one element (what `item` takes)
 
@@ -68,11 +67,6 @@ def whole_table(policy: Policy | None = None) -> list[Row]:
             for namespace, api, prop in _public_apis()]
     rows += _distributed_rows()
     return sorted(rows, key=lambda r: (r.namespace, r.api))
-
-
-def classify_calls(ops: dict[str, OpFact]) -> Verdict:
-    """A recorded API's class from the facts of the ATen ops it ran (see `vocabulary.classify`)."""
-    return classify(list(ops.values()))
 
 
 def table_notes(policy: Policy | None = None) -> list[str]:
@@ -263,8 +257,7 @@ def _quiet_stderr() -> Iterator[None]:
 
 def _distributed_rows() -> list[Row]:
     """torch.distributed's public functions (data/compat_distributed.toml)."""
-    with (data_dir() / "compat_distributed.toml").open("rb") as fh:
-        table = tomllib.load(fh)
+    table = data_toml("compat_distributed.toml")
     dtypes = tuple(table["unsupported_dtypes"])
     rows = []
     for name in c10d.__all__:

@@ -5,10 +5,9 @@ what the published rows give)."""
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +54,7 @@ class Constants:
 @functools.lru_cache(maxsize=1)
 def frozen() -> Constants:
     """The constants and bands shipped with neuronkit."""
-    with (data_dir() / "cost_model.toml").open("rb") as fh:
-        table = tomllib.load(fh)
+    table = data_toml("cost_model.toml")
     fit, band = table["fitted"], table["band"]
     return Constants(compute_fraction=fit["compute_fraction"], hbm_fraction=fit["hbm_fraction"],
                      collective_latency_s=fit["collective_latency_s"],

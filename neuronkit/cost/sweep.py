@@ -20,7 +20,7 @@ from neuronkit.cost.pricing import Pricing
 from neuronkit.cost.shape import ModelShape
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.planner.instances import Instance, instances
-from neuronkit.planner.plan import Layout
+from neuronkit.planner.plan import Layout, divisors
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +83,10 @@ def _fitting(shape: ModelShape, inst: Instance, global_batch: int, micro_batch: 
 
 def _layouts(shape: ModelShape, inst: Instance, nodes: int, global_batch: int, micro_batch: int) -> Iterator[Layout]:
     world = nodes * inst.cores
-    for tp in _divisors(inst.cores):
+    for tp in divisors(inst.cores):
         if not memory.tp_ok(shape, tp):
             continue
-        for pp in _divisors(world // tp):
+        for pp in divisors(world // tp):
             if pp > shape.layers:
                 continue
             rest = world // (tp * pp)
@@ -104,7 +104,7 @@ def serve(shape: ModelShape, *, input_len: int, output_len: int, weights: str = 
     found = []
     for inst in choice.candidates(serving_only_too=True):
         pricing = choice.pricing(inst)
-        for tp in _divisors(inst.cores):
+        for tp in divisors(inst.cores):
             if not memory.tp_ok(shape, tp):
                 continue
             batch = 1
@@ -127,8 +127,3 @@ def shortlist(found: list, top: int = 5) -> list:
         if est.usd_per_million_tokens is None and est.instance not in unpriced:
             unpriced[est.instance] = est
     return best + [e for name, e in unpriced.items() if not any(b.instance == name for b in best)]
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-

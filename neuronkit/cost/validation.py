@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
@@ -23,7 +22,7 @@ from neuronkit.cost.constants import Constants
 from neuronkit.cost.shape import ModelShape, model_shape
 from neuronkit.planner.instances import instance
 from neuronkit.planner.plan import Layout
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +47,7 @@ class Check:
 @functools.lru_cache(maxsize=1)
 def published() -> dict[str, Any]:
     """The published rows and the configs of the models they name."""
-    with (data_dir() / "aws_published_rows.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    return data_toml("aws_published_rows.toml")
 
 
 @functools.lru_cache(maxsize=None)

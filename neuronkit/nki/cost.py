@@ -18,14 +18,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import tomllib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from neuronkit.nki import context
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 RULE = "max over the compute engines + DMA (compute engines overlapped, DMA not overlapped)"
@@ -49,8 +48,7 @@ class Figures:
 @functools.cache
 def figures() -> Figures:
     """The figures as the data file gives them."""
-    with (data_dir() / "nki_hardware.toml").open("rb") as fh:
-        table = tomllib.load(fh)["engine_cost"]
+    table = data_toml("nki_hardware.toml")["engine_cost"]
     return Figures(**table)
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 
 from neuronkit import env
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 TARGET_ENV = "NEURONKIT_NKI_TARGET"
 
@@ -32,8 +31,7 @@ class Core:
 @functools.cache
 def core(target: str | None = None) -> Core:
     """The figures for `target` (default: $NEURONKIT_NKI_TARGET, else the data file's default, trn2)."""
-    with (data_dir() / "nki_hardware.toml").open("rb") as fh:
-        table = tomllib.load(fh)
+    table = data_toml("nki_hardware.toml")
     target = target or env.text(TARGET_ENV) or table["default_target"]
     if target not in table:
         known = sorted(k for k, v in table.items() if isinstance(v, dict) and "core" in v)

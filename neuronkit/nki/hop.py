@@ -218,14 +218,10 @@ def _report(kernel: KernelFunction, on_device: torch.device, start: int, duratio
     event = tracking.OpEvent(name=name, overload="default", category="native", fallback=False, start_ns=start,
                              duration_ns=duration, cache_key=key, cache_hit=hit,
                              input_shapes=tuple(tuple(t.shape) for t in tensors),
-                             input_dtypes=tuple(str(t.dtype) for t in tensors), bytes_in=_nbytes(tensors),
-                             bytes_out=_nbytes(outputs), engine_estimate=estimate)
+                             input_dtypes=tuple(str(t.dtype) for t in tensors), bytes_in=device.nbytes(tensors),
+                             bytes_out=device.nbytes(outputs), engine_estimate=estimate)
     for observer in observers:
         observer(event)
-
-
-def _nbytes(tensors: list[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from neuronkit.nki import language as nl
 from neuronkit.nki.dtypes import as_dtype
 from neuronkit.nki.errors import NkiRuleError, unsupported
 from neuronkit.nki.hardware import core
+from neuronkit.nki.isa_operands import bound as _bound
 from neuronkit.nki.isa_operands import op_function as _fn
 from neuronkit.nki.isa_operands import write as _write
 from neuronkit.nki.isa_constants import (  # noqa: F401 - public names of nki.isa
@@ -88,9 +89,7 @@ def _split(args: tuple, kwargs: dict, names: tuple[str, ...], tiles: int) -> tup
     by_keyword = sum(1 for name in names[:tiles] if name in kwargs)  # `f(out[...], data=x, ...)`: out is dst
     if dst is None and leading and leading + by_keyword > tiles:
         dst, args = args[0], args[1:]
-    bound = dict(zip(names, args))
-    bound.update(kwargs)
-    return dst, bound
+    return dst, _bound(args, kwargs, names)
 
 
 def nc_matmul(*args: Any, **kwargs: Any) -> NkiTensor | None:
@@ -175,8 +174,7 @@ def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
     dst = kwargs.pop("dst", None)
     if dst is None and args and isinstance(args[0], Operand):
         dst, args = args[0], args[1:]
-    bound = dict(zip(("op", "data", "bias", "scale"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("op", "data", "bias", "scale"))
     reduce_res = bound.get("reduce_res")
     if reduce_res is not None and bound.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce:
         raise unsupported(f"nki.isa.activation(reduce_cmd={bound['reduce_cmd']}) (accumulating across instructions)")
@@ -271,8 +269,7 @@ def memset(*args: Any, **kwargs: Any) -> NkiTensor | None:
         cost.charge("memset", dst.shape, kwargs.get("engine"))
         _write(dst, np.asarray(value, dtype=np.float32), "nki.isa.memset")
         return None
-    bound = dict(zip(("shape", "value", "dtype"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("shape", "value", "dtype"))
     shape = tuple(bound["shape"])
     return nl.full(shape, bound["value"], bound["dtype"])
 
@@ -338,8 +335,7 @@ def _affine(shape: tuple[int, ...], pattern: Any, offset: int, channel_multiplie
 
 def iota(*args: Any, **kwargs: Any) -> None:
     """Fill dst with offset + partition * channel_multiplier + the free pattern's affine index (GpSimd)."""
-    bound = dict(zip(("dst", "pattern", "offset", "channel_multiplier"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("dst", "pattern", "offset", "channel_multiplier"))
     dst = bound["dst"]
     if not isinstance(dst, Operand):
         raise unsupported("nki.isa.iota without dst= (the older expression form)")
@@ -354,9 +350,8 @@ def iota(*args: Any, **kwargs: Any) -> None:
 
 def affine_select(*args: Any, **kwargs: Any) -> None:
     """dst = on_true_tile where cmp_op(affine value, 0), else on_false_value (the affine value as in iota)."""
-    bound = dict(zip(("dst", "pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value",
-                      "cmp_op"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("dst", "pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value",
+                                  "cmp_op"))
     dst = bound["dst"]
     affine = _affine(tuple(dst.shape), bound["pattern"], bound.get("offset", 0), bound.get("channel_multiplier", 0),
                      "nki.isa.affine_select")
@@ -403,8 +398,7 @@ def nc_find_index8(*args: Any, **kwargs: Any) -> NkiTensor | None:
 
 def dma_transpose(*args: Any, **kwargs: Any) -> None:
     """Copy src into dst with its dimensions reversed (a 2-D transpose done by the DMA engines)."""
-    bound = dict(zip(("dst", "src", "axes"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("dst", "src", "axes"))
     dst, src = bound["dst"], bound["src"]
     values = src.read() if isinstance(src, Operand) else np.asarray(src)
     axes = bound.get("axes")

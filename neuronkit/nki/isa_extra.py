@@ -16,6 +16,7 @@ from neuronkit.nki import context, cost
 from neuronkit.nki import language as nl
 from neuronkit.nki.errors import NkiRuleError, unsupported
 from neuronkit.nki.isa_constants import reduce_cmd
+from neuronkit.nki.isa_operands import bound as _bound
 from neuronkit.nki.isa_operands import op_function as _fn
 from neuronkit.nki.isa_operands import write as _write
 from neuronkit.nki.tensors import Operand, origin, values_of, with_mask
@@ -23,12 +24,6 @@ from neuronkit.nki.tensors import Operand, origin, values_of, with_mask
 FP32_MIN = float(np.finfo(np.float32).min)  # nki.isa.fp32.min, range_select's fill value
 QUADRANT = 32  # partitions a stream shuffle permutes within (nc_stream_shuffle)
 SKIP = 255  # a shuffle_mask entry that leaves its destination partition unmodified
-
-
-def _bound(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:
-    bound = dict(zip(names, args))
-    bound.update(kwargs)
-    return bound
 
 
 def _per_partition(values: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The rules every `nki.isa` instruction (neuronkit/nki/isa.py, isa_extra.py) applies to its operands:
-how a result is fitted into `dst`, and the NumPy function an `op=` argument names. Both instruction modules
-build on this one, so neither imports the other for them."""
+its arguments by name, how a result is fitted into `dst`, and the NumPy function an `op=` argument names.
+Both instruction modules build on this one, so neither imports the other for them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,13 @@ import numpy as np
 
 from neuronkit.nki.errors import unsupported
 from neuronkit.nki.tensors import Operand, origin
+
+
+def bound(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:
+    """An instruction's arguments by name: the positional ones in the order of `names`, then the keywords."""
+    by_name = dict(zip(names, args))
+    by_name.update(kwargs)
+    return by_name
 
 
 def write(dst: Any, values: np.ndarray, what: str) -> None:

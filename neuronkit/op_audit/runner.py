@@ -36,6 +36,7 @@ from neuronkit.calling import call, generation_prompt, greedy
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.policy import load_policy
 from neuronkit.pipeline.config import DEFAULTS, RunConfig
+from neuronkit.pipeline.record import first_line
 
 OPTIMIZER = "<optimizer>"
 # Frames of torch, the recorder and context managers: not where a model's code stopped a trace.
@@ -151,7 +152,7 @@ class _Target:
         """This target on random weights, after its weightless trace `stopped`: the model's Python reads a
         tensor value (a branch on a data-dependent size, a loop over the experts a batch routes to) or runs
         an op fake tensors cannot give a shape to. Refused in one line when the model does not fit memory."""
-        where, why = _user_frame(stopped), f"{type(stopped).__name__}: {_first_line(stopped)}"
+        where, why = _user_frame(stopped), f"{type(stopped).__name__}: {first_line(stopped)}"
         try:
             target = _Target.resolve(self.config if self.config is not None else model, False, False, self.dtype,
                                      self.trust_remote_code)
@@ -335,11 +336,6 @@ def _user_frame(error: BaseException) -> str:
     frame = frames[-1]
     path = frame.filename.split("site-packages/", 1)[-1]
     return f"{path}:{frame.lineno} in {frame.name}"
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _versions() -> dict[str, str]:

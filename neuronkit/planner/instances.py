@@ -10,12 +10,11 @@ logical-core size (LNC), which is what `torch.neuron.device_count()` reports and
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 PRICE_KINDS = ("on_demand", "reserved")
 # Peak keys of the chip tables by compute dtype; anything else computes at the FP32 peak.
@@ -85,8 +84,7 @@ class Instance:
 
 @functools.lru_cache(maxsize=None)
 def _table() -> dict[str, Any]:
-    with (data_dir() / "trainium_hardware.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    return data_toml("trainium_hardware.toml")
 
 
 @functools.lru_cache(maxsize=None)

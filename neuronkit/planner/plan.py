@@ -174,7 +174,7 @@ def plan(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", nodes: int
     fsdp = degrees.get("fsdp")
     inst = find_instance(instance)
     layout = resolve_layout(inst, nodes, tp=tp, fsdp=fsdp, pp=pp, dp=dp)
-    return _Planner(model, as_dtype(dtype), micro_batch, seq_len).plan(layout, inst, nodes, microbatches)
+    return _Planner(model, models.compute_dtype(dtype), micro_batch, seq_len).plan(layout, inst, nodes, microbatches)
 
 
 def resolve_layout(inst: Instance, nodes: int, *, tp: int = 1, fsdp: int | None = None, pp: int = 1,
@@ -202,7 +202,7 @@ def sweep(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", dtype: to
     Tensor parallel stays inside an instance; every remaining rank shards with FSDP.
     """
     inst = find_instance(instance)
-    planner = _Planner(model, as_dtype(dtype), micro_batch, seq_len)
+    planner = _Planner(model, models.compute_dtype(dtype), micro_batch, seq_len)
     nodes = 1
     while nodes <= max_nodes:
         world = nodes * inst.cores
@@ -212,11 +212,6 @@ def sweep(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", dtype: to
             return sorted(fitting, key=lambda p: (p.comm_seconds, p.layout.pp, p.layout.tp))[:top]
         nodes *= 2
     return []
-
-
-def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
-    """The training dtype: one the device computes in (float32, bfloat16, float16)."""
-    return models.compute_dtype(dtype)
 
 
 def _positive(name: str, value: object) -> int:
@@ -241,10 +236,10 @@ class _Planner:
 
     def layouts(self, world: int, inst: Instance) -> list[Layout]:
         found = []
-        for tp in _divisors(min(world, inst.cores)):
+        for tp in divisors(min(world, inst.cores)):
             if world % tp or not self._tp_ok(tp):
                 continue
-            for pp in _divisors(world // tp):
+            for pp in divisors(world // tp):
                 if pp <= self.probe.num_layers:
                     found.append(Layout(tp=tp, fsdp=world // (tp * pp), pp=pp))
         return found
@@ -368,5 +363,5 @@ def link(layout: Layout, group: str, inst: Instance) -> tuple[str, float]:
     return "same chip", inst.hbm_bytes_per_s_per_core
 
 
-def _divisors(n: int) -> list[int]:
+def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from neuronkit.port import cst_util
+
 
 def import_roots(script: Path, folders: list[Path]) -> list[Path]:
     """Where the script's imports resolve from: its own folder, then each named folder (a package's parent, so
@@ -22,14 +24,6 @@ def import_roots(script: Path, folders: list[Path]) -> list[Path]:
     return roots
 
 
-def _dotted(node: cst.BaseExpression | None) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
-
-
 def _imported_modules(module: cst.Module, path: Path) -> list[tuple[Path | None, str]]:
     """(base, dotted module) for every module an import statement may load: absolute ones have no base,
     relative ones the package folder the dots lead to."""
@@ -38,7 +32,7 @@ def _imported_modules(module: cst.Module, path: Path) -> list[tuple[Path | None,
     def walk(node: cst.CSTNode) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:
-                name = _dotted(alias.name)
+                name = cst_util.dotted(alias.name) or ""
                 parts = name.split(".")
                 found.extend((None, ".".join(parts[:i])) for i in range(1, len(parts) + 1))
         elif isinstance(node, cst.ImportFrom):
@@ -47,12 +41,12 @@ def _imported_modules(module: cst.Module, path: Path) -> list[tuple[Path | None,
                 base = path.parent
                 for _ in range(len(node.relative) - 1):
                     base = base.parent
-            module_name = _dotted(node.module) if node.module else ""
+            module_name = cst_util.dotted(node.module) or ""
             parts = module_name.split(".") if module_name else []
             found.extend((base, ".".join(parts[:i])) for i in range(1, len(parts) + 1))
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:  # `from pkg import module`
-                    found.append((base, ".".join([*parts, _dotted(alias.name)])))
+                    found.append((base, ".".join([*parts, cst_util.dotted(alias.name) or ""])))
             return
         for child in node.children:
             walk(child)

@@ -5,12 +5,11 @@ matchers in `matchers.py` apply them)."""
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 CATEGORIES: tuple[str, ...] = ("rewrite", "decide", "blocker")
 # How a rewrite is made (matchers.py): see the header of cuda_port_rules.toml.
@@ -114,8 +113,7 @@ def load_rules() -> tuple[Rule, ...]:
     """Every rule in the tables, in their order (CUDA first)."""
     rules: list[Rule] = []
     for name in RULE_FILES:
-        with open(data_dir() / name, "rb") as fh:
-            rules.extend(_rule(table, name.split("_")[0]) for table in tomllib.load(fh)["rule"])
+        rules.extend(_rule(table, name.split("_")[0]) for table in data_toml(name)["rule"])
     ids = [r.id for r in rules]
     if len(ids) != len(set(ids)):
         raise ValueError(f"duplicate rule ids: {sorted({i for i in ids if ids.count(i) > 1})}")

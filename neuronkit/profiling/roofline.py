@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 from neuronkit.policy import base_name
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
 Bound = Literal["compute", "memory"]
 _ITEMSIZE = {"torch.float64": 8, "torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}
@@ -60,8 +59,7 @@ class Estimate:
 @functools.lru_cache(maxsize=None)
 def core_peaks(logical_nc_config: int | None = None) -> CorePeaks:
     """Trainium2 peaks for one logical NeuronCore; LNC defaults to the table's trn2 default (2)."""
-    with (data_dir() / "trainium_hardware.toml").open("rb") as fh:
-        table = tomllib.load(fh)
+    table = data_toml("trainium_hardware.toml")
     trn2 = table["chips"]["trn2"]
     lnc = logical_nc_config or trn2["default_logical_nc_config"]
     share = lnc / trn2["physical_cores_per_chip"]

@@ -31,6 +31,7 @@ from torch._C._distributed_c10d import (
 )
 
 from neuronkit.device.simulator import native
+from neuronkit.device.simulator.kernel import nbytes
 from neuronkit.device.process_group import rules, runtime_setup
 from neuronkit.device.process_group.trace import collective_range
 
@@ -85,10 +86,6 @@ def _scaled(tensors: list[torch.Tensor], factor: object) -> list[torch.Tensor]:
     return tensors if factor is None else [t * factor for t in tensors]
 
 
-def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
 class ProcessGroupNeuron(ProcessGroup):
     """`torch.distributed`'s process group for `neuron` tensors (and host tensors, which gloo moves as is)."""
 
@@ -131,7 +128,7 @@ class ProcessGroupNeuron(ProcessGroup):
 
     def _traced(self, kind: str, tensors: Sequence[torch.Tensor]):
         """The profiler range of one collective, with the bytes of `tensors` (the data it moves)."""
-        return collective_range(kind, _nbytes(tensors), self.size())
+        return collective_range(kind, nbytes(tensors), self.size())
 
     def _summing(self, opts, cls) -> tuple[object, int, object]:
         """gloo has no AVG or PREMUL_SUM: options of type `cls` that SUM, the divisor that turns the sum into

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass
 
 from neuronkit import env
-from neuronkit.resources import data_dir
+from neuronkit.resources import data_toml
 
-GIB = 1 << 30
 MAX_DEVICES = 128  # DeviceIndex is int8 in the real backend
 
 
@@ -76,8 +74,7 @@ def parse_bytes(spec: str) -> int:
 def instance_families() -> dict[str, tuple[int, int, int]]:
     """Per simulated instance family (`[families]` of neuronkit/data/trainium_hardware.toml): physical
     cores in the instance, HBM bytes per physical core, default LNC."""
-    with (data_dir() / "trainium_hardware.toml").open("rb") as fh:
-        table = tomllib.load(fh)
+    table = data_toml("trainium_hardware.toml")
     families = {}
     for name, entry in table["families"].items():
         figures = {**table["instances"][entry["instance"]], **entry} if "instance" in entry else entry

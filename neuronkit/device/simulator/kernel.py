@@ -356,13 +356,14 @@ def raise_complex(name: str, dtype: torch.dtype) -> None:
                        f"{STATE.policy.complex_remedy}")
 
 
-def _nbytes(values) -> int:
+def nbytes(values) -> int:
+    """The bytes of the tensors in `values`, in nested lists and tuples too (other values count 0)."""
     total = 0
     for v in values:
         if isinstance(v, _Tensor):
             total += v.numel() * v.element_size()
         elif isinstance(v, (list, tuple)):
-            total += _nbytes(v)
+            total += nbytes(v)
     return total
 
 
@@ -373,8 +374,8 @@ def _notify(observers: list, kernel: OpKernel, start: int, duration: int, key, h
         name=kernel.name, overload=kernel.overload, category=INPUT_FALLBACK if fallback and kernel.native else
         kernel.rule.category, fallback=fallback, start_ns=start, duration_ns=duration, cache_key=key, cache_hit=hit,
         input_shapes=tuple(tuple(t.shape) for t in tensors), input_dtypes=tuple(str(t.dtype) for t in tensors),
-        bytes_in=_nbytes(cvalues),
-        bytes_out=_nbytes(result if isinstance(result, (list, tuple)) else (result,)),
+        bytes_in=nbytes(cvalues),
+        bytes_out=nbytes(result if isinstance(result, (list, tuple)) else (result,)),
     )
     for observer in observers:
         observer(event)
