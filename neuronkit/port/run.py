@@ -273,21 +273,38 @@ def read_records(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None
     return sorted((r for r in records if r["process"] != "launcher"), key=lambda r: r["rank"]), launcher
 
 
-def _end_processes(pgid: int, marker: str) -> None:
+def _end_processes(pgid: int, marker: str, patience: float = 5.0) -> None:
     """Whatever the run started and left running (a helper process the script forgot) is stopped: its session,
     and every process whose environment carries the run's marker (one started outside the session, e.g. by
-    a fork server standing in for the interpreter)."""
+    a fork server standing in for the interpreter). SIGKILL is delivered asynchronously, so this waits (up to
+    `patience` seconds) until none of them is alive any more, a corpse waiting for its parent aside."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     needle = f"{RUN_MARKER}={marker}".encode()
+    deadline = time.monotonic() + patience
+    while (alive := _marked_alive(needle)) and time.monotonic() < deadline:
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def _marked_alive(needle: bytes) -> list[int]:
+    """The processes whose environment carries `needle` and that are not yet dead (a zombie is dead)."""
+    alive = []
     for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
             if needle in environ.read_bytes().split(b"\0"):
-                os.kill(int(environ.parent.name), signal.SIGKILL)
-        except (OSError, ValueError):
+                state = (environ.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("Z", "X"):
+                    alive.append(int(environ.parent.name))
+        except (OSError, ValueError, IndexError):
             continue
+    return alive
 
 
 def _explain(result: RunResult, layout: Overlay, timed_out: bool, timeout: float) -> None:
