@@ -190,13 +190,12 @@ _LOADED: dict[tuple[Any, ...], Session] = {}
 _EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}  # tokenizer and example inputs, per run
 
 
-def load(params: Params, dtype: str | None = None) -> Session:
+def load(params: Params) -> Session:
     """The run's session (the full model or the layer slice that fits, `neuronkit.slicing`; its tokenizer
     and example inputs, `batch_size` × `seq_len` tokens for text), loaded once per kernel and shared.
 
-    `dtype` overrides the run's. Cells that change the model (move it to a device, train it) work on a
-    copy, or move it back."""
-    config = dataclasses.replace(params.config, dtype=dtype or params.config.dtype, stage_options=())
+    Cells that change the model (move it to a device, train it) work on a copy, or move it back."""
+    config = dataclasses.replace(params.config, stage_options=())
     key = _key(params.model, config)
     if key not in _LOADED:
         piece = run_slice(params)
