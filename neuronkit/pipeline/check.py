@@ -72,8 +72,7 @@ class CheckReport:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The report as JSON text, also written to `path` when given."""
-        text: str = json_text(self.to_dict(), path, sort_keys=True, default=str)
-        return text
+        return json_text(self.to_dict(), path, sort_keys=True, default=str)
 
     def table(self) -> str:
         """A fixed-width table: step, status, seconds, summary."""
