@@ -72,8 +72,7 @@ class CheckReport:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The report as JSON text, also written to `path` when given."""
-        text: str = json_text(self.to_dict(), path, sort_keys=True, default=str)
-        return text
+        return json_text(self.to_dict(), path, sort_keys=True, default=str)
 
     def table(self) -> str:
         """A fixed-width table: step, status, seconds, summary."""
@@ -112,6 +111,7 @@ class CheckRun:
         self._neuron: tuple[torch.nn.Module, list[list[str]]] | None = None
         self.neuron_inputs: Any = None
         self.compiled: torch.nn.Module | None = None  # the compile step's, which the timing step times
+        self.lent = session.device_model or (session.compiled.module._orig_mod if session.compiled else None)
         self.results: dict[str, StageResult[Any]] = {}  # each step's record, read by the steps after it
 
     def neuron(self) -> tuple[torch.nn.Module, list[list[str]]]:
@@ -120,8 +120,7 @@ class CheckRun:
         freezes them; and the tied parameter groups `.to()` had untied."""
         if self._neuron is None:
             s = self.session
-            caller = s.device_model or (s.compiled.module._orig_mod if s.compiled else None)
-            model, untied = self._neuron = (caller, []) if caller is not None else \
+            model, untied = self._neuron = (self.lent, []) if self.lent is not None else \
                 compare.device_copy(s.model, "neuron")
             for param in frozen_parameters(model, s.freeze):
                 param.requires_grad_(False)
@@ -134,8 +133,7 @@ def check(session: Session, steps: Iterable[str] = CHECK_STAGES, config: RunConf
     options read from `config` (default: the session's). The session's device model is lent to the steps
     and given back with its mode and gradient flags as they were."""
     run = CheckRun(session, config or session.config)
-    lent = session.device_model or (session.compiled.module._orig_mod if session.compiled is not None else None)
-    with _lent(lent):
+    with _lent(run.lent):
         for name in resolve_steps(steps):
             run.results[name] = run_step(name, run)
     return CheckReport(session.name, str(session.dtype).removeprefix("torch."), list(run.results.values()),

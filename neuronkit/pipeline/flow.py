@@ -56,8 +56,7 @@ def blocked_by(run: RunDir, stage: str) -> str | None:
 def skip(run: RunDir, stage: str, reason: str) -> StageResult[Any]:
     """Write and return a `skipped` record for `stage` carrying the reason (read back, as every reader sees
     it: its evidence the stage's empty record)."""
-    record: StageResult[Any] = skipped(stage, reason)
-    return kept(run, record)
+    return kept(run, skipped(stage, reason))
 
 
 def begin(params: Params, stage: str) -> StageResult[Any] | None:

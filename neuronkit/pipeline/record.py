@@ -137,14 +137,13 @@ class RunDir:
     def stage_path(self, stage: str) -> Path:
         return self.stages_dir / STAGE[stage].record_file
 
-    def write(self, result: StageResult[Any]) -> Path:
+    def write(self, result: StageResult[Any]) -> None:
         """Write a stage's record atomically (a reader never sees half a file)."""
         self.stages_dir.mkdir(parents=True, exist_ok=True)
         target = self.stage_path(result.stage)
         tmp = target.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str))
         tmp.replace(target)
-        return target
 
     def read(self, stage: str) -> StageResult[Any] | None:
         """The stage's record, or None when the stage has not run."""
@@ -157,11 +156,10 @@ class RunDir:
         """Every stage in workbook order, None where no record exists."""
         return {stage: self.read(stage) for stage in STAGES}
 
-    def write_params(self, params: dict[str, Any]) -> Path:
+    def write_params(self, params: dict[str, Any]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         target = self.path / "params.json"
         target.write_text(json.dumps(json_safe(params), indent=2, sort_keys=True, default=str))
-        return target
 
     def read_params(self) -> dict[str, Any]:
         path = self.path / "params.json"

@@ -42,6 +42,14 @@ class Compiled:
     backward_s: float  # the first backward (it compiled the backward graphs), host seconds
 
 
+def autocast(device: str, dtype: torch.dtype) -> contextlib.AbstractContextManager[Any]:
+    """Autocast to `dtype` on `device` ("neuron", "cpu") for bfloat16/float16; float32: no autocast."""
+    if dtype in (torch.bfloat16, torch.float16):
+        mode: contextlib.AbstractContextManager[Any] = torch.autocast(device, dtype=dtype)
+        return mode
+    return contextlib.nullcontext()
+
+
 def forward_extras(model: torch.nn.Module) -> dict[str, Any]:
     """Keyword arguments of every parity forward: Hugging Face models run without a KV cache (it is not
     an output worth comparing)."""
@@ -116,21 +124,14 @@ class Session:
 
     def device_mode(self) -> contextlib.AbstractContextManager[Any]:
         """Autocast to the checked dtype on the device (fp32: no autocast)."""
-        if self.dtype in (torch.bfloat16, torch.float16):
-            mode: contextlib.AbstractContextManager[Any] = torch.autocast("neuron", dtype=self.dtype)
-            return mode
-        return contextlib.nullcontext()
+        return autocast("neuron", self.dtype)
 
     @contextlib.contextmanager
     def cpu_mode(self) -> Iterator[None]:
         """The CPU side's counterpart of `device_mode`: autocast to the checked dtype on the CPU, its matrix
         products computed as the device computes them (`host_products`)."""
-        with device_products(self.dtype):
-            if self.dtype in (torch.bfloat16, torch.float16):
-                with torch.autocast("cpu", dtype=self.dtype):
-                    yield
-            else:
-                yield
+        with device_products(self.dtype), autocast("cpu", self.dtype):
+            yield
 
     @classmethod
     def build(cls, model: Any, inputs: Any = None, *, config: RunConfig = DEFAULTS, tokenizer: Any = None,
@@ -189,13 +190,12 @@ _LOADED: dict[tuple[Any, ...], Session] = {}
 _EXAMPLES: dict[tuple[Any, ...], tuple[Any, dict[str, torch.Tensor]]] = {}  # tokenizer and example inputs, per run
 
 
-def load(params: Params, dtype: str | None = None) -> Session:
+def load(params: Params) -> Session:
     """The run's session (the full model or the layer slice that fits, `neuronkit.slicing`; its tokenizer
     and example inputs, `batch_size` × `seq_len` tokens for text), loaded once per kernel and shared.
 
-    `dtype` overrides the run's. Cells that change the model (move it to a device, train it) work on a
-    copy, or move it back."""
-    config = dataclasses.replace(params.config, dtype=dtype or params.config.dtype, stage_options=())
+    Cells that change the model (move it to a device, train it) work on a copy, or move it back."""
+    config = dataclasses.replace(params.config, stage_options=())
     key = _key(params.model, config)
     if key not in _LOADED:
         piece = run_slice(params)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import torch
@@ -13,6 +12,7 @@ from neuronkit.graph_compile import compare
 from neuronkit.pipeline.check import CheckRun, gradients_for
 from neuronkit.pipeline.host_products import device_products
 from neuronkit.pipeline.reference import Reference
+from neuronkit.pipeline.session import autocast
 from neuronkit.stages.cpu_baseline.evidence import CpuCheck, ReferenceOutput
 from neuronkit.timing import interleaved_medians
 from neuronkit.units import format_ms
@@ -24,11 +24,8 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, *, dtype: torch.dtype = t
     them (what a compiled training step is held to); the model's gradients are cleared afterwards.
     A bfloat16/float16 `dtype` runs it under CPU autocast of that dtype, as the device runs under its
     own; `freeze_embeddings` takes no gradient for the embeddings and head (`gradients_for`)."""
-    mode: contextlib.AbstractContextManager[Any] = (torch.autocast("cpu", dtype=dtype)
-                                                    if dtype in (torch.bfloat16, torch.float16)
-                                                    else contextlib.nullcontext())
     with gradients_for(model, freeze_embeddings), device_products(dtype):
-        with mode:
+        with autocast("cpu", dtype):
             out = call(model, inputs, **extra)
             loss = compare.loss_of(out)
         loss.backward()
