@@ -144,6 +144,8 @@ def comparison(run_dir: str | Path) -> Any:
     forward time (the compile stage measures it, interleaved with the compiled forward)."""
     import pandas as pd
 
+    from neuronkit.reporting.evidence import format_value
+
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
     ev = {stage: record.recorded for stage, record in records.items()}
     baseline, eager, audit, compiled, profile = (ev.get(stage) for stage in
@@ -156,7 +158,7 @@ def comparison(run_dir: str | Path) -> Any:
                                    "eager": format_ms(compiled.eager_step_ms) if compiled else None,
                                    "compile": format_ms(compiled.compiled_step_ms) if compiled else None},
         "forward on trn2 (roofline estimate)": {"profile": _estimate(profile)},
-        "max abs error vs CPU": {stage: _error(record.parity.largest_abs_err())
+        "max abs error vs CPU": {stage: format_value(record.parity.largest_abs_err(), "error")
                                  for stage, record in (("eager", eager), ("compile", compiled)) if record},
         "CPU-fallback ops": {"eager": len(eager.fallback_ops) if eager else None,
                              "audit": len(audit.summary.fallbacks) if audit else None,
@@ -178,11 +180,6 @@ def _estimate(profile: Any) -> str | None:
     """The profile's roofline estimate of one forward on trn2 (its row says it is an estimate)."""
     us = getattr(profile, "est_trn2_step_us", None)
     return None if us is None else format_duration(us / 1e6)
-
-
-def _error(value: float | None) -> str | None:
-    """An error in scientific notation (`3.34e-06`), as the report writes it."""
-    return None if value is None else f"{value:.2e}"
 
 
 def _item_text(item: Any) -> list[str]:
