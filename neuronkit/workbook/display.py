@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from neuronkit import timing
 from neuronkit.evidence import BucketPlan, specs
 from neuronkit.pipeline.record import STAGES, RunDir, StageResult
+from neuronkit.reporting.evidence import evidence_items, format_value
 from neuronkit.units import format_duration, format_ms
 from neuronkit.workbook.nbval import checked, summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget
@@ -39,8 +40,6 @@ class StageView:
         return render_card(self.result)
 
     def __repr__(self) -> str:
-        from neuronkit.reporting.evidence import evidence_items
-
         r = self.result
         lines = [f"{r.stage}: {r.status} — {r.summary}"]
         for item in evidence_items(r.stage, r.evidence):
@@ -68,8 +67,6 @@ def _row(row: Any) -> Any:
     """A record as a dict, each duration field (by its unit) as text such as `4.68 ms`; a dict as it is."""
     if not is_dataclass(row):
         return row
-    from neuronkit.reporting.evidence import format_value
-
     data = asdict(row)
     for spec in specs(type(row)):
         if spec.unit in ("s", "ms", "µs") and isinstance(data.get(spec.name), (int, float)):
@@ -143,8 +140,6 @@ def comparison(run_dir: str | Path) -> Any:
     ops each stage saw. Times are rounded with their unit; the eager column's forward is the run's one
     forward time (the compile stage measures it, interleaved with the compiled forward)."""
     import pandas as pd
-
-    from neuronkit.reporting.evidence import format_value
 
     records = {stage: record for stage, record in RunDir(run_dir).results().items() if record is not None}
     ev = {stage: record.recorded for stage, record in records.items()}
