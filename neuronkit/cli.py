@@ -8,9 +8,11 @@ input (`NeuronkitInputError`, a missing file), each error on one line; `--debug`
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
 import logging
+import os
 import sys
 import traceback
 import warnings
@@ -70,9 +72,6 @@ def console() -> None:
     torch, transformers and Jupyter are imported, freeing every module and object takes 1-2 s of CPU
     after the command is done; the exit handlers still run and the output is flushed, and the operating
     system reclaims the rest (as `os._exit` does for the fork server)."""
-    import atexit
-    import os
-
     argv = sys.argv[1:]
     if next((a for a in argv if not a.startswith("-")), None) == "run" and not {"-h", "--help"} & set(argv):
         # `neuronkit run`'s fork server, started before torch is imported (neuronkit/__init__.py). Only the

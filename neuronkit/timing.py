@@ -36,18 +36,14 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], runs: int = 5, war
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(runs):
         for name, fn in fns.items():
-            synchronize()
-            start = clock()
-            fn()
-            synchronize()
-            samples[name].append((clock() - start) * 1e3)
+            samples[name].append(timed(fn, clock)[1] * 1e3)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def timed(fn: Callable[[], object]) -> tuple[object, float]:
-    """One call's result and its wall time in seconds (e.g. a first call that compiles)."""
+def timed(fn: Callable[[], object], clock: Callable[[], float] = time.perf_counter) -> tuple[object, float]:
+    """One call's result and its time in seconds on `clock`, wall time by default (e.g. a first call that compiles)."""
     synchronize()
-    start = time.perf_counter()
+    start = clock()
     result = fn()
     synchronize()
-    return result, time.perf_counter() - start
+    return result, clock() - start

@@ -27,6 +27,7 @@ loop with a role of their own (tests/kernels/rank_server.py), which `serve` runs
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -178,7 +179,22 @@ class Role:
     def become(self, request: dict[str, Any]) -> None:
         """In the forked child: take over the launcher's streams, directory and environment, then run the
         kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
-        _become_kernel(request)
+        _take_over(request)
+        # A fresh process seeds these from the OS; forks would share the server's. (Python's `random` reseeds
+        # itself after a fork; the neuron devices' generators are created and seeded at first use, after it.)
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
+        if "torch" in sys.modules:
+            sys.modules["torch"].default_generator.seed()
+        from ipykernel import kernelapp
+
+        sys.argv = [sys.argv[0], *request["argv"]]
+        server_handlers = _standard_stream_handlers()
+        app = kernelapp.IPKernelApp.instance()  # what kernelapp.launch_new_instance does, with one step between
+        app.initialize([*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
+        for handler, name in server_handlers:
+            handler.setStream(getattr(sys, name))
+        app.start()
 
 
 def _preload(parent: int, role: Role) -> bool:
@@ -188,8 +204,6 @@ def _preload(parent: int, role: Role) -> bool:
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
     role.prepare()
-    import importlib
-
     for module in role.imports:
         if os.getppid() != parent:
             return False
@@ -200,8 +214,6 @@ def _preload(parent: int, role: Role) -> bool:
 def _import_one(pending: list[str]) -> None:
     """Import the first of `pending` (IDLE_IMPORTS left). One that fails is left to the kernel that
     needs it, which then raises its error in its own notebook."""
-    import importlib
-
     try:
         importlib.import_module(pending.pop(0))
     except Exception:  # noqa: BLE001 - the notebook importing it reports it
@@ -363,27 +375,6 @@ def _take_over(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-
-
-def _become_kernel(request: dict[str, Any]) -> None:
-    """In the forked child: take over the launcher's streams, directory and environment, then run the
-    kernel as `python -m ipykernel_launcher` does. It exits if the server (its parent) does."""
-    _take_over(request)
-    # A fresh process seeds these from the OS; forks would share the server's. (Python's `random` reseeds
-    # itself after a fork; the neuron devices' generators are created and seeded at first use, after it.)
-    if "numpy.random" in sys.modules:
-        sys.modules["numpy.random"].seed()
-    if "torch" in sys.modules:
-        sys.modules["torch"].default_generator.seed()
-    from ipykernel import kernelapp
-
-    sys.argv = [sys.argv[0], *request["argv"]]
-    server_handlers = _standard_stream_handlers()
-    app = kernelapp.IPKernelApp.instance()  # what kernelapp.launch_new_instance does, with one step between
-    app.initialize([*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
-    for handler, name in server_handlers:
-        handler.setStream(getattr(sys, name))
-    app.start()
 
 
 def _standard_stream_handlers() -> list[tuple[logging.StreamHandler, str]]:

@@ -10,11 +10,14 @@ missing, exactly as `python -m ipykernel install --sys-prefix --name neuronkit` 
 
 from __future__ import annotations
 
+import argparse
+import atexit
 import os
 import sys
 from typing import Any
 
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.kernels import fork_server as server_module
 
 KERNEL_NAME = "neuronkit"
 DISPLAY_NAME = "Python (neuronkit)"
@@ -60,9 +63,6 @@ def start_early(argv: list[str]) -> None:
     imports (seconds) then overlap this process's own and its checks. The `KernelStarter` of the run adopts
     it; one left unused (bad input) is stopped when this process exits. Imports nothing beyond the standard
     library and jupyter_client's kernelspec."""
-    import argparse
-    import atexit
-
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--kernel", default=KERNEL_NAME)
     early.add_argument("--kernels", default="fork")
@@ -87,8 +87,6 @@ def fork_server(name: str, env: dict[str, str], stage_modules: bool = False) -> 
     environment `env` (the kernels' own), or None where kernels cannot fork or `name` is another
     interpreter's kernel (the fork server can only fork this one). `stage_modules`: it also imports what the
     stage notebooks import, while idle (a workbook run's kernels)."""
-    from neuronkit.kernels import fork_server as server_module
-
     if not server_module.available() or not _runs_this_python(name):
         return None
     try:
@@ -160,8 +158,6 @@ def _adopt_early(name: str, env: dict[str, str]) -> Any:
     """The fork server `start_early` started for kernel `name`, or None. One whose environment differs from
     `env` (beyond the per-kernel variables the server ignores) would decline every kernel: it is stopped
     instead."""
-    from neuronkit.kernels import fork_server as server_module
-
     early, server = _EARLY.pop(name, ({}, None))
     if server is not None and server_module.differences(early, env):
         server.close()

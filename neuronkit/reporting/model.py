@@ -182,12 +182,6 @@ class ReportModel:
             "reproduce": self.reproduce,
         }
 
-    def failing(self, categories: list[str]) -> list[str]:
-        """The `--fail-on` categories with a finding in the model's path: a CPU fallback only `generate()`'s
-        decoding loop makes does not count (README, "Exit codes")."""
-        found = {f.category for f in self.blockers + self.warnings if not f.generate_only}
-        return sorted(found.intersection(categories))
-
 
 def build_model(run: RunDir) -> ReportModel:
     """Read a run directory's records and params and derive the report from them alone."""

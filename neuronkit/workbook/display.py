@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from neuronkit import timing
 from neuronkit.evidence import BucketPlan, specs
 from neuronkit.pipeline.record import STAGES, RunDir, StageResult
+from neuronkit.reporting.evidence import evidence_items, format_value
 from neuronkit.units import format_duration, format_ms
 from neuronkit.workbook.nbval import checked, summary
 from neuronkit.workbook.widgets import command_picker, compare_widget, filter_widget
@@ -39,8 +40,6 @@ class StageView:
         return render_card(self.result)
 
     def __repr__(self) -> str:
-        from neuronkit.reporting.evidence import evidence_items
-
         r = self.result
         lines = [f"{r.stage}: {r.status} — {r.summary}"]
         for item in evidence_items(r.stage, r.evidence):
@@ -68,8 +67,6 @@ def _row(row: Any) -> Any:
     """A record as a dict, each duration field (by its unit) as text such as `4.68 ms`; a dict as it is."""
     if not is_dataclass(row):
         return row
-    from neuronkit.reporting.evidence import format_value
-
     data = asdict(row)
     for spec in specs(type(row)):
         if spec.unit in ("s", "ms", "µs") and isinstance(data.get(spec.name), (int, float)):
@@ -156,7 +153,7 @@ def comparison(run_dir: str | Path) -> Any:
                                    "eager": format_ms(compiled.eager_step_ms) if compiled else None,
                                    "compile": format_ms(compiled.compiled_step_ms) if compiled else None},
         "forward on trn2 (roofline estimate)": {"profile": _estimate(profile)},
-        "max abs error vs CPU": {stage: _error(record.parity.largest_abs_err())
+        "max abs error vs CPU": {stage: format_value(record.parity.largest_abs_err(), "error")
                                  for stage, record in (("eager", eager), ("compile", compiled)) if record},
         "CPU-fallback ops": {"eager": len(eager.fallback_ops) if eager else None,
                              "audit": len(audit.summary.fallbacks) if audit else None,
@@ -178,11 +175,6 @@ def _estimate(profile: Any) -> str | None:
     """The profile's roofline estimate of one forward on trn2 (its row says it is an estimate)."""
     us = getattr(profile, "est_trn2_step_us", None)
     return None if us is None else format_duration(us / 1e6)
-
-
-def _error(value: float | None) -> str | None:
-    """An error in scientific notation (`3.34e-06`), as the report writes it."""
-    return None if value is None else f"{value:.2e}"
 
 
 def _item_text(item: Any) -> list[str]:

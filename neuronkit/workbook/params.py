@@ -12,11 +12,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from neuronkit.errors import DTYPES, NeuronkitInputError, positive_int_problem, require_positive_ints
+from neuronkit.errors import DTYPES, NeuronkitInputError, NeuronkitMissingStage, positive_int_problem
 from neuronkit.pipeline.config import DEFAULTS, Params, RunConfig, default_run_dir, model_name
+from neuronkit.pipeline.flow import check_same_run
+from neuronkit.pipeline.record import RunDir, unmet
+from neuronkit.pipeline.stage import REPORT_NOTEBOOK, STAGE, WORKBOOK
+from neuronkit.run_command import run_command
 
 __all__ = ["DTYPES", "Params", "UNDERWAY", "check_declared_types", "on_random_weights", "parameters",
-           "positive_int_problem", "prerequisites", "report_dir", "require_positive_ints", "run_directory", "validate"]
+           "positive_int_problem", "prerequisites", "report_dir", "run_directory", "validate"]
 
 # Where a notebook's `run_dir = ""` puts the run, relative to the notebooks folder the kernel runs in: the
 # repository root's `runs/<model name>`, the directory `neuronkit run MODEL` fills when started there.
@@ -88,11 +92,6 @@ def prerequisites(params: Params, stage: str) -> None:
     Under `neuronkit run` (its UNDERWAY side record), a required stage its notebook need not wait for
     (`starts_after`: the compile notebook's own cells start beside eager's) is the stage cell's to wait for:
     `neuronkit.pipeline.flow.begin` records `skipped` there if it did not pass."""
-    from neuronkit.errors import NeuronkitMissingStage
-    from neuronkit.pipeline.flow import check_same_run
-    from neuronkit.pipeline.record import unmet
-    from neuronkit.pipeline.stage import STAGE
-
     check_same_run(params)
     run, this = params.run, STAGE[stage]
     underway = set((run.read_side_record(UNDERWAY) or {}).get("stages", ()))
@@ -115,10 +114,6 @@ def report_dir(model: str, run_dir: str | os.PathLike[str] = "") -> str:
     """The run directory the report notebook renders (`run_directory`), once it holds a stage record: the report
     shows whatever records exist, a stage not run yet as missing. Without any, one NeuronkitMissingStage names
     the notebook that starts the run and the command that makes every record."""
-    from neuronkit.errors import NeuronkitMissingStage
-    from neuronkit.pipeline.record import RunDir
-    from neuronkit.pipeline.stage import REPORT_NOTEBOOK, WORKBOOK
-
     path = run_directory(model, run_dir)
     if not any(record is not None for record in RunDir(path).results().values()):
         first = WORKBOOK[0]
@@ -131,8 +126,6 @@ def report_dir(model: str, run_dir: str | os.PathLike[str] = "") -> str:
 def _run_command(params: Params) -> str:
     """The `neuronkit run` command that makes this run's records: `--out` unless the run directory is the model's
     own (the command started at the repository root), options that differ from the defaults."""
-    from neuronkit.run_command import run_command
-
     path = Path(params.run_dir)
     default = path.resolve() == default_run_dir(params.model, NOTEBOOKS_ROOT).resolve()
     options = {k: v for k, v in params.config.shared().items() if v != getattr(DEFAULTS, k)}
