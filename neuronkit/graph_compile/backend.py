@@ -126,15 +126,13 @@ def register() -> None:
         registry.register_backend(neuron_backend, name=BACKEND_NAME)
 
 
+@dataclass(slots=True)
 class _Settings:
     """What one torch.compile call asked for: the model name and whether failures fall back to eager."""
 
-    __slots__ = ("model_name", "fallback_execution", "shapes")
-
-    def __init__(self, model_name: str, fallback_execution: bool, shapes: str) -> None:
-        self.model_name = model_name
-        self.fallback_execution = fallback_execution
-        self.shapes = shapes
+    model_name: str
+    fallback_execution: bool
+    shapes: str
 
     @classmethod
     def parse(cls, mode: str | None, options: dict[str, Any] | None) -> "_Settings":
