@@ -174,10 +174,6 @@ class OpRecorder:
         finally:
             self._paused -= 1
 
-    @property
-    def _recording(self) -> bool:
-        return not self._paused
-
     def _current_path(self) -> str:
         """The module issuing the op now; in backward, the module whose forward built the node."""
         if self._in_backward:
@@ -341,7 +337,7 @@ class _DispatchLevel(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        if recorder._hide_dispatch or not recorder._recording:
+        if recorder._hide_dispatch or recorder._paused:
             return func(*args, **kwargs)
         if isinstance(func, torch._ops.HigherOrderOperator):
             out = func(*args, **kwargs)
@@ -460,7 +456,7 @@ class _FunctionLevel(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        if not recorder._recording:
+        if recorder._paused:
             return func(*args, **kwargs)
         previous = recorder._enter_api(func)
         try:
