@@ -38,8 +38,7 @@ def neuron_available() -> bool:
 
 def hbm_budget(index: int = 0) -> int:
     """Free bytes on neuron core `index`."""
-    free, _total = torch.neuron.mem_get_info(index)
-    return free
+    return torch.neuron.mem_get_info(index)[0]  # (free, total)
 
 
 def model_bytes(model_or_config: Any, dtype: torch.dtype | None = None) -> int:
