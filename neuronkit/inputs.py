@@ -328,13 +328,12 @@ def _waveform(config: PretrainedConfig, batch_size: int, seq_len: int) -> torch.
     """A seeded waveform the model's convolutional feature encoder turns into about `seq_len` frames (its
     strides' product samples per frame), one channel unless the config names more; for a spectrogram model
     (AST: `num_mel_bins` and `max_length` in its config), its (frames, mel bins) features."""
+    generator = torch.Generator().manual_seed(0)
     bins, frames = getattr(config, "num_mel_bins", None), getattr(config, "max_length", None)
     if isinstance(bins, int) and isinstance(frames, int):  # a spectrogram transformer's (frames, mel bins) input
-        generator = torch.Generator().manual_seed(0)
         return torch.randn(batch_size, frames, bins, generator=generator) * 0.5
     strides = getattr(config, "conv_stride", None)
     hop = math.prod(strides) if isinstance(strides, (list, tuple)) and strides else 320
     channels = getattr(config, "audio_channels", None)
     shape = (batch_size, *([channels] if isinstance(channels, int) and channels > 1 else []), hop * (seq_len + 1))
-    generator = torch.Generator().manual_seed(0)
     return torch.randn(shape, generator=generator) * 0.1

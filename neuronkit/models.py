@@ -214,17 +214,19 @@ def _agreement(cls: type, config: PretrainedConfig, keys: frozenset[str]) -> tup
 def _checkpoint_keys(files: tuple[str, ...]) -> frozenset[str]:
     """The weight names of a checkpoint's files: safetensors headers, `.bin` pickles loaded (weights_only) onto
     the meta device."""
-    keys: set[str] = set()
-    for file in files:
-        try:
-            if file.endswith(".safetensors"):
-                with safe_open(file, framework="pt") as fh:
-                    keys.update(fh.keys())
-            else:
-                keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
-        except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
-            raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
-    return frozenset(keys)
+    return frozenset(key for file in files for key in _read_weight_file(file))
+
+
+def _read_weight_file(file: str) -> Any:
+    """One weight file's safetensors header keys, or its `.bin` pickle loaded (weights_only) onto the meta
+    device; refused in one line when it is corrupt, truncated or unsafe."""
+    try:
+        if file.endswith(".safetensors"):
+            with safe_open(file, framework="pt") as fh:
+                return fh.keys()
+        return torch.load(file, map_location="meta", weights_only=True, mmap=True)
+    except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+        raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
 
 
 def task_of(config: PretrainedConfig) -> str:
@@ -344,14 +346,7 @@ def check_weights(spec: ModelSpec) -> Path:
             f"{_name(spec)} has no weights (*.safetensors or pytorch_model*.bin); pass --random-weights "
             "(random_weights=True) to check it on random weights")
     for file in _weight_files(path):
-        try:
-            if file.suffix == ".safetensors":
-                with safe_open(str(file), framework="pt"):
-                    pass
-            else:
-                torch.load(file, map_location="meta", weights_only=True, mmap=True)
-        except (SafetensorError, OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
-            raise NeuronkitInputError(f"{file} is corrupt, truncated or unsafe: {_one_line(exc)}") from None
+        _read_weight_file(str(file))
     return path
 
 

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Mapping
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.post_import import when_imported
@@ -37,26 +38,17 @@ def neuron_available() -> bool:
 
 def hbm_budget(index: int = 0) -> int:
     """Free bytes on neuron core `index`."""
-    free, _total = torch.neuron.mem_get_info(index)
-    return free
-
-
-def is_fake(tensor: torch.Tensor) -> bool:
-    """Whether `tensor` is a FakeTensor (shapes and dtypes, no data)."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    return isinstance(tensor, FakeTensor)
+    return torch.neuron.mem_get_info(index)[0]  # (free, total)
 
 
 def model_bytes(model_or_config: Any, dtype: torch.dtype | None = None) -> int:
     """Bytes of parameters and buffers: counted on a model, estimated on the meta device for a config."""
     if isinstance(model_or_config, torch.nn.Module):
-        tensors = list(model_or_config.parameters()) + list(model_or_config.buffers())
         seen, total = set(), 0
-        for t in tensors:
+        for t in [*model_or_config.parameters(), *model_or_config.buffers()]:
             # A meta or fake tensor (the audit's weightless FakeTensorMode model) has no storage to share: counted
             # by identity (a tied weight is one Parameter), never by a data pointer, which a FakeTensor only warns of.
-            key = id(t) if t.device.type == "meta" or is_fake(t) else \
+            key = id(t) if t.device.type == "meta" or isinstance(t, FakeTensor) else \
                 (t.untyped_storage().data_ptr(), t.storage_offset(), t.numel())
             if key not in seen:
                 seen.add(key)

@@ -300,9 +300,7 @@ def qualified_name(name: str) -> str:
 
 def base_name(name: str) -> str:
     """`aten::add.Tensor` / `aten.add.Tensor` / `add.Tensor` -> `add`."""
-    if name.startswith(("aten::", "aten.")):
-        name = name[5:].lstrip(":.")
-    return name.split(".", 1)[0]
+    return qualified_name(name).removeprefix("aten::").split(".", 1)[0]
 
 
 def overload(qualified: str) -> torch._ops.OpOverload:

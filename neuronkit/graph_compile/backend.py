@@ -102,8 +102,9 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, m
     try:
         flex_attention.legalize(gm)  # S legalizes FlexAttention rather than refusing it (flex_attention.py)
         _check_lowerable(gm)
-        if _dynamic_dims(gm, example_inputs) and (settings.shapes == "source" or _explicitly_dynamic(gm)):
-            _reject_dynamic_shapes(gm, example_inputs)
+        dims = _dynamic_dims(gm, example_inputs)
+        if dims and (settings.shapes == "source" or _explicitly_dynamic(gm)):
+            _reject_dynamic_shapes(dims)
         _check_source_ops(gm, example_inputs, load_policy())
         compiler = _GraphCompiler(settings)
         return aot_autograd(fw_compiler=compiler.forward, bw_compiler=compiler.backward)(gm, example_inputs)
@@ -125,15 +126,13 @@ def register() -> None:
         registry.register_backend(neuron_backend, name=BACKEND_NAME)
 
 
+@dataclass(slots=True)
 class _Settings:
     """What one torch.compile call asked for: the model name and whether failures fall back to eager."""
 
-    __slots__ = ("model_name", "fallback_execution", "shapes")
-
-    def __init__(self, model_name: str, fallback_execution: bool, shapes: str) -> None:
-        self.model_name = model_name
-        self.fallback_execution = fallback_execution
-        self.shapes = shapes
+    model_name: str
+    fallback_execution: bool
+    shapes: str
 
     @classmethod
     def parse(cls, mode: str | None, options: dict[str, Any] | None) -> "_Settings":
@@ -183,19 +182,8 @@ def _explicitly_dynamic(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def _dynamic_dims(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
-    for node, example in zip(gm.graph.find_nodes(op="placeholder"), example_inputs):
-        value = node.meta.get("example_value", example)
-        if isinstance(value, torch.SymInt) and not is_concrete_int(value):
-            return True
-        if isinstance(value, torch.Tensor) and not all(is_concrete_int(d) for d in value.shape):
-            return True
-    return False
-
-
-def _reject_dynamic_shapes(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
-    """Symbolic sizes (`dynamic=True`, `mark_dynamic`, or a second shape under Dynamo's automatic
-    dynamic shapes) cannot be compiled into a NEFF (§3; S: examples/compile/QUICKSTART.md)."""
+def _dynamic_dims(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[str]:
+    """The graph's symbolic input sizes as the error names them (`x dim 0 (s0)`, `size s1`); empty when static."""
     dims: list[str] = []
     symbols: list[str] = []
     for node, example in zip(gm.graph.find_nodes(op="placeholder"), example_inputs):
@@ -207,12 +195,17 @@ def _reject_dynamic_shapes(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                         if not is_concrete_int(size))
     described = " ".join(dims)
     dims.extend(f"size {s}" for s in symbols if f"({s})" not in described)
-    if dims:
-        raise RuntimeError(
-            f"Dynamic shapes detected in the model, but torch-neuronx requires static shapes. Found "
-            f"{len(dims)} dynamic dimension(s): [{', '.join(dims)}]. Fix: compile with "
-            "torch.compile(..., dynamic=False) and do not mark dimensions dynamic; pad inputs to a few fixed "
-            "bucket lengths (neuronkit.graph_compile.suggest_buckets) so each bucket compiles once.")
+    return dims
+
+
+def _reject_dynamic_shapes(dims: list[str]) -> None:
+    """Symbolic sizes (`dynamic=True`, `mark_dynamic`, or a second shape under Dynamo's automatic
+    dynamic shapes) cannot be compiled into a NEFF (§3; S: examples/compile/QUICKSTART.md)."""
+    raise RuntimeError(
+        f"Dynamic shapes detected in the model, but torch-neuronx requires static shapes. Found "
+        f"{len(dims)} dynamic dimension(s): [{', '.join(dims)}]. Fix: compile with "
+        "torch.compile(..., dynamic=False) and do not mark dimensions dynamic; pad inputs to a few fixed "
+        "bucket lengths (neuronkit.graph_compile.suggest_buckets) so each bucket compiles once.")
 
 
 class _RecordOps(TorchDispatchMode):

@@ -73,8 +73,7 @@ def to_device(model: torch.nn.Module, device: str | torch.device) -> tuple[torch
     for members in groups.values():
         first_module, first_name, _ = members[0]
         shared = first_module._parameters[first_name]
-        split = [full for module, name, full in members if module._parameters[name] is not shared]
-        if split:
+        if any(module._parameters[name] is not shared for module, name, _ in members):
             untied.append(sorted({full for _, _, full in members}))
             for module, name, _ in members:
                 module._parameters[name] = shared

@@ -174,10 +174,6 @@ class OpRecorder:
         finally:
             self._paused -= 1
 
-    @property
-    def _recording(self) -> bool:
-        return not self._paused
-
     def _current_path(self) -> str:
         """The module issuing the op now; in backward, the module whose forward built the node."""
         if self._in_backward:
@@ -190,9 +186,9 @@ class OpRecorder:
             return path or self._scope
         return self._stack[-1] if self._stack else self._scope
 
-    def _record(self, name: str, tensors: list[torch.Tensor], n_inputs: int,
-               categories: Iterable[str] = ()) -> None:
-        """Count one call of `name` given its tensors (inputs first) and any call-level categories."""
+    def _record(self, name: str, inputs: list[torch.Tensor], out: Any = None, categories: Iterable[str] = ()) -> None:
+        """Count one call of `name` given its input tensors, its output(s) and any call-level categories."""
+        tensors = inputs + _tensors(out)
         found = set(categories)
         for t in tensors:
             if t.layout is not torch.strided:
@@ -207,7 +203,7 @@ class OpRecorder:
         stats = self.ops.get(name)
         if stats is None:
             stats = self.ops[name] = OpStats()
-        stats.add(self._current_path(), tensors, n_inputs, found)
+        stats.add(self._current_path(), tensors, len(inputs), found)
         api = self.apis.get(self._api or self._scope)
         if api is None:
             api = self.apis[self._api or self._scope] = ApiStats()
@@ -341,22 +337,20 @@ class _DispatchLevel(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        if recorder._hide_dispatch or not recorder._recording:
+        if recorder._hide_dispatch or recorder._paused:
             return func(*args, **kwargs)
         if isinstance(func, torch._ops.HigherOrderOperator):
             out = func(*args, **kwargs)
             name = nki_launch_name(func, kwargs)
             if name is not None:
-                inputs = _tensors(kwargs["args"])
-                recorder._record(name, inputs + _tensors(out), len(inputs), ())
+                recorder._record(name, _tensors(kwargs["args"]), out)
             return out
         info = recorder._op_info(func)
         if info is None:
             return func(*args, **kwargs)
         if info.decompose is not None:
             if info.documented:  # the documented gap is a finding even though its parts run
-                inputs = _tensors(args) + _tensors(kwargs)
-                recorder._record(info.name, inputs, len(inputs))
+                recorder._record(info.name, _tensors(args) + _tensors(kwargs))
             target = _structured_out(func) if info.decompose == DispatchKey.CompositeExplicitAutogradNonFunctional \
                 else None
             if target is None:
@@ -384,7 +378,7 @@ class _DispatchLevel(TorchDispatchMode):
         alloc = torch.ops.aten.empty.memory_format if tensor.is_contiguous() else torch.ops.aten.empty_strided.default
         info = self.recorder._op_info(alloc)
         if info is not None:
-            self.recorder._record(info.name, [tensor], 0)
+            self.recorder._record(info.name, [], tensor)
 
     def _record_call(self, info: _OpInfo, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         """Record one call of `func` (its input-aware categories too) with its outputs."""
@@ -395,8 +389,7 @@ class _DispatchLevel(TorchDispatchMode):
             qualified = call_rules.qualified_name(func)
             categories += tuple(category for fn, category in info.checks if call_rules.fires(fn, qualified, call))
             categories += _refusals(info.preconditions, call)
-        inputs = _tensors(args) + _tensors(kwargs)
-        recorder._record(info.name, inputs + _tensors(out), len(inputs), categories)
+        recorder._record(info.name, _tensors(args) + _tensors(kwargs), out, categories)
 
 
 def _scalar_overload(func: Any, args: tuple) -> Any:
@@ -463,7 +456,7 @@ class _FunctionLevel(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        if not recorder._recording:
+        if recorder._paused:
             return func(*args, **kwargs)
         previous = recorder._enter_api(func)
         try:
@@ -480,8 +473,7 @@ class _FunctionLevel(TorchFunctionMode):
         elif (name := recorder._function_op(func)) is not None:
             with recorder._dispatch_hidden():
                 out = func(*args, **kwargs)
-            inputs = _tensors(args) + _tensors(kwargs)
-            recorder._record(name, inputs + _tensors(out), len(inputs))
+            recorder._record(name, _tensors(args) + _tensors(kwargs), out)
         else:
             out = func(*args, **kwargs)
         if recorder.label_autograd and torch.is_grad_enabled():
@@ -503,7 +495,7 @@ class _FunctionLevel(TorchFunctionMode):
             categories = _padding_categories(named, query, self.recorder._scope, self.recorder._pads_left)
         if call_rules.fires(SDPA_DTYPE, NEURON_SDPA, {"query": query}):  # the device kernel's own input rule
             categories += (SDPA_DTYPE,)
-        self.recorder._record(NEURON_SDPA, inputs + _tensors(out), len(inputs), categories)
+        self.recorder._record(NEURON_SDPA, inputs, out, categories)
         return out
 
     def _dropout(self, func, args, kwargs):
@@ -520,7 +512,7 @@ class _FunctionLevel(TorchFunctionMode):
             return func(*args, **kwargs)
         with self.recorder._dispatch_hidden():
             out = func(*args, **kwargs)
-        self.recorder._record(NATIVE_DROPOUT, [x, out], 1)
+        self.recorder._record(NATIVE_DROPOUT, [x], out)
         return out
 
 

@@ -319,11 +319,8 @@ def _preserved(module: nn.Module, backward: bool) -> Iterator[None]:
 def _named(value: Any) -> dict[str, torch.Tensor]:
     if isinstance(value, dict):
         return {k: v for k, v in value.items() if isinstance(v, torch.Tensor)}
-    return {f"arg{i}": t for i, t in enumerate(_flat(value)) if isinstance(t, torch.Tensor)}
-
-
-def _flat(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (tuple, list)) else [value]
+    values = value if isinstance(value, (tuple, list)) else [value]
+    return {f"arg{i}": t for i, t in enumerate(values) if isinstance(t, torch.Tensor)}
 
 
 def _user_frame(error: BaseException) -> str:

@@ -80,8 +80,7 @@ class NeuronProfiler:
         if ProfilerActivity.PrivateUse1 not in prof.activities:
             return [], 0
         captured, dropped = select(captured, config.cores, config.max_events_per_nc)
-        props = torch.neuron.get_device_properties()
-        peaks = core_peaks(getattr(props, "logical_nc_config", None))
+        peaks = core_peaks(getattr(torch.neuron.get_device_properties(), "logical_nc_config", None))
         return device_ops(captured, prof.profiler.kineto_results.trace_start_ns(), peaks), dropped
 
     def _copy_neffs(self, ops: list[DeviceOp], run_dir: Path) -> None:
