@@ -28,7 +28,8 @@ NOTEBOOKS_ROOT = ".."
 # The folder of the run directory the random-weights checkpoint is saved into (`on_random_weights`).
 RANDOM_WEIGHTS_FOLDER = "random-weights"
 # The side record `neuronkit run` keeps in the run directory while it runs: the stages whose records it will
-# write (`prerequisites`).
+# write, and its process id: a run killed before it could remove the record leaves it behind, and a notebook
+# run by hand afterwards must not wait for that run's stages (`prerequisites`).
 UNDERWAY = "underway.json"
 
 
@@ -94,7 +95,7 @@ def prerequisites(params: Params, stage: str) -> None:
     `neuronkit.pipeline.flow.begin` records `skipped` there if it did not pass."""
     check_same_run(params)
     run, this = params.run, STAGE[stage]
-    underway = set((run.read_side_record(UNDERWAY) or {}).get("stages", ()))
+    underway = _underway(run)
     for needed in this.requires:  # the migration order: the earliest cause first
         if needed not in this.starts_after and needed in underway:
             continue
@@ -108,6 +109,20 @@ def prerequisites(params: Params, stage: str) -> None:
             what += f", and {unmet(needed, record)}"
             todo = f"fix that and run {source.ipynb} again"
         raise NeuronkitMissingStage(f"{what}: {todo}, or `{_run_command(params)}`")
+
+
+def _underway(run: RunDir) -> set[str]:
+    """The stages a `neuronkit run` still running in this run directory will write; none when its process is
+    gone (it was killed before it could remove its UNDERWAY record)."""
+    record = run.read_side_record(UNDERWAY) or {}
+    if isinstance(record.get("pid"), int) and record["pid"] > 0:
+        try:
+            os.kill(record["pid"], 0)
+        except ProcessLookupError:
+            return set()
+        except PermissionError:
+            pass  # alive, under another user
+    return set(record.get("stages", ()))
 
 
 def report_dir(model: str, run_dir: str | os.PathLike[str] = "") -> str:

@@ -281,7 +281,7 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
     logged = 0
     # For the notebooks' first cells (`prerequisites`): a stage started before a record it requires exists
     # gets that record from this run, its stage cell waiting for it.
-    run.write_side_record(UNDERWAY, {"stages": [stage.name for stage in WORKBOOK]})
+    run.write_side_record(UNDERWAY, {"stages": [stage.name for stage in WORKBOOK], "pid": os.getpid()})
     try:
         while True:
             while settle() or start():

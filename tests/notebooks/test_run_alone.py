@@ -10,6 +10,7 @@ that does not exist, is the one more execution."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -137,3 +138,27 @@ def test_run_dir_left_empty_is_the_models_own(tmp_path: Path) -> None:
     `neuronkit run MODEL` fills when started there."""
     assert parameters(model="tiny-qwen3").run_dir == str(Path("..") / "runs" / "tiny-qwen3")
     assert default_run_dir(str(tmp_path / "ckpt" / "config.json")) == Path("runs") / "ckpt"
+
+
+def test_a_notebook_waits_for_a_running_workbook_but_not_for_a_killed_one(tmp_path: Path) -> None:
+    """`neuronkit run` lists the stages it will write in its UNDERWAY record: a notebook started beside it goes
+    on without their records, but once that run is gone (hard-killed, the record left behind), the notebook
+    stops in one line as when run alone instead of waiting for stages nobody runs."""
+    import subprocess
+    import sys
+
+    from neuronkit.errors import NeuronkitMissingStage
+    from neuronkit.workbook.params import UNDERWAY, prerequisites
+
+    params = parameters(model="tiny-qwen3", run_dir=str(tmp_path / "run"))
+    stages = [stage.name for stage in WORKBOOK]
+    params.run.write_side_record(UNDERWAY, {"stages": stages, "pid": os.getpid()})
+    prerequisites(params, "compile")  # its cells start beside eager's: the records come from the running workbook
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    params.run.write_side_record(UNDERWAY, {"stages": stages, "pid": int(gone.stdout)})
+    with pytest.raises(NeuronkitMissingStage) as stopped:
+        prerequisites(params, "compile")
+    first = STAGE[STAGE["compile"].requires[0]]
+    assert str(stopped.value).startswith(f"notebook {STAGE['compile'].number} needs notebook {first.number}'s "
+                                         f"{first.title} record in {params.run_dir}: run {first.ipynb} first")
