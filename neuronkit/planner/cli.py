@@ -134,8 +134,10 @@ def _cost(args: argparse.Namespace) -> int:
         listed = sweep.shortlist(found, args.top)
         header = f"{shape.name}: {what}, ranked by dollars per million tokens (ESTIMATES):"
         band = listed[0].checked_on if listed else ""
+        # what the candidates' estimates say of themselves (a model outside the published rows' sizes), once
+        notes = [f"note: {n}" for n in dict.fromkeys(n for e in listed for n in e.notes)]
         _emit(args.json, {"ranked_by": "usd_per_million_tokens", "candidates": [e.to_dict() for e in listed]},
-              "\n".join([header, *text.ranking(listed), f"band: {band}"]) if listed
+              "\n".join([header, *text.ranking(listed), f"band: {band}", *notes]) if listed
               else f"{shape.name}: no instance and layout fits ({what})")
         return 0 if found else 1
     inst = instance(args.instance or _DEFAULT_INSTANCE)

@@ -172,6 +172,7 @@ def test_sweep_gives_a_tiny_model_the_smallest_instance(capsys):
     assert main(["plan", "tiny-qwen3", "--sweep", "--seq-len", "128", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert "1. 1 × trn1.2xlarge" in out and "ESTIMATES" in out
+    assert out.count("note: a 0.00014B-parameter model lies outside the published rows' 0.34B-70.6B") == 1
     served = sweep.serve(shape, input_len=128, output_len=64)[0]
     assert served.instance == "inf2.xlarge" and served.meets_target
 
