@@ -19,6 +19,7 @@ import json
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -56,12 +57,38 @@ def _policy_rows(table: dict) -> list[str]:
 _VERDICT_ORDER = ("native", "view", "composite", "cpu_fallback", "raise")
 
 
+def simulated_verdicts(policy: Any) -> dict[str, str]:
+    """What the simulator does with each ATen overload, from its registrations and the policy (no op runs):
+    `raise`, `native`, `view`, `cpu_fallback` (the overload reaches the device's kernel), or `composite`
+    (a composite kernel runs above it). Compared with the running torch's op table by the conformance tests."""
+    import torch
+
+    from neuronkit.device.simulator.registration import _named_overloads
+    from neuronkit.policy import returns_view
+
+    named = {f"aten::{q}" for q in _named_overloads(policy, strict=False)}
+    found = {}
+    for qualified in sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")):
+        composite = any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) for key in (
+            "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"))
+        implicit = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd")
+        rule = policy.rule(qualified)
+        if composite and (implicit or qualified not in named):
+            found[qualified] = "view" if rule.is_view and not implicit and returns_view(qualified) else "composite"
+        elif rule.blocked:
+            found[qualified] = "raise"
+        elif policy.runs_natively(qualified) and rule.runtime != "decompose":
+            found[qualified] = "view" if rule.is_view and returns_view(qualified) else "native"
+        else:
+            found[qualified] = "cpu_fallback"
+    return found
+
+
 def simulated_counts() -> dict:
     """The running torch's record: how many overloads the simulator gives each verdict, and how many agree
     with the table (needs torch and the device's registrations: not called by `render`)."""
     import torch
 
-    from neuronkit.device.simulator.registration import simulated_verdicts
     from neuronkit.policy import load_policy, torch_release
 
     policy = load_policy()

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import torch_neuronx
-from neuronkit.device.simulator.registration import simulated_verdicts
 from neuronkit.policy import TORCH_RELEASES, VERDICTS, load_policy, torch_release, verdicts_path
+from tests.conformance.build_page import simulated_verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "data"))

@@ -18,7 +18,7 @@ import torch
 from neuronkit.device.simulator import autocast, features, kernel, module, native, shim, streams
 from neuronkit.device.simulator.config import SimConfig, load_config
 from neuronkit.device.simulator.memory import HbmAccount
-from neuronkit.policy import load_policy, overload, returns_view
+from neuronkit.policy import load_policy, overload
 from neuronkit.post_import import when_imported
 
 def install(config: SimConfig | None = None) -> None:
@@ -79,28 +79,6 @@ def _named_overloads(policy, strict: bool) -> list[str]:
             found.append(qualified)
     found.extend(kernel.SPECIAL)  # the ones handled by kind, whatever composite kernels upstream has
     return sorted({q[len("aten::"):] for q in found})
-
-
-def simulated_verdicts(policy) -> dict[str, str]:
-    """What the simulator does with each ATen overload, from its registrations and the policy (no op runs):
-    `raise`, `native`, `view`, `cpu_fallback` (the overload reaches the device's kernel), or `composite`
-    (a composite kernel runs above it). Compared with the running torch's op table by the conformance tests."""
-    named = {f"aten::{q}" for q in _named_overloads(policy, strict=False)}
-    found = {}
-    for qualified in sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")):
-        composite = any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) for key in (
-            "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"))
-        implicit = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd")
-        rule = policy.rule(qualified)
-        if composite and (implicit or qualified not in named):
-            found[qualified] = "view" if rule.is_view and not implicit and returns_view(qualified) else "composite"
-        elif rule.blocked:
-            found[qualified] = "raise"
-        elif policy.runs_natively(qualified) and rule.runtime != "decompose":
-            found[qualified] = "view" if rule.is_view and returns_view(qualified) else "native"
-        else:
-            found[qualified] = "cpu_fallback"
-    return found
 
 
 def _is_inplace_view(qualified: str) -> bool:
