@@ -206,7 +206,7 @@ def _agreement(cls: type, config: PretrainedConfig, keys: frozenset[str]) -> tup
     (minus the weights only one of them has, the weights both have)."""
     prefix = f"{cls.base_model_prefix}." if getattr(cls, "base_model_prefix", "") else ""
     with torch.device("meta"), _quiet_transformers():
-        names = {k.removeprefix(prefix) for k in cls._from_config(config).state_dict()}
+        names = {k.removeprefix(prefix) for k in build(cls, config).state_dict()}
     theirs = {k.removeprefix(prefix) for k in keys}
     return -len(names ^ theirs), len(names & theirs)
 
@@ -259,10 +259,20 @@ def model_class(config: PretrainedConfig) -> type[PreTrainedModel]:
     return cls
 
 
+def build(cls: type, config: PretrainedConfig, **kwargs: Any) -> Any:
+    """`cls._from_config(config, **kwargs)`, with a config its class refuses to build from (a padding index
+    past the vocabulary, heads that do not divide the hidden size, a missing optional library) refused in
+    one line as bad input rather than raised from inside transformers."""
+    try:
+        return cls._from_config(config, **kwargs)
+    except (AssertionError, ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, ImportError) as exc:
+        raise NeuronkitInputError(f"cannot build {cls.__name__} from this config.json: {_one_line(exc)}") from None
+
+
 def num_parameters(config: PretrainedConfig) -> int:
     """Parameter count of the model a config describes, from an instantiation on the meta device."""
     with torch.device("meta"):
-        model = model_class(config)._from_config(config)
+        model = build(model_class(config), config)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -295,7 +305,7 @@ def load_checkpoint(spec: ModelSpec, dtype: torch.dtype | str = torch.float32, d
     cls = model_class(config)
     if random_weights:
         _check_fits(spec, config, dtype, memory_budget)
-        return cls._from_config(config, dtype=dtype).eval(), Weights("random")
+        return build(cls, config, dtype=dtype).eval(), Weights("random")
     path = check_weights(spec)
     _check_fits(spec, config, dtype, memory_budget)
     try:
@@ -357,7 +367,7 @@ def check_shapes(spec: str | os.PathLike) -> None:
     config = load_config(spec)
     cls = model_class(config)
     with torch.device("meta"):
-        expected = {k: tuple(v.shape) for k, v in cls._from_config(config).state_dict().items()}
+        expected = {k: tuple(v.shape) for k, v in build(cls, config).state_dict().items()}
     for file in sorted(path.glob("*.safetensors")) if path.is_dir() else []:
         with safe_open(str(file), framework="pt") as fh:
             for key in fh.keys():

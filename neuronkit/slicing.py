@@ -55,7 +55,7 @@ def embedding_parameters(config: PretrainedConfig) -> int:
     """Parameters of the input embeddings and the head (once when tied): what a slice's backward holds
     fixed (`frozen_parameters`). Built on the meta device."""
     with torch.device("meta"):
-        model = models.model_class(config)._from_config(config)
+        model = models.build(models.model_class(config), config)
     return sum(p.numel() for p in frozen_parameters(model, True))
 
 
@@ -168,8 +168,8 @@ def dropped_keys(config: PretrainedConfig, sliced: PretrainedConfig, cls: type) 
     if sliced is config:
         return set()
     with torch.device("meta"):
-        full = set(cls._from_config(config).state_dict())
-        kept = set(cls._from_config(sliced).state_dict())
+        full = set(models.build(cls, config).state_dict())
+        kept = set(models.build(cls, sliced).state_dict())
     return full - kept
 
 

@@ -60,6 +60,8 @@ def test_a_pickle_payload_is_refused_and_never_runs(tmp_path, capsys, command):
     ("run", "shapes", "has shape"),  # from the safetensors header, before any kernel
     ("check", "config", "config.json is not valid JSON"),  # the config is blamed, not the tokenizer
     ("run", "config", "config.json is not valid JSON"),
+    ("check", "unbuildable", "cannot build BertForMaskedLM from this config.json: Padding_idx must be within"),
+    ("run", "unbuildable", "cannot build BertForMaskedLM from this config.json: Padding_idx must be within"),
 ])
 def test_a_damaged_checkpoint_is_one_line_before_any_kernel(tmp_path, capsys, command, damage, expected):
     folder = _copy(tmp_path)
@@ -69,6 +71,9 @@ def test_a_damaged_checkpoint_is_one_line_before_any_kernel(tmp_path, capsys, co
     elif damage == "shapes":
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps(config | {"intermediate_size": 96}))
+    elif damage == "unbuildable":  # a config transformers' own constructor refuses (an AssertionError there)
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(config | {"pad_token_id": config["vocab_size"] + 10}))
     else:
         (folder / "config.json").write_text('{"model_type": "bert",')
     argv = [command, str(folder)] + (["--out", str(tmp_path / "run")] if command == "run" else ["--stages", "cpu"])

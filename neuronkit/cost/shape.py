@@ -106,7 +106,7 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
             f"cannot estimate {config.architectures[0] if config.architectures else config.model_type}: the cost "
             f"model covers causal and masked language models and their base stacks, not {task}")
     with torch.device("meta"):
-        model = models.model_class(config)._from_config(slicing.sliced_config(config, 1))
+        model = models.build(models.model_class(config), slicing.sliced_config(config, 1))
     stack = layer_stack(model)
     layer = stack[0]
     embedding_module = model.get_input_embeddings()

@@ -169,7 +169,7 @@ class _Target:
             assert self.config is not None
             cls = models.model_class(self.config)
             if self.fake_mode is None:
-                self.module = cls._from_config(self.config, dtype=self.dtype).eval()
+                self.module = models.build(cls, self.config, dtype=self.dtype).eval()
             else:
                 # Parameters on the meta device, nothing initialised (some initialisers read values,
                 # e.g. trunc_normal_'s resampling); everything else a constructor computes (ConvNeXt's
@@ -178,7 +178,7 @@ class _Target:
                 from transformers.initialization import no_init_weights
 
                 with init_empty_weights(), no_init_weights():
-                    self.module = cls._from_config(self.config, dtype=self.dtype).eval()
+                    self.module = models.build(cls, self.config, dtype=self.dtype).eval()
         return self.module
 
     def describe(self, module: nn.Module, inputs: Any, phases: list[str], dtype: torch.dtype) -> AuditedModel:

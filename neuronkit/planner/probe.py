@@ -163,7 +163,7 @@ class LayerProbe:
         config.num_hidden_layers = layers
         if isinstance(getattr(config, "layer_types", None), list):
             config.layer_types = config.layer_types[:layers]
-        return self.cls._from_config(config, dtype=self.dtype)
+        return models.build(self.cls, config, dtype=self.dtype)
 
     @staticmethod
     def _layers(model: nn.Module) -> nn.ModuleList:
