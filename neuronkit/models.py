@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import pickle
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
@@ -195,8 +195,14 @@ def _inferred_architecture(config: PretrainedConfig, files: tuple[str, ...]) -> 
     if not keys:
         return candidates[0].__name__, (f"config.json names no architecture and there are no weights: the first "
                                         f"task class of model_type {config.model_type}")
-    scores = {cls: _agreement(cls, config, keys) for cls in candidates}
-    best = max(candidates, key=lambda cls: scores[cls])  # the first of equals: TASKS order
+    scores = {}
+    for cls in candidates:
+        with suppress(NeuronkitInputError):  # a class this config cannot build is not the checkpoint's
+            scores[cls] = _agreement(cls, config, keys)
+    if not scores:
+        with torch.device("meta"):
+            build(candidates[0], config)  # raises: the first task class's reason, in one line
+    best = max(scores, key=scores.__getitem__)  # the first of equals: TASKS order
     return best.__name__, (f"config.json names no architecture: the {config.model_type} class whose weights match "
                            f"the checkpoint's ({scores[best][1]} of {len(keys)} checkpoint weights)")
 

@@ -62,6 +62,7 @@ def test_a_pickle_payload_is_refused_and_never_runs(tmp_path, capsys, command):
     ("run", "config", "config.json is not valid JSON"),
     ("check", "unbuildable", "cannot build BertForMaskedLM from this config.json: Padding_idx must be within"),
     ("run", "unbuildable", "cannot build BertForMaskedLM from this config.json: Padding_idx must be within"),
+    ("check", "unbuildable, no architectures", "cannot build BertLMHeadModel from this config.json: Padding_idx must"),
 ])
 def test_a_damaged_checkpoint_is_one_line_before_any_kernel(tmp_path, capsys, command, damage, expected):
     folder = _copy(tmp_path)
@@ -71,9 +72,11 @@ def test_a_damaged_checkpoint_is_one_line_before_any_kernel(tmp_path, capsys, co
     elif damage == "shapes":
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps(config | {"intermediate_size": 96}))
-    elif damage == "unbuildable":  # a config transformers' own constructor refuses (an AssertionError there)
-        config = json.loads((folder / "config.json").read_text())
-        (folder / "config.json").write_text(json.dumps(config | {"pad_token_id": config["vocab_size"] + 10}))
+    elif damage.startswith("unbuildable"):  # a config transformers' own constructor refuses (an AssertionError)
+        config = json.loads((folder / "config.json").read_text()) | {"pad_token_id": 1009}  # vocabulary: 999
+        if "no architectures" in damage:  # every candidate class refuses: the first task class's reason
+            del config["architectures"]
+        (folder / "config.json").write_text(json.dumps(config))
     else:
         (folder / "config.json").write_text('{"model_type": "bert",')
     argv = [command, str(folder)] + (["--out", str(tmp_path / "run")] if command == "run" else ["--stages", "cpu"])

@@ -54,6 +54,20 @@ def test_a_config_without_architectures_runs_as_the_class_its_weights_match(cls,
     assert type(model) is cls and weights.missing == () and weights.unexpected == ()
 
 
+def test_a_candidate_class_the_config_cannot_build_is_passed_over(tmp_path, monkeypatch):
+    """Inferring the class, one that refuses this config (its constructor raises, e.g. for an optional library
+    it lacks) is not the checkpoint's: the class the weights match is still found."""
+    from transformers import BertForMaskedLM
+
+    folder = _saved(_tiny(BertForSequenceClassification, num_labels=3), tmp_path / "ckpt", architectures=False)
+
+    def refuses(cls, config, **kwargs):
+        raise ImportError("this head needs a library that is not installed")
+
+    monkeypatch.setattr(BertForMaskedLM, "_from_config", classmethod(refuses))
+    assert models.architecture_of(folder)[0] == "BertForSequenceClassification"
+
+
 def test_a_bare_config_without_architectures_is_the_model_types_first_task(tmp_path):
     folder = tmp_path / "bare"
     folder.mkdir()
