@@ -103,6 +103,14 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     return {k: v for k, v in inputs.items() if k in accepted}
 
 
+def in_dtype(inputs: dict[str, Any], dtype: torch.dtype) -> dict[str, Any]:
+    """`inputs` with their floating-point tensors (pixel values, waveforms, features) in `dtype`, the model's:
+    a bfloat16 model takes bfloat16 images, as it must on any device. Token ids, integer masks and class
+    labels keep theirs."""
+    return {name: value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+            for name, value in inputs.items()}
+
+
 def describe(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None,
              processor: dict[str, Any] | None = None) -> str:
     """Where the example inputs come from and what their labels train, in a sentence for the records: the

@@ -34,3 +34,23 @@ def test_check_passes_on_a_family_outside_the_zoo(name, tmp_path):
     path = ZOO_BUILDER.build(name, RECIPES[name], tmp_path)
     report = neuronkit.check(path, stages=STAGES[name], timing_runs=1, train_steps=1)
     assert report.ok and {s.status for s in report.stages} <= {"pass", "warn", "skipped"}, report.table()
+
+
+def test_a_vision_model_in_bfloat16_takes_bfloat16_images(tmp_path):
+    """A bfloat16 model fed float32 pixel values stops in its first convolution on any device (a dtype
+    mismatch, not a device finding): the audit and the workbook's own cells get the images in the run's dtype,
+    and the audit finds nothing of that."""
+    import torch
+    import transformers
+
+    from neuronkit.pipeline import session
+    from neuronkit.workbook import parameters
+
+    path = ZOO_BUILDER.build("swin", RECIPES["swin"], tmp_path)
+    report = neuronkit.audit(path, dtype="bfloat16")
+    assert report.model.dtype == "bfloat16" and not [f for f in report.findings if f.severity == "blocker"]
+    setup = session.recipe(parameters(model=str(path), run_dir=str(tmp_path / "run"), dtype="bfloat16"))
+    assert setup.inputs["pixel_values"].dtype == torch.bfloat16
+    model = transformers.SwinForImageClassification.from_pretrained(path, dtype=setup.dtype)
+    with torch.inference_mode():  # what notebook 01's cell runs
+        assert model(**setup.inputs).logits.dtype == torch.bfloat16

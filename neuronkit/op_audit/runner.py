@@ -215,8 +215,8 @@ def _inputs(target: _Target, module: nn.Module, example_inputs: Any, batch_size:
     if example_inputs is None:
         if target.config is None:
             raise NeuronkitInputError(f"example_inputs are needed to audit a {type(module).__name__}")
-        example_inputs = example.example_inputs(target.config, target.tokenizer, batch_size, seq_len,
-                                                processor=target.processor)
+        example_inputs = example.in_dtype(example.example_inputs(target.config, target.tokenizer, batch_size, seq_len,
+                                                                 processor=target.processor), target.dtype)
         if not backward:
             example_inputs.pop("labels", None)  # an inference audit: no loss
         if target.fake_mode is not None:

@@ -370,14 +370,14 @@ def _write_slice(file: Path, request: dict[str, Any], piece: ModelSlice) -> None
 def _example(params: Params) -> tuple[Any, dict[str, torch.Tensor]]:
     """The run's tokenizer and example inputs, made once per kernel: the runner's (`hand_over`), else built
     (deterministic: every kernel of a run makes the same ones)."""
-    key = (params.model, params.config.batch_size, params.config.seq_len)
+    key = (params.model, params.config.batch_size, params.config.seq_len, params.config.dtype)
     if key not in _EXAMPLES:
         handed = params.run.path / "artifacts" / "model" / INPUTS_FILE
         inputs = Reference.load(handed).inputs if handed.is_file() and _decided(params) is not None else \
             example.example_inputs(models.load_config(params.model), _tokenizer(params.model),
                                    batch_size=params.config.batch_size, seq_len=params.config.seq_len,
                                    processor=example.processor_config(params.model))
-        _EXAMPLES[key] = _tokenizer(params.model), inputs
+        _EXAMPLES[key] = _tokenizer(params.model), example.in_dtype(inputs, models.as_dtype(params.config.dtype))
     return _EXAMPLES[key]
 
 
