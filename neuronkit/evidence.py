@@ -18,6 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronkit.units import format_count
 
 # Units a field may carry, and how the report writes a number in it.
 UNITS: dict[str, str] = {
@@ -115,7 +116,7 @@ class ModelSlice:
         """One phrase for a verdict: `the full model` or `a slice: 2 of 16 blocks (384M of 1.24B parameters)`."""
         if self.full_model:
             return "the full model"
-        share = (f" ({_count(self.parameters)} of {_count(self.total_parameters)} parameters)"
+        share = (f" ({format_count(self.parameters)} of {format_count(self.total_parameters)} parameters)"
                  if self.parameters and self.total_parameters else "")
         return f"a layer slice: {self.layers} of {self.total_layers} blocks{share}"
 
@@ -351,13 +352,6 @@ class ScriptEvidence:
     findings: list[ScriptFinding] = fact("Findings", factory=list)
     diff: str = fact("Rewrite diff", doc="unified diff of the rewrite fixes", default="")
     run: ScriptRun | None = fact("Run on the device")
-
-
-def _count(n: int) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.3g}{unit}"
-    return str(n)
 
 
 def fields_of(record: Any, cls: type) -> dict[str, Any]:

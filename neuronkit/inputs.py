@@ -251,16 +251,15 @@ def _transcript(config: PretrainedConfig, rows: int, length: int) -> torch.Tenso
 
 def _token_ids(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None, batch_size: int,
                seq_len: int) -> torch.Tensor:
-    text_config = config.get_text_config(decoder=True) if config.is_encoder_decoder else config.get_text_config()
-    limit = getattr(text_config, "max_position_embeddings", None)
-    if isinstance(limit, int) and seq_len > limit:
-        raise NeuronkitInputError(f"seq_len {seq_len} exceeds the model's max_position_embeddings {limit}")
+    if problem := models.too_long(models.max_positions(config), seq_len):
+        raise NeuronkitInputError(problem)
     if tokenizer is not None:
         ids = tokenizer(SAMPLE_TEXT, add_special_tokens=True)["input_ids"]
         row = torch.tensor((ids * (seq_len // len(ids) + 1))[:seq_len], dtype=torch.long)
     else:  # a character-level model without a vocabulary size (CANINE's code points): byte values
         generator = torch.Generator().manual_seed(0)
-        row = torch.randint(0, getattr(text_config, "vocab_size", None) or BYTES, (seq_len,), generator=generator)
+        vocab = getattr(models.text_config(config), "vocab_size", None)
+        row = torch.randint(0, vocab or BYTES, (seq_len,), generator=generator)
     return row.expand(batch_size, seq_len).clone()
 
 

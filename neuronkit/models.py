@@ -275,6 +275,25 @@ def build(cls: type, config: PretrainedConfig, **kwargs: Any) -> Any:
         raise NeuronkitInputError(f"cannot build {cls.__name__} from this config.json: {_one_line(exc)}") from None
 
 
+def text_config(config: PretrainedConfig) -> PretrainedConfig:
+    """The part of `config` that describes the text the model reads (an encoder-decoder's: its decoder's)."""
+    return config.get_text_config(decoder=True) if config.is_encoder_decoder else config.get_text_config()
+
+
+def max_positions(config: PretrainedConfig) -> int | None:
+    """The longest sequence the model's position embeddings cover (`max_position_embeddings` of its
+    `text_config`), or None when its config names no limit."""
+    limit = getattr(text_config(config), "max_position_embeddings", None)
+    return limit if isinstance(limit, int) else None
+
+
+def too_long(limit: int | None, tokens: int, what: str = "seq_len") -> str | None:
+    """Why `tokens` (`what`) do not fit a model whose positions end at `limit`, or None when they do."""
+    if limit is not None and tokens > limit:
+        return f"{what} {tokens} exceeds the model's max_position_embeddings {limit}"
+    return None
+
+
 def num_parameters(config: PretrainedConfig) -> int:
     """Parameter count of the model a config describes, from an instantiation on the meta device."""
     with torch.device("meta"):

@@ -16,6 +16,14 @@ def format_bytes(nbytes: int | float) -> str:
     return f"{int(nbytes)} bytes"
 
 
+def format_count(n: int | float) -> str:
+    """`1_240_000_000` -> `1.24B`, `26_800` -> `26.8k`, `512` -> `512`: a parameter or token count."""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:g}"
+
+
 def format_duration(seconds: float | None) -> str:
     """A duration rounded to three significant figures in the unit it reads best in: `0.00468` ->
     `4.68 ms`, `12.5` -> `12.5 s`, `125` -> `2 min 5 s`; None or NaN -> `—`."""

@@ -8,6 +8,7 @@ import functools
 from dataclasses import dataclass
 
 from neuronkit.resources import data_toml
+from neuronkit.units import format_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +33,8 @@ class Constants:
         low, high = self.parameters_checked
         notes = []
         if not low <= parameters <= high:
-            notes.append(f"a {parameters / 1e9:.3g}B-parameter model lies outside the published rows' "
-                         f"{low / 1e9:.2g}B-{high / 1e9:.3g}B: the band was not measured there (small models pay "
+            notes.append(f"a {format_count(parameters)}-parameter model lies outside the published rows' "
+                         f"{format_count(low)}-{format_count(high)}: the band was not measured there (small models pay "
                          "fixed per-step and per-launch costs the model does not hold)")
         if experts:
             notes.append("a mixture of experts: no published row the band was measured on is one; the experts are "

@@ -28,12 +28,21 @@ def summarize(spec: Any, *, tokens: float | None = None, seq_len: int = 2048, gl
     from neuronkit.cost.shape import model_shape
 
     shape = model_shape(spec)
+    limit, asked = shape.max_positions, (seq_len, input_len, output_len)
+    if limit is not None:  # the report's defaults assume 2,048-token sequences: a shorter model gets its own
+        seq_len = min(seq_len, limit)
+        if input_len + output_len > limit:
+            output_len = max(1, min(output_len, limit // 5))
+            input_len = limit - output_len
     constants = frozen()
     choice = sweep.Choice(max_hours=max_days * 24 if max_days else None)
     trained = sweep.train(shape, global_batch=global_batch, seq_len=seq_len, tokens=tokens, choice=choice)
     served = (sweep.serve(shape, input_len=input_len, output_len=output_len, max_tpot_s=max_tpot_ms / 1e3,
                           max_ttft_s=max_ttft_ms / 1e3, choice=choice) if shape.causal else [])
     notes = sorted({note for est in trained[:1] + served[:1] for note in est.notes})
+    if (seq_len, input_len, output_len) != asked:
+        notes.append(f"sequence lengths cut to the model's max_position_embeddings {limit}: training {seq_len} "
+                     f"tokens, serving {input_len} in / {output_len} out")
     return {
         "schema": SCHEMA, "model": shape.name, "parameters": shape.parameters,
         "assumptions": {"tokens": trained[0].budget_tokens if trained else tokens, "seq_len": seq_len,

@@ -27,7 +27,7 @@ from neuronkit.cost.pricing import Pricing
 from neuronkit.cost.shape import ModelShape
 from neuronkit.errors import NeuronkitInputError, require_positive_ints
 from neuronkit.planner.instances import Instance
-from neuronkit.planner.plan import RING_FACTOR, Layout, link
+from neuronkit.planner.plan import RING_FACTOR, Layout, divisors, link
 
 WEIGHT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "int8": 1, "float8": 1}
 
@@ -107,9 +107,9 @@ class ServingEstimate:
 
 @dataclass(frozen=True)
 class ServingRun:
-    """What serving asks of an instance: tensor parallel `tp` (default: every core of the instance), `batch`
-    requests of `input_len` tokens in and `output_len` out, the `weights`' and the activations' `dtype`, and
-    the latency targets (seconds per output token, seconds to the first)."""
+    """What serving asks of an instance: tensor parallel `tp` (default: every core of the instance, at most one
+    per attention head), `batch` requests of `input_len` tokens in and `output_len` out, the `weights`' and the
+    activations' `dtype`, and the latency targets (seconds per output token, seconds to the first)."""
 
     tp: int | None = None
     batch: int = 1
@@ -130,10 +130,14 @@ def estimate(shape: ModelShape, inst: Instance, run: ServingRun = ServingRun(), 
     if not shape.causal:
         raise NeuronkitInputError(f"cannot estimate serving {shape.name}: serving estimates are for causal "
                                   "language models (a prefill, then one decode step per output token)")
-    tp = tp or inst.cores
+    # default: every core (as AWS's serving rows run), but no more ranks than the model has attention heads
+    tp = tp or max(d for d in divisors(inst.cores) if d <= max(shape.heads, 1))
     require_positive_ints(tp=tp, batch=batch, input_len=input_len, output_len=output_len)
     if inst.cores % tp:
         raise NeuronkitInputError(f"tp={tp} does not divide the {inst.cores} cores of {inst.name}")
+    if tp > max(shape.heads, 1):
+        raise NeuronkitInputError(f"tp={tp} exceeds {shape.name}'s {shape.heads} attention heads: a rank would hold "
+                                  "no head of its own")
     if weights not in WEIGHT_BYTES:
         raise NeuronkitInputError(f"weights {weights!r}: one of {', '.join(WEIGHT_BYTES)}")
     hbm = inst.hbm_bytes_per_s_per_core * c.hbm_fraction
@@ -169,7 +173,8 @@ def estimate(shape: ModelShape, inst: Instance, run: ServingRun = ServingRun(), 
                                         + output_len * shape.forward_flops(batch, input_len + output_len / 2)),
                            peak_flops=inst.peak_flops(dtype) * inst.cores, checked_on=c.checked_on("serving"),
                            max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s,
-                           notes=c.range_notes(shape.parameters, shape.layer_experts > 0))
+                           notes=c.range_notes(shape.parameters, shape.layer_experts > 0) + shape.beyond_positions(
+                               input_len + output_len, "input_len + output_len"))
 
 
 def _seconds(parts: dict[str, float]) -> float:

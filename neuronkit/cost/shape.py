@@ -44,10 +44,18 @@ class ModelShape:
     layer_dense: int  # other matrices, kept whole on every tp rank (routers, layers without a TP plan)
     expert_share: float  # of `layer_experts`, the part one token passes through (top-k of E experts)
     layer_io: int  # elements per token its matrices read and write (inputs and outputs), active experts only
+    max_positions: int | None = None  # the longest sequence its position embeddings cover (None: no limit named)
 
     @property
     def parameters(self) -> int:
         return self.embedding + self.head + self.other + self.layers * self.layer
+
+    def beyond_positions(self, tokens: int, what: str) -> list[str]:
+        """A note when `tokens` pass the model's position limit: the time is counted (AWS's own serving rows
+        run Llama-2 past its 4,096 positions); whether the model was trained for that length is not known."""
+        problem = models.too_long(self.max_positions, tokens, what)
+        return [f"{problem}: the estimate counts the time; whether the model works at that length is not known"] \
+            if problem else []
 
     @property
     def splittable(self) -> bool:
@@ -101,10 +109,13 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
         raise NeuronkitInputError(f"cannot estimate {name}: its config has no num_hidden_layers (the cost model "
                                   "covers decoder and encoder stacks)")
     task = models.task_of(config)
-    if task not in PLANNED_TASKS and not (task == "base" and not config.is_encoder_decoder):
+    # An encoder-decoder's num_hidden_layers is its encoder's alone (BART's masked-LM head included): its
+    # decoder stack would go uncounted.
+    if config.is_encoder_decoder or task not in (*PLANNED_TASKS, "base"):
         raise NeuronkitInputError(
             f"cannot estimate {config.architectures[0] if config.architectures else config.model_type}: the cost "
-            f"model covers causal and masked language models and their base stacks, not {task}")
+            "model covers causal and masked language models and their base stacks, not "
+            f"{'an encoder-decoder model' if config.is_encoder_decoder else task}")
     with torch.device("meta"):
         model = models.build(models.model_class(config), slicing.sliced_config(config, 1))
     stack = layer_stack(model)
@@ -147,7 +158,7 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
         head_dim=getattr(text, "head_dim", None) or (hidden // heads if heads else 0),
         vocab=getattr(text, "vocab_size", 0) or 0, embedding=embedding, head=head, other=other, layer=one_layer,
         layer_qo=counts["qo"], layer_kv=counts["kv"], layer_mlp=counts["mlp"], layer_experts=counts["experts"],
-        layer_dense=counts["dense"], expert_share=experts, layer_io=int(io))
+        layer_dense=counts["dense"], expert_share=experts, layer_io=int(io), max_positions=models.max_positions(config))
 
 
 def _active_expert_share(config: PretrainedConfig) -> float:

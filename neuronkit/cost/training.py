@@ -215,7 +215,7 @@ def estimate(shape: ModelShape, inst: Instance, layout: Layout, run: TrainingRun
     global_batch = m * per_step
     model_flops = 3 * shape.forward_flops(global_batch * seq_len, context)
     mfu = model_flops / (step.total * layout.world * inst.peak_flops(dtype))
-    notes += c.range_notes(shape.parameters, shape.layer_experts > 0)
+    notes += c.range_notes(shape.parameters, shape.layer_experts > 0) + shape.beyond_positions(seq_len, "seq_len")
     rank = memory.training(shape, layout, micro_batch=micro_batch, seq_len=seq_len, microbatches=m, nbytes=nbytes)
     return TrainingEstimate(model=shape.name, instance=inst.name, nodes=nodes, layout=layout, dtype=dtype,
                             micro_batch=micro_batch, seq_len=seq_len, global_batch=global_batch, microbatches=m,

@@ -27,7 +27,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"instance type (default {_DEFAULT_INSTANCE}; with --sweep: every instance)")
     parser.add_argument("--nodes", type=int, default=1, metavar="K", help="instances (default 1)")
     parser.add_argument("--tp", type=int, default=None, metavar="T",
-                        help="tensor-parallel degree (default 1; serving: every core of the instance)")
+                        help="tensor-parallel degree (default 1; serving: every core of the instance, at most one per "
+                             "attention head)")
     parser.add_argument("--fsdp", type=int, default=None, metavar="F",
                         help="FSDP2 sharding degree (default: the cores left after tp, pp and dp)")
     parser.add_argument("--pp", type=int, default=1, metavar="P", help="pipeline stages (default 1)")
@@ -86,6 +87,7 @@ def _measured(args: argparse.Namespace) -> int:
     """One layout measured on the fake process group, with its cost estimate."""
     from neuronkit.cost import text, training
     from neuronkit.cost.shape import model_shape
+    from neuronkit.errors import NeuronkitInputError
     from neuronkit.planner.instances import instance
     from neuronkit.planner.plan import plan  # after argument parsing: loads transformers
 
@@ -93,7 +95,12 @@ def _measured(args: argparse.Namespace) -> int:
                   instance=args.instance or _DEFAULT_INSTANCE, nodes=args.nodes, dtype=args.dtype,
                   micro_batch=args.batch or 1, seq_len=args.seq_len, microbatches=args.microbatches)
     inst = instance(result.instance)
-    est = training.estimate(model_shape(args.model), inst, result.layout, training.TrainingRun(
+    try:
+        shape = model_shape(args.model)
+    except NeuronkitInputError as exc:  # a model the cost model does not cover: the measured plan alone
+        _emit(args.json, {**result.to_dict(), "estimate": None}, f"{result.table()}\n\nno cost estimate: {exc}")
+        return 0 if result.fits else 1
+    est = training.estimate(shape, inst, result.layout, training.TrainingRun(
         nodes=args.nodes, micro_batch=result.micro_batch, seq_len=args.seq_len,
         global_batch=result.microbatches * result.micro_batch * result.layout.fsdp * result.layout.dp,
         dtype=result.dtype, tokens=args.tokens), pricing=_pricing(args, inst))

@@ -228,9 +228,8 @@ class _Planner:
         self.dtype = dtype
         self.micro_batch = _positive("micro_batch", micro_batch)
         self.seq_len = _positive("seq_len", seq_len)
-        limit = getattr(self.config.get_text_config(), "max_position_embeddings", None)
-        if isinstance(limit, int) and seq_len > limit:
-            raise NeuronkitInputError(f"seq_len {seq_len} exceeds the model's max_position_embeddings {limit}")
+        if problem := models.too_long(models.max_positions(self.config), seq_len):
+            raise NeuronkitInputError(problem)
         self.probe = LayerProbe(self.config, dtype)
         self.num_parameters = models.num_parameters(self.config)
 

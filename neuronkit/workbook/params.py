@@ -194,15 +194,15 @@ def weightless(model: str) -> str:
 def _model_problems(model: str, seq_len: int, random_weights: bool = False) -> list[str]:
     """The checkpoint exists, has a config transformers knows, has weights (unless `random_weights`), and accepts
     `seq_len` tokens."""
-    from neuronkit.models import has_weights, load_config  # deferred: transformers loads only when a model is named
+    # deferred: transformers loads only when a model is named
+    from neuronkit.models import has_weights, load_config, max_positions, too_long
 
     try:
         config = load_config(model)
     except NeuronkitInputError as exc:
         return [f"model: {exc}"]
-    limit = getattr(config.get_text_config(), "max_position_embeddings", None)
-    if isinstance(limit, int) and seq_len > limit:
-        return [f"seq_len {seq_len} exceeds the model's max_position_embeddings {limit}"]
+    if problem := too_long(max_positions(config), seq_len):
+        return [problem]
     if not random_weights and not has_weights(model):
         return [weightless(model)]
     return []

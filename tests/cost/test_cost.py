@@ -172,7 +172,7 @@ def test_sweep_gives_a_tiny_model_the_smallest_instance(capsys):
     assert main(["plan", "tiny-qwen3", "--sweep", "--seq-len", "128", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert "1. 1 × trn1.2xlarge" in out and "ESTIMATES" in out
-    assert out.count("note: a 0.00014B-parameter model lies outside the published rows' 0.34B-70.6B") == 1
+    assert out.count("note: a 140k-parameter model lies outside the published rows' 335M-70.6B") == 1
     served = sweep.serve(shape, input_len=128, output_len=64)[0]
     assert served.instance == "inf2.xlarge" and served.meets_target
 
@@ -207,6 +207,43 @@ def test_an_encoder_is_not_served(capsys):
     assert json.loads(capsys.readouterr().out)["estimate"]["tokens_per_s"] > 0
     with pytest.raises(NeuronkitInputError):
         serving.estimate(model_shape("tiny-bert"), instance("inf2.xlarge"))
+
+
+def test_an_encoder_decoder_gets_its_measured_plan_but_no_estimate(tmp_path, capsys):
+    """An encoder-decoder's num_hidden_layers counts its encoder alone: the cost model refuses it (BART's
+    masked-LM head is no exception) rather than estimate a model without its decoder; the measured plan stays."""
+    from transformers import BartConfig
+
+    path = tmp_path / "bart"
+    BartConfig(vocab_size=128, d_model=32, encoder_layers=1, decoder_layers=4, encoder_attention_heads=4,
+               decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+               architectures=["BartForConditionalGeneration"]).save_pretrained(path)
+    with pytest.raises(NeuronkitInputError, match="not an encoder-decoder model"):
+        model_shape(str(path))
+    assert main(["plan", str(path), "--seq-len", "16", "--instance", "trn1.2xlarge", "--dp", "2", "--json", "-"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["estimate"] is None and document["num_parameters"] == models.num_parameters(
+        models.load_config(path))
+
+
+def test_serving_runs_no_more_ranks_than_heads_and_says_when_a_length_passes_the_positions(capsys):
+    """tiny-qwen3 has 4 attention heads and 512 positions: by default it is split 4 ways, not over all 64 cores
+    of a trn2.48xlarge; asking for more ranks than heads is refused; a prompt past 512 positions is estimated
+    with a note, and the report's default lengths are cut to the model's own."""
+    from neuronkit.cost import record as cost_record
+
+    shape = model_shape("tiny-qwen3")
+    est = serving.estimate(shape, instance("trn2.48xlarge"), serving.ServingRun(input_len=64, output_len=16))
+    assert (est.tp, est.replicas) == (4, 16) and not any("max_position_embeddings" in n for n in est.notes)
+    assert main(["plan", "tiny-qwen3", "--serve", "--tp", "8", "--input-len", "64", "--output-len", "16"]) == 2
+    assert "tp=8 exceeds tiny-qwen3's 4 attention heads" in capsys.readouterr().err
+    long = serving.estimate(shape, instance("trn1.2xlarge"), serving.ServingRun(input_len=1024, output_len=256))
+    assert "input_len + output_len 1280 exceeds the model's max_position_embeddings 512: the estimate counts the " \
+           "time" in " ".join(long.notes)
+    summary = cost_record.summarize("tiny-qwen3")
+    assert summary["assumptions"]["seq_len"] == 512 and summary["assumptions"]["input_len"] + \
+        summary["assumptions"]["output_len"] == 512
+    assert any(n.startswith("sequence lengths cut to the model's max_position_embeddings 512") for n in summary["notes"])
 
 
 def test_the_report_says_what_it_will_cost(tmp_path):
