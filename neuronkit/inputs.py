@@ -159,6 +159,9 @@ def _labels(config: PretrainedConfig, task: str, tokenizer: PreTrainedTokenizerB
                       if isinstance(t, int)), 0)
         decoder = torch.cat([torch.full_like(target[:, :1], start), target[:, :-1]], dim=1)
         return {"decoder_input_ids": decoder} | ({"labels": target} if task in TASK_LABELS else {})
+    if task == "causal_lm" and ids is not None and length < 2:  # its loss would be NaN on any device
+        raise NeuronkitInputError(f"seq_len {length} is too short for a causal LM's loss, which predicts each "
+                                  "token from those before it: give at least 2 tokens")
     if task in ("causal_lm", "masked_lm") and ids is not None:  # next-token / every-token loss, padding left out
         return {"labels": _masked(inputs)}
     return {}

@@ -88,6 +88,8 @@ def test_a_damaged_checkpoint_is_one_line_before_any_kernel(tmp_path, capsys, co
 @pytest.mark.parametrize("argv, expected", [
     (["check", "tiny-bert", "--stages", "train", "--train-steps", "0"], "train_steps must be a positive integer"),
     (["check", "tiny-bert", "--inputs", "/no/such.safetensors"], "not found"),
+    # a one-token causal LM's loss is NaN on the CPU and the device alike: bad input, not a device failure
+    (["check", "tiny-qwen3", "--seq-len", "1"], "seq_len 1 is too short for a causal LM's loss"),
 ])
 def test_check_parameters(argv, expected, capsys):
     assert main(argv) == 2

@@ -171,3 +171,17 @@ def test_compile_failure_falls_back_to_eager_only_when_switched_on(monkeypatch, 
     torch._dynamo.reset()
     with pytest.raises(BackendCompilerFailed):  # the compile option overrides the environment
         torch.compile(model, backend="neuron", dynamic=True, options={"fallback_execution": False})(x)
+
+
+def test_a_nan_the_cpu_reference_has_too_is_not_the_devices():
+    """Parity blames the device only for what differs: a NaN (or infinity) at the same place in the CPU
+    reference is the model's or its inputs'; a NaN the CPU does not have, or a different infinity, is not."""
+    from neuronkit.graph_compile.compare import Tolerance, compare_outputs
+
+    tol = Tolerance(atol=1e-5, rtol=1e-5, min_top1=0.9, train_rtol=1e-3)
+    cpu = {"logits": torch.tensor([1.0, float("nan"), float("inf")])}
+    (same,) = compare_outputs(cpu, {"logits": torch.tensor([1.0, float("nan"), float("inf")])}, tol)
+    assert same["ok"] and same["max_abs_err"] == 0.0
+    for device in ([1.0, 2.0, float("inf")], [float("nan"), float("nan"), float("inf")],
+                   [1.0, float("nan"), float("-inf")]):
+        assert not compare_outputs(cpu, {"logits": torch.tensor(device)}, tol)[0]["ok"], device
