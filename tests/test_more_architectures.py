@@ -54,3 +54,17 @@ def test_a_vision_model_in_bfloat16_takes_bfloat16_images(tmp_path):
     model = transformers.SwinForImageClassification.from_pretrained(path, dtype=setup.dtype)
     with torch.inference_mode():  # what notebook 01's cell runs
         assert model(**setup.inputs).logits.dtype == torch.bfloat16
+
+
+def test_generate_that_fails_on_the_cpu_too_is_skipped_not_the_devices_error(tmp_path):
+    """A T5 config without decoder_start_token_id cannot generate() on any device: the generate step says so
+    and is skipped, and eager parity, training and the compile stage still give their verdicts."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    config = T5Config(vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
+                      decoder_start_token_id=None, bos_token_id=None)
+    T5ForConditionalGeneration(config).save_pretrained(tmp_path / "t5")
+    report = neuronkit.check(tmp_path / "t5", stages=("cpu", "eager", "generate"))
+    generate = next(s for s in report.stages if s.stage == "generate")
+    assert generate.status == "skipped" and generate.summary.startswith("generate() fails on the CPU too")
+    assert report.ok, report.table()
