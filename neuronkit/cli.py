@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -62,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (NeuronkitInputError, FileNotFoundError, NotADirectoryError) as exc:
         _error(args, str(exc))
         return 2
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under `console`: what the command started is stopped
+        _error(args, f"interrupted ({exc.args[0] if exc.args else 'SIGINT'}): stopped before it finished")
+        return 1
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
         _error(args, f"{type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --debug for the traceback)")
         return 1
@@ -73,6 +77,9 @@ def console() -> None:
     after the command is done; the exit handlers still run and the output is flushed, and the operating
     system reclaims the rest (as `os._exit` does for the fork server)."""
     argv = sys.argv[1:]
+    # SIGTERM (CI cancelling a job, `timeout`, `docker stop`) unwinds as Ctrl-C does, so the command's own
+    # clean-up runs (a port run's processes and temporary folder, a workbook's kernels); a second one kills.
+    signal.signal(signal.SIGTERM, _terminated)
     if next((a for a in argv if not a.startswith("-")), None) == "run" and not {"-h", "--help"} & set(argv):
         # `neuronkit run`'s fork server, started before torch is imported (neuronkit/__init__.py). Only the
         # command does this: main()'s in-process callers have torch already, and their run starts its own
@@ -84,6 +91,11 @@ def console() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt("SIGTERM")
 
 
 LOADS_MODELS = {"check", "audit", "plan"}  # commands that drive transformers in this process

@@ -165,3 +165,34 @@ def test_the_findings_at_the_failing_line_come_with_the_error(tmp_path, capfd):
     assert "decide finding at that line: line 2 [get-device-capability]" in out
     assert "took no optimizer step" not in out  # the error says why
     assert len([line for line in out.splitlines() if line.startswith("  error:")][0]) < 400
+
+
+@pytest.mark.subprocess
+def test_sigterm_stops_the_run_and_leaves_nothing_behind(tmp_path):
+    """CI cancelling a job sends SIGTERM: the command stops its script's processes, removes its temporary
+    folder and says so in one line (exit 1), as on Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "hang.py").write_text("import os, time, torch\nx = torch.ones(2).cuda()\n"
+                                      "open(os.environ['HANG_STARTED'], 'w').write(str(os.getpid()))\n"
+                                      "while True:\n    time.sleep(0.1)\n")
+    temp, started = tmp_path / "tmp", tmp_path / "started"
+    temp.mkdir()
+    env = {**os.environ, "HANG_STARTED": str(started), "TMPDIR": str(temp)}
+    command = subprocess.Popen([sys.executable, "-m", "neuronkit.cli", "port", "hang.py", "--run", "--timeout", "300"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not started.exists() and command.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), command.communicate()
+    command.send_signal(signal.SIGTERM)
+    _, err = command.communicate(timeout=30)
+    assert command.returncode == 1
+    assert err.strip().splitlines()[-1] == "neuronkit port: error: interrupted (SIGTERM): stopped before it finished"
+    assert "Traceback" not in err and list(temp.iterdir()) == []
+    script = Path(f"/proc/{started.read_text()}/stat")
+    assert not script.exists() or script.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
