@@ -21,16 +21,18 @@ import torch
 import torch.distributed as dist
 import torch.testing._internal.distributed.fake_pg  # noqa: F401 - registers PyTorch's "fake" backend
 from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor, Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import PretrainedConfig
 
 from neuronkit import models
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.pipeline.record import first_line
 
 # Tensor-parallel styles by the last name of a layer's Linear modules: the Megatron split that
 # TorchTitan's Llama plan and the Oct docs' TP tutorial use (column-parallel into attention and the MLP,
@@ -142,6 +144,16 @@ class LayerProbe:
 
     def _forward_backward(self, layers: int, tp: int, batch: int, seq_len: int
                           ) -> tuple[int, dict[tuple[str, str], tuple[int, int]]]:
+        try:
+            return self._fake_step(layers, tp, batch, seq_len)
+        except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as exc:
+            raise NeuronkitInputError(
+                f"cannot measure {self.cls.__name__} with fake tensors: building or training it reads tensor values "
+                f"({first_line(exc)}); pass --global-batch N for the cost model's estimate instead") from None
+
+    def _fake_step(self, layers: int, tp: int, batch: int, seq_len: int
+                   ) -> tuple[int, dict[tuple[str, str], tuple[int, int]]]:
+        """Saved bytes and collectives of one training step of `layers` blocks, on fake tensors."""
         with _fake_world(1, 1, tp) as mesh:
             tp_mesh = mesh["tp"]
             with FakeTensorMode(allow_non_fake_inputs=True):

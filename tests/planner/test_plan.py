@@ -214,3 +214,18 @@ def test_a_model_the_planner_cannot_probe_is_named_in_one_line(zoo, name, capsys
     assert main(["plan", str(zoo[name]), "--seq-len", "32"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "plans causal and masked language models and their base stacks" in err, err
+
+
+def test_a_model_that_reads_values_while_built_is_not_measured_but_named(tmp_path, capsys):
+    """ModernBERT's constructor reads a tensor's value, which fake tensors cannot give: the measured plan is
+    refused in one line pointing at the cost model's estimate, which does not need it."""
+    from transformers import ModernBertConfig
+
+    ModernBertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=128, pad_token_id=0, eos_token_id=1,
+                     bos_token_id=2, cls_token_id=2, sep_token_id=1,
+                     architectures=["ModernBertForMaskedLM"]).save_pretrained(tmp_path / "modernbert")
+    assert main(["plan", str(tmp_path / "modernbert"), "--seq-len", "16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "cannot measure ModernBertForMaskedLM with fake tensors" in err
+    assert main(["plan", str(tmp_path / "modernbert"), "--seq-len", "16", "--global-batch", "8"]) == 0
