@@ -103,6 +103,32 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     return {k: v for k, v in inputs.items() if k in accepted}
 
 
+def check_inputs(config: PretrainedConfig, inputs: dict[str, Any]) -> None:
+    """A team's own inputs, refused in one line where any device would refuse them: a name the model's forward
+    does not take (a weights file given as inputs), or token ids that are not integers or fall outside the
+    vocabulary (a tokenizer of another model)."""
+    cls = models.model_class(config)
+    parameters = inspect.signature(cls.forward).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        unknown = sorted(name for name in inputs if name not in parameters)
+        if unknown:
+            raise NeuronkitInputError(f"the inputs hold {', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}"
+                                      f", which {cls.__name__}'s forward does not take")
+    reads = [name for name in (*MODALITY_INPUTS, "inputs_embeds") if name in parameters]
+    if reads and not any(name in inputs for name in reads):
+        raise NeuronkitInputError(f"the inputs hold none of what {cls.__name__} reads ({', '.join(reads)}): "
+                                  f"{', '.join(sorted(inputs)[:5])}{', ...' if len(inputs) > 5 else ''}")
+    ids = inputs.get("input_ids")
+    if not isinstance(ids, torch.Tensor):
+        return
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype is torch.bool:
+        raise NeuronkitInputError(f"input_ids must be integer token ids, not {str(ids.dtype).removeprefix('torch.')}")
+    vocab = getattr(models.text_config(config), "vocab_size", None)
+    if isinstance(vocab, int) and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        raise NeuronkitInputError(f"input_ids hold token ids {int(ids.min())}..{int(ids.max())}, outside the model's "
+                                  f"vocabulary 0..{vocab - 1} (a tokenizer of another model?)")
+
+
 def in_dtype(inputs: dict[str, Any], dtype: torch.dtype) -> dict[str, Any]:
     """`inputs` with their floating-point tensors (pixel values, waveforms, features) in `dtype`, the model's:
     a bfloat16 model takes bfloat16 images, as it must on any device. Token ids, integer masks and class

@@ -177,3 +177,18 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(monkeypat
     assert main(["check", "tiny-bert", "--debug"]) == 1
     assert "Traceback" in capsys.readouterr().err
     assert torch.neuron.is_available()
+
+
+@pytest.mark.parametrize("tensors, expected", [
+    ({"input_ids": torch.full((1, 8), 5.0)}, "input_ids must be integer token ids, not float32"),
+    ({"input_ids": torch.full((1, 8), 10**6)}, "outside the model's vocabulary 0.."),
+    ({"model.embed_tokens.weight": torch.zeros(4, 4)}, "the inputs hold none of what Qwen3ForCausalLM reads"),
+])
+def test_inputs_any_device_would_refuse_are_refused_in_one_line(tmp_path, capsys, tensors, expected):
+    """A team's inputs file with float token ids, ids of another tokenizer, or a weights file given by mistake:
+    bad input (exit 2) in neuronkit's words, not the model's IndexError on the CPU stage."""
+    from safetensors.torch import save_file
+
+    save_file(tensors, tmp_path / "inputs.safetensors")
+    assert main(["check", "tiny-qwen3", "--inputs", str(tmp_path / "inputs.safetensors"), "--stages", "cpu"]) == 2
+    assert expected in _one_line_error(capsys)

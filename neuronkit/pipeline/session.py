@@ -164,6 +164,9 @@ class Session:
             raise NeuronkitInputError(f"model must be a torch.nn.Module or a MODEL spec, got {type(model).__name__}")
         if inputs is None:
             inputs = _default_inputs(model, tokenizer, config, processor, prompts)
+        hf_config = getattr(model, "config", None)
+        if isinstance(inputs, dict) and hasattr(hf_config, "get_text_config"):
+            example.check_inputs(hf_config, inputs)
         session = cls(name or type(model).__name__, model, inputs, config=config, tokenizer=tokenizer,
                       weights=weights, model_slice=piece)
         session.prompts_file = prompts_file
