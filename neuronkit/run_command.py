@@ -16,6 +16,9 @@ RUN_FLAGS: dict[str, str] = flags()
 _DEFAULTS: dict[str, Any] = {"layers": DEFAULTS.layers, "full_model": DEFAULTS.full_model}
 # Parameters that are the command's positional MODEL and its --out, never `-p`.
 _PLACES = ("model", "run_dir", "out")
+# The side record `neuronkit run` leaves in the run directory: the stages' options and the other notebook
+# parameters it was given beyond params.json's shared ones (`--inputs`, `-p`), for the report's command.
+RUN_OPTIONS = "run_options.json"
 
 
 def run_command(model: str, out: str | None, params: dict[str, Any]) -> str:

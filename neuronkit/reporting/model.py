@@ -18,7 +18,7 @@ from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.stage import STAGE, WORKBOOK, Stage
 from neuronkit.policy import CPU_FALLBACK, SEVERITIES, base_name, load_policy
 from neuronkit.reporting.evidence import EvidenceItem, evidence_items
-from neuronkit.run_command import run_command
+from neuronkit.run_command import RUN_OPTIONS, run_command
 
 REPORT_SCHEMA_VERSION = 5  # 2: device, key_numbers; a finding's calls may be null. 3: a finding's phases,
 # each key number's `number` and `unit`, next_steps, ran_on. 4: a key number's `clock`; forward time and
@@ -576,4 +576,6 @@ def _reproduce(records: dict[str, StageResult[Any] | None], params: dict[str, An
     """Versions, parameters and the `neuronkit run` command that repeats this run."""
     versions = getattr(_device(records), "versions", None)
     model = params.get("model") or _model_name(records, params, run)
-    return {"versions": versions or {}, "params": params, "command": run_command(str(model), str(run.path), params)}
+    given = run.read_side_record(RUN_OPTIONS)  # `neuronkit run`'s options beyond params.json, when it made the run
+    command = run_command(str(model), str(run.path), {**params, **(given if isinstance(given, dict) else {})})
+    return {"versions": versions or {}, "params": params, "command": command}

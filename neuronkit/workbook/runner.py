@@ -40,6 +40,7 @@ from neuronkit.pipeline.record import RunDir, StageResult, now
 from neuronkit.pipeline.session import hand_over
 from neuronkit.pipeline.stage import REPORT_NOTEBOOK as REPORT_STEM, STAGE, WORKBOOK, Stage
 from neuronkit.resources import notebooks_dir
+from neuronkit.run_command import RUN_OPTIONS
 from neuronkit.workbook.params import UNDERWAY, check_declared_types, on_random_weights, validate, weightless
 
 # The stage notebooks in order (neuronkit/data/stages.toml), then the report notebook, which writes no record.
@@ -153,6 +154,9 @@ def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: Run
         params = _validate(on_random_weights(params).model, params.run_dir, config)
         shared["model"] = params.model
     hand_over(params, decided.model_slice, decided.inputs)
+    options = {k: v for values in own.values() for k, v in values.items()}
+    if options or parameters:  # what params.json does not hold, so the report's command repeats this run
+        params.run.write_side_record(RUN_OPTIONS, {**options, **parameters})
     if ensure_kernel(execution.kernel_name):
         log(f"installed Jupyter kernel {execution.kernel_name!r} for this Python")
     run = params.run

@@ -407,6 +407,18 @@ def test_report_json_has_stable_keys(full_report: Any) -> None:
                                     "--dtype float32 --seq-len 16")
 
 
+def test_the_command_repeats_what_neuronkit_run_was_given_beyond_params(tmp_path: Path) -> None:
+    """`neuronkit run --inputs prompts.txt -p max_new_tokens 4` keeps the stages' options and the other
+    parameters beside params.json (run_command.RUN_OPTIONS): the report's command carries them."""
+    from neuronkit.run_command import RUN_OPTIONS
+
+    run_dir = write_run(tmp_path / "run", passing_records("tiny-qwen3"), {"model": "tiny-qwen3", "dtype": "float32"})
+    RunDir(run_dir).write_side_record(RUN_OPTIONS, {"prompts_file": "/data/my prompts.txt", "max_new_tokens": 4})
+    command = json.loads(report(run_dir).json.read_text())["reproduce"]["command"]
+    assert command == (f"neuronkit run tiny-qwen3 --out {run_dir} --dtype float32 "
+                       "-p prompts_file '/data/my prompts.txt' -p max_new_tokens 4")
+
+
 def test_out_dir_and_missing_run_dir(tmp_path: Path) -> None:
     paths = report(full_run(tmp_path / "run"), tmp_path / "shared")
     assert paths == ReportPaths(tmp_path / "shared" / "report.html", tmp_path / "shared" / "report.json")
