@@ -17,7 +17,7 @@ import signal
 import sys
 import traceback
 import warnings
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Iterator, Sequence
 
 from neuronkit.errors import NeuronkitInputError
@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser(command if command in SUBCOMMANDS else None).parse_args(argv)
     try:
+        _writable(getattr(args, "json", None))  # before the work, not after it
         with _library_notes(not args.debug, args.command in LOADS_MODELS) as notes:
             code = importlib.import_module(args._module).run(args)
         _print_notes(notes)
@@ -91,6 +92,17 @@ def console() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _writable(out: object) -> None:
+    """An output file named by `--json OUT` that could never be written is bad input, said before any work."""
+    if not isinstance(out, (str, PurePath)) or str(out) == "-":
+        return
+    path = Path(out).expanduser()
+    if path.is_dir():
+        raise NeuronkitInputError(f"--json {out}: a directory; name a file to write")
+    if not path.parent.is_dir():
+        raise NeuronkitInputError(f"--json {out}: no directory {path.parent} to write it in")
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -192,3 +192,12 @@ def test_inputs_any_device_would_refuse_are_refused_in_one_line(tmp_path, capsys
     save_file(tensors, tmp_path / "inputs.safetensors")
     assert main(["check", "tiny-qwen3", "--inputs", str(tmp_path / "inputs.safetensors"), "--stages", "cpu"]) == 2
     assert expected in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("command", [["check", "tiny-bert", "--stages", "cpu"], ["audit", "tiny-bert"],
+                                     ["plan", "tiny-qwen3", "--serve"], ["port", "train.py"]])
+def test_a_json_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys, command):
+    assert main([*command, "--json", str(tmp_path)]) == 2
+    assert f"--json {tmp_path}: a directory; name a file to write" in _one_line_error(capsys)
+    assert main([*command, "--json", str(tmp_path / "no" / "x.json")]) == 2
+    assert "no directory" in _one_line_error(capsys)
