@@ -112,24 +112,28 @@ def plan(config: PretrainedConfig, *, layers: int | None = None, full_model: boo
 
     if full_model:
         return whole("forced with --full-model")
+    unsliceable = (f"{config.model_type} models cannot be sliced (no block count in config.json that the model "
+                   f"is built from: {', '.join(rules()['layer_keys'])})")
     if layers is not None:
         if not counts:
-            raise NeuronkitInputError(f"{config.model_type} models cannot be sliced (no block count in config.json: "
-                                      f"{', '.join(rules()['layer_keys'])}); drop --layers to run the full model")
+            raise NeuronkitInputError(f"{unsliceable}; drop --layers to run the full model")
         if layers >= total_layers:
             return whole(f"--layers {layers} covers all {total_layers} blocks")
         sliced = sliced_config(config, layers)
-        return sliced, ModelSlice(False, layers, total_layers, models.num_parameters(sliced), total,
-                                  f"forced with --layers {layers}")
+        kept = models.num_parameters(sliced)
+        if kept == total:  # a count the model is not built from (Swin's num_layers, derived from its `depths`)
+            raise NeuronkitInputError(f"{unsliceable}; drop --layers to run the full model")
+        return sliced, ModelSlice(False, layers, total_layers, kept, total, f"forced with --layers {layers}")
     whole_bytes = need_bytes(config, dtype, sliced=False)
     if whole_bytes <= memory and total <= budget["max_parameters"]:
         return whole("fits the budget")
+    if counts and models.num_parameters(sliced_config(config, 1)) == total:
+        counts = {}  # as above: no slice would be smaller
     if not counts:
         if whole_bytes <= memory:
-            return whole(f"{config.model_type} models cannot be sliced (no block count in config.json); "
-                         "the full model fits memory")
+            return whole(f"{unsliceable}; the full model fits memory")
         raise NeuronkitInputError(
-            f"{config.model_type} models cannot be sliced (no block count in config.json) and the full model "
+            f"{unsliceable} and the full model "
             f"({total / 1e9:.2f}B parameters) needs {whole_bytes / 1e9:.1f} GB, over the memory budget of "
             f"{memory / 1e9:.1f} GB")
     best, best_params = 0, 0

@@ -109,6 +109,20 @@ def test_what_cannot_be_sliced_or_fit_is_one_line(zoo):
         slicing.plan(convnext, layers=1, full_model=True)
 
 
+def test_a_block_count_the_model_is_not_built_from_is_no_slice():
+    """Swin's config.json stores num_layers, but the model is built from its `depths`: cutting num_layers
+    changes nothing, so a slice would claim '1 of 2 blocks' of the whole model. It is refused like ConvNeXt."""
+    from transformers import SwinConfig
+
+    swin = SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)
+    assert slicing.block_counts(swin) == {"num_layers": 2}
+    with pytest.raises(NeuronkitInputError, match="swin models cannot be sliced .* that the model is built from"):
+        slicing.plan(swin, layers=1)
+    with pytest.raises(NeuronkitInputError, match="swin models cannot be sliced"):
+        slicing.plan(swin, available=1000)
+    assert slicing.plan(swin)[1].full_model
+
+
 def test_check_says_it_ran_a_slice(zoo, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(neuronkit.cli, "SUBCOMMANDS", {"check": neuronkit.cli.SUBCOMMANDS["check"]})
     out = tmp_path / "check.json"
