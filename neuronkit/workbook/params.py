@@ -200,7 +200,7 @@ def _model_problems(model: str, seq_len: int, random_weights: bool = False) -> l
     try:
         config = load_config(model)
     except NeuronkitInputError as exc:
-        return [f"model: {exc}"]
+        return [str(exc)]  # it names the model or its file
     if problem := too_long(max_positions(config), seq_len):
         return [problem]
     if not random_weights and not has_weights(model):

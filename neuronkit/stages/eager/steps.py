@@ -95,7 +95,8 @@ def run_generate(run: CheckRun, record: EagerGeneration) -> tuple[str, str]:
     fallbacks = record.fallback_ops
     note = f"; {len(fallbacks)} op(s) fall back to CPU: {', '.join(fallbacks)}" if fallbacks else ""
     if diverge is None:
-        return "pass", f"greedy generate(): {len(cpu_tokens)} identical tokens{note}"
+        count = len(cpu_tokens)
+        return "pass", f"greedy generate(): {count} identical token{'s' if count != 1 else ''}{note}"
     status = "fail" if s.dtype is torch.float32 else "warn"
     why = _masked_rows_text(_fully_masked(run, prompt))
     return status, f"greedy generate() diverges from CPU at new token {diverge}{why}"
