@@ -206,7 +206,7 @@ def test_a_directory_with_blockers_exits_1_and_lists_them(tmp_path, capsys):
     (folder / "sub" / "basics.py").write_text((CORPUS / "basics.py").read_text())
     assert main(["port", str(folder)]) == 1
     out = capsys.readouterr().out
-    assert f"{folder / 'libraries.py'}:7:24  BLOCKER  [flash-attn]  flash_attn_func" in out
+    assert f"{folder / 'libraries.py'}:9:24  BLOCKER  [flash-attn]  flash_attn_func" in out
     assert f"{folder / 'sub' / 'basics.py'}:8:" in out  # every *.py under the folder
     assert re.search(r"^2 files: \d+ findings .* -> blocked$", out, re.M)
 

@@ -52,6 +52,13 @@ CASES = [
          "result = (y * 2, z + 1, w.sum())", cpu="x = torch.arange(6.0)\nresult = (x * 2, x + 1, x.sum())"),
     Case("device-string", "x = torch.ones(3, device='cuda')\nresult = x.to('cuda:1') * 3",
          cpu="x = torch.ones(3)\nresult = x * 3"),
+    Case("generator-device", "g = torch.Generator(device='cuda').manual_seed(0)\n"
+         "result = (torch.randn(3, device='cuda', generator=g), torch.randperm(5, device='cuda', generator=g))",
+         cpu="g = torch.Generator().manual_seed(0)\nresult = (torch.randn(3, generator=g), torch.randperm(5, generator=g))"),
+    Case("lightning-accelerator", "import lightning as L\n"
+         "trainer = L.Trainer(accelerator='gpu', devices=1, logger=False, enable_progress_bar=False)\n"
+         "result = torch.arange(3.0, device=trainer.strategy.root_device) * 2",
+         cpu="result = torch.arange(3.0) * 2"),
     Case("device-choice", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
          "result = torch.arange(4.0, device=device).pow(2)"),
     Case("device-guard", "torch.manual_seed(0)\nmodel = torch.nn.Linear(3, 2)\nx = torch.randn(4, 3)\n"
