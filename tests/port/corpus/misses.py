@@ -34,3 +34,7 @@ def fused(x):
 @torch.compile(fullgraph=True)  # expect: compile-backend
 def fused_graph(x):
     return x * 2
+conv = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)  # expect: channels-last
+images = torch.empty(2, 3, 8, 8, memory_format=torch.channels_last)  # expect: channels-last
+images = images.contiguous(memory_format=torch.channels_last_3d)  # expect: channels-last
+images = images.contiguous(memory_format=torch.contiguous_format)
