@@ -72,6 +72,12 @@ CASES = [
          cpu="import torch.distributed as dist\n"
          "dist.init_process_group('gloo', store=dist.HashStore(), rank=0, world_size=1)\n"
          "t = torch.ones(2)\ndist.all_reduce(t)\nresult = t.tolist()", fresh=True),
+    Case("nccl-backend-enum", "import torch.distributed as dist\n"
+         "dist.init_process_group(backend=dist.Backend.NCCL, store=dist.HashStore(), rank=0, world_size=1)\n"
+         "t = torch.ones(2).cuda()\ndist.all_reduce(t)\nresult = t.cpu().tolist()",
+         cpu="import torch.distributed as dist\n"
+         "dist.init_process_group(backend=dist.Backend.GLOO, store=dist.HashStore(), rank=0, world_size=1)\n"
+         "t = torch.ones(2)\ndist.all_reduce(t)\nresult = t.tolist()", fresh=True),
     Case("device-id", "import torch.distributed as dist\n"
          "dist.init_process_group('nccl', store=dist.HashStore(), rank=0, world_size=1, device_id=torch.device('cuda', 0))\n"
          "result = dist.get_world_size()",

@@ -22,3 +22,5 @@ torch.cuda.empty_cache()  # expect: empty-cache
 print(torch.cuda.is_bf16_supported())  # expect: is-bf16-supported
 torch.distributed.init_process_group(backend="nccl")  # expect: nccl-backend
 print("the cuda word inside a sentence is left alone")
+torch.distributed.init_process_group(backend=torch.distributed.Backend.NCCL)  # expect: nccl-backend-enum
+print(torch.distributed.Backend.GLOO)
