@@ -432,6 +432,19 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         return isinstance(call, cst.Call) and any(
             call.args[index] is arg and rule.fix == "string" for index, rule, _ in self._keyword_hits(call))
 
+    def _formatted(self, node: cst.SimpleString) -> cst.BaseExpression | None:
+        """The expression a string literal is formatted in, as an f-string is: `"cuda:%d" % rank`,
+        `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.BinaryOperation) and parent.left is node and \
+                isinstance(parent.operator, (cst.Modulo, cst.Add)):
+            return parent
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "format":
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(call, cst.Call) and call.func is parent:
+                return call
+        return None
+
     def _missing_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """A call without a keyword its rule asks for (`torch.compile(model)`, `torch.load(path)`)."""
         callee = set(self._imported_names(original.func))
@@ -500,6 +513,11 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         if self._keyword_literal(original):
             return updated  # rewritten with its call (leave_Call)
         for rule in self._strings:
+            formatted = self._formatted(original) if rule.fstring_prefix and \
+                value.startswith(rule.fstring_prefix) else None
+            if formatted is not None:  # "cuda:%d" % rank: as the f-string f"cuda:{rank}"
+                self._add(formatted, rule, self.module.code_for_node(formatted), True)
+                return _string(_neuron(value), updated)
             if rule.matches_string(value):
                 fixed = rule.fix == "string" and (not rule.writes_only or self._written(original))
                 self._add(original, rule, repr(value), fixed)

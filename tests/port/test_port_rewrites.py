@@ -52,6 +52,9 @@ CASES = [
          "result = (y * 2, z + 1, w.sum())", cpu="x = torch.arange(6.0)\nresult = (x * 2, x + 1, x.sum())"),
     Case("device-string", "x = torch.ones(3, device='cuda')\nresult = x.to('cuda:1') * 3",
          cpu="x = torch.ones(3)\nresult = x * 3"),
+    Case("device-string", "rank = 1\nx = torch.ones(2)\n"
+         "result = [x.to('cuda:%d' % rank), x.to('cuda:{}'.format(rank)), x.to('cuda:' + str(rank))]",
+         cpu="x = torch.ones(2)\nresult = [x, x, x]"),
     Case("generator-device", "g = torch.Generator(device='cuda').manual_seed(0)\n"
          "result = (torch.randn(3, device='cuda', generator=g), torch.randperm(5, device='cuda', generator=g))",
          cpu="g = torch.Generator().manual_seed(0)\nresult = (torch.randn(3, generator=g), torch.randperm(5, generator=g))"),
