@@ -222,6 +222,19 @@ def test_ready_script_exits_0_with_remedy_source_and_device_agnostic_form(capsys
             in out and "device-agnostic: torch.accelerator.synchronize()" in out)
 
 
+def test_a_rewrite_left_by_hand_is_counted_in_the_verdict_and_does_not_block(tmp_path, capsys):
+    """Only blockers block (exit 1); a rewrite `--write` cannot make (a generator on a device named at run
+    time) is work left, so the summary says how much, and the exit status stays 0."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\ndevice = torch.device('cuda')\ng = torch.Generator(device=device)\n")
+    assert main(["port", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "REWRITE (by hand)  [generator-device]  device=device" in out
+    assert out.rstrip().endswith("(2 rewrite, 1 fixed by --write; 0 decide; 0 blockers) -> ready after 1 change by hand")
+    assert main(["port", str(CORPUS / "basics.py")]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("0 blockers) -> ready")
+
+
 def test_json_lists_each_finding_with_location_category_and_source(capsys):
     assert main(["port", str(CORPUS / "amp.py"), "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
