@@ -341,6 +341,8 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         value = literal_string(device) if device is not None else None
         if device is not None and value is None:
             return updated  # a device named at run time: the device-agnostic form (a run warns if it is CUDA's)
+        if value is not None and re.match(r"^neuron(:\d+)?$", value):
+            return updated  # made for the device already (ported code): nothing to change
         fixed = device is None or re.match(r"^(cuda|neuron)", value or "") is not None
         if device is None:
             updated = updated.with_changes(args=[neuron, *updated.args])
