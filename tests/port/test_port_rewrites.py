@@ -93,6 +93,9 @@ CASES = [
     Case("grad-scaler", "torch.manual_seed(0)\nmodel = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
          "scaler = torch.cuda.amp.GradScaler()\nloss = model(torch.ones(2, 3)).sum()\nscaler.scale(loss).backward()\n"
          "scaler.step(opt)\nscaler.update()\nresult = model.weight.detach()", rtol=1e-6),
+    Case("hf-tf32", "from transformers import TrainingArguments\n"
+         "args = TrainingArguments(output_dir='out', tf32=True, report_to=[])\nresult = args.learning_rate",
+         cpu="result = 5e-05"),
     # --- torch.cuda functions
     Case("current-device", "result = torch.cuda.current_device()", cpu="result = 0"),
     Case("set-device", "torch.cuda.set_device(0)\nresult = torch.arange(2) + 1", cpu="result = torch.arange(2) + 1"),
