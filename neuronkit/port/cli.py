@@ -2,8 +2,9 @@
 modules it imports, say what each use takes on Trainium, rewrite what keeps the script's behaviour, and
 (`--run`) run the rewritten project on the simulated device.
 
-Exit status: 0 ready (decide findings allowed), 1 blockers found, or the run failed, 2 bad input (an
-unparsable file is one line naming it). The files named are only read: `--write OUT` writes the rewritten copy.
+Exit status: 0 ready (decide findings allowed; rewrites left by hand are counted in the summary line, "ready
+after N changes by hand"), 1 blockers found, or the run failed, 2 bad input (an unparsable file is one line
+naming it). The files named are only read: `--write OUT` writes the rewritten copy.
 """
 
 from __future__ import annotations

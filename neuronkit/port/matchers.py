@@ -116,7 +116,7 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         self._import_depth = 0
         self._rules = load_rules()
         self._methods = {r.method: r for r in self._rules if r.method}
-        self._strings = [r for r in self._rules if r.string_values or r.value_regex]
+        self._strings = [r for r in self._rules if (r.string_values or r.value_regex) and not r.keyword]
         self._keywords = [r for r in self._rules if r.keyword]
         self._missing = [r for r in self._rules if r.missing_keyword]
         guard_rules = {name: r.id for r in self._rules if r.guard for name in r.names}
@@ -341,6 +341,8 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         value = literal_string(device) if device is not None else None
         if device is not None and value is None:
             return updated  # a device named at run time: the device-agnostic form (a run warns if it is CUDA's)
+        if value is not None and re.match(r"^neuron(:\d+)?$", value):
+            return updated  # made for the device already (ported code): nothing to change
         fixed = device is None or re.match(r"^(cuda|neuron)", value or "") is not None
         if device is None:
             updated = updated.with_changes(args=[neuron, *updated.args])
@@ -381,29 +383,69 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
 
-    def _keywords_of(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        callee = set(self._imported_names(original.func))
-        drop: set[str] = set()
-        for arg in original.args:
-            if arg.keyword is None:
+    def _keyword_hits(self, call: cst.Call) -> list[tuple[int, Rule, object]]:
+        """The keyword rules a call's arguments match: (the argument's index, the rule, its literal value or
+        _NO_LITERAL); the positional argument at a rule's `position` is its keyword (`torch.Generator("cuda")`)."""
+        callee = set(self._imported_names(call.func))
+        hits: list[tuple[int, Rule, object]] = []
+        positional = [a for a in call.args if a.keyword is None]
+        for index, arg in enumerate(call.args):
+            if arg.star:
                 continue
             for rule in self._keywords:
-                if rule.keyword != arg.keyword.value or (rule.call and rule.call not in callee):
+                if rule.calls and not callee & set(rule.calls):
+                    continue
+                if arg.keyword is not None and rule.keyword != arg.keyword.value or arg.keyword is None and (
+                        rule.position is None or rule.position >= len(positional) or positional[rule.position] is not arg):
                     continue
                 value = _literal(arg.value)
                 if rule.keyword_values and (value is _NO_LITERAL or value not in rule.keyword_values):
                     continue
-                shown = f"{rule.keyword}={value!r}" if value is not _NO_LITERAL else f"{rule.keyword}=..."
-                fixed = rule.fix == "drop_keyword"
-                self._add(arg, rule, shown, fixed)
-                if fixed:
-                    drop.add(rule.keyword)  # type: ignore[arg-type]
-        if not drop:
-            return updated
-        args = [a for a in updated.args if a.keyword is None or a.keyword.value not in drop]
-        if args:
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(args=args)
+                if rule.value_regex and value is not _NO_LITERAL and not (
+                        isinstance(value, str) and rule.matches_string(value)):
+                    continue
+                hits.append((index, rule, value))
+        return hits
+
+    def _keywords_of(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        drop: set[str] = set()
+        args = list(updated.args)
+        for index, rule, value in self._keyword_hits(original):
+            arg = original.args[index]
+            shown = f"{rule.keyword}={value!r}" if value is not _NO_LITERAL else f"{rule.keyword}=..."
+            literal = arg.value if isinstance(arg.value, cst.SimpleString) else None
+            fixed = rule.fix == "drop_keyword" or rule.fix == "string" and literal is not None
+            self._add(arg, rule, shown, fixed)
+            if rule.fix == "drop_keyword":
+                drop.add(rule.keyword)  # type: ignore[arg-type]
+            elif fixed and literal is not None:  # the literal -> `replacement`
+                args[index] = args[index].with_changes(value=_string(rule.replacement or "", literal))
+        if drop:
+            args = [a for a in args if a.keyword is None or a.keyword.value not in drop]
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(args=args) if drop or args != list(updated.args) else updated
+
+    def _keyword_literal(self, node: cst.SimpleString) -> bool:
+        """Whether a string literal is an argument a keyword rule rewrites (`torch.Generator(device="cuda")`
+        is not a device string: its own rule makes it "cpu")."""
+        arg = self.get_metadata(ParentNodeProvider, node, None)
+        call = self.get_metadata(ParentNodeProvider, arg, None) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and any(
+            call.args[index] is arg and rule.fix == "string" for index, rule, _ in self._keyword_hits(call))
+
+    def _formatted(self, node: cst.SimpleString) -> cst.BaseExpression | None:
+        """The expression a string literal is formatted in, as an f-string is: `"cuda:%d" % rank`,
+        `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.BinaryOperation) and parent.left is node and \
+                isinstance(parent.operator, (cst.Modulo, cst.Add)):
+            return parent
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "format":
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(call, cst.Call) and call.func is parent:
+                return call
+        return None
 
     def _missing_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """A call without a keyword its rule asks for (`torch.compile(model)`, `torch.load(path)`)."""
@@ -470,7 +512,14 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         owner = self._check_literal_owner(original) if CHECK_LITERAL.match(value) else None
         if owner is not None:
             return _string(_neuron(value), updated) if id(owner) in self._rewrite_checks else updated
+        if self._keyword_literal(original):
+            return updated  # rewritten with its call (leave_Call)
         for rule in self._strings:
+            formatted = self._formatted(original) if rule.fstring_prefix and \
+                value.startswith(rule.fstring_prefix) else None
+            if formatted is not None:  # "cuda:%d" % rank: as the f-string f"cuda:{rank}"
+                self._add(formatted, rule, self.module.code_for_node(formatted), True)
+                return _string(_neuron(value), updated)
             if rule.matches_string(value):
                 fixed = rule.fix == "string" and (not rule.writes_only or self._written(original))
                 self._add(original, rule, repr(value), fixed)

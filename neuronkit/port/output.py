@@ -39,13 +39,19 @@ def scan_record(scans: list[FileScan]) -> dict[str, Any]:
 
 
 def summary_line(scans: list[FileScan]) -> str:
-    """`3 files: 12 findings (8 rewrite, 7 fixed by --write; 3 decide; 1 blocker) -> blocked`."""
+    """`3 files: 12 findings (8 rewrite, 7 fixed by --write; 3 decide; 1 blocker) -> blocked`; with no blocker,
+    `-> ready`, or `-> ready after 1 change by hand` while a rewrite `--write` cannot make is left (the exit
+    status stays 0: only blockers block)."""
     c = counts(scans)
     total = sum(c[k] for k in CATEGORIES)
     files = f"{len(scans)} file{'s' * (len(scans) != 1)}"
+    state = verdict(scans)
+    by_hand = c["rewrite"] - c["fixed_by_write"]
+    if state == "ready" and by_hand:
+        state += f" after {by_hand} change{'s' * (by_hand != 1)} by hand"
     return (f"{files}: {total} finding{'s' * (total != 1)} ({c['rewrite']} rewrite, "
             f"{c['fixed_by_write']} fixed by --write; {c['decide']} decide; {c['blocker']} blocker"
-            f"{'s' * (c['blocker'] != 1)}) -> {verdict(scans)}")
+            f"{'s' * (c['blocker'] != 1)}) -> {state}")
 
 
 def table(scans: list[FileScan], width: int | None = None) -> str:

@@ -41,7 +41,7 @@ class Rule:
     value_regex: str | None = None
     fstring_prefix: str | None = None
     keyword: str | None = None
-    call: str | None = None
+    calls: tuple[str, ...] = ()  # a keyword rule: only in calls to these (any call when empty)
     keyword_values: tuple[Any, ...] = ()
     missing_keyword: str | None = None  # a call to `names` without this keyword (nor its `position`)
     position: int | None = None
@@ -84,12 +84,14 @@ def _rule(table: dict[str, Any], family: str) -> Rule:
     names = tuple(table.pop("names", ())) + ((table.pop("name"),) if "name" in table else ())
     is_string = table.pop("string", False)
     values = tuple(table.pop("values", ()))
-    simple = ("prefix", "method", "value_regex", "fstring_prefix", "keyword", "call", "missing_keyword",
+    calls = table.pop("call", ())
+    simple = ("prefix", "method", "value_regex", "fstring_prefix", "keyword", "missing_keyword",
               "position", "fix", "target", "replacement", "template", "distributed_template", "own_group_template",
               "accelerator", "s_line", "evidence")
     rule = Rule(
         id=table.pop("id"), category=table.pop("category"), remedy=table.pop("remedy"), source=table.pop("source"),
         family=family, names=names, attribute=table.pop("attribute", False),
+        calls=(calls,) if isinstance(calls, str) else tuple(calls),
         string_values=values if is_string else (), keyword_values=() if is_string else values,
         guard=table.pop("guard", False), templates=tuple(table.pop("templates", ())),
         ignore_keywords=tuple(table.pop("ignore_keywords", ())), parameters=tuple(table.pop("parameters", ())),

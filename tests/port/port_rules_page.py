@@ -62,11 +62,13 @@ def _matches(rule: Rule) -> str:
         parts.append(f"`{rule.prefix}.*`")
     if rule.method:
         parts.append(f"`.{rule.method}`" + ("" if rule.attribute else "()"))
-    if rule.string_values or rule.value_regex:
+    if (rule.string_values or rule.value_regex) and not rule.keyword:
         parts.append("the string " + " / ".join(f'`"{v}"`' for v in rule.string_values or (rule.value_regex,)))
     if rule.keyword:
-        values = ", ".join(repr(v) for v in rule.keyword_values)
-        parts.append(f"`{rule.keyword}=`" + (f" {values}" if values else "") + (f" in `{rule.call}`" if rule.call else ""))
+        values = ", ".join(repr(v) for v in rule.keyword_values) or (f"`{rule.value_regex}`" if rule.value_regex else "")
+        position = f" (or argument {rule.position + 1})" if rule.position is not None else ""
+        parts.append(f"`{rule.keyword}=`{position}" + (f" {values}" if values else "") + (
+            " in " + " / ".join(f"`{c}`" for c in rule.calls) if rule.calls else ""))
     if rule.missing_keyword:
         parts.append(f"without `{rule.missing_keyword}=`")
     return ", ".join(parts) or "the CUDA checks described above"

@@ -52,6 +52,16 @@ CASES = [
          "result = (y * 2, z + 1, w.sum())", cpu="x = torch.arange(6.0)\nresult = (x * 2, x + 1, x.sum())"),
     Case("device-string", "x = torch.ones(3, device='cuda')\nresult = x.to('cuda:1') * 3",
          cpu="x = torch.ones(3)\nresult = x * 3"),
+    Case("device-string", "rank = 1\nx = torch.ones(2)\n"
+         "result = [x.to('cuda:%d' % rank), x.to('cuda:{}'.format(rank)), x.to('cuda:' + str(rank))]",
+         cpu="x = torch.ones(2)\nresult = [x, x, x]"),
+    Case("generator-device", "g = torch.Generator(device='cuda').manual_seed(0)\n"
+         "result = (torch.randn(3, device='cuda', generator=g), torch.randperm(5, device='cuda', generator=g))",
+         cpu="g = torch.Generator().manual_seed(0)\nresult = (torch.randn(3, generator=g), torch.randperm(5, generator=g))"),
+    Case("lightning-accelerator", "import lightning as L\n"
+         "trainer = L.Trainer(accelerator='gpu', devices=1, logger=False, enable_progress_bar=False)\n"
+         "result = torch.arange(3.0, device=trainer.strategy.root_device) * 2",
+         cpu="result = torch.arange(3.0) * 2"),
     Case("device-choice", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
          "result = torch.arange(4.0, device=device).pow(2)"),
     Case("device-guard", "torch.manual_seed(0)\nmodel = torch.nn.Linear(3, 2)\nx = torch.randn(4, 3)\n"
@@ -65,6 +75,12 @@ CASES = [
          cpu="import torch.distributed as dist\n"
          "dist.init_process_group('gloo', store=dist.HashStore(), rank=0, world_size=1)\n"
          "t = torch.ones(2)\ndist.all_reduce(t)\nresult = t.tolist()", fresh=True),
+    Case("nccl-backend-enum", "import torch.distributed as dist\n"
+         "dist.init_process_group(backend=dist.Backend.NCCL, store=dist.HashStore(), rank=0, world_size=1)\n"
+         "t = torch.ones(2).cuda()\ndist.all_reduce(t)\nresult = t.cpu().tolist()",
+         cpu="import torch.distributed as dist\n"
+         "dist.init_process_group(backend=dist.Backend.GLOO, store=dist.HashStore(), rank=0, world_size=1)\n"
+         "t = torch.ones(2)\ndist.all_reduce(t)\nresult = t.tolist()", fresh=True),
     Case("device-id", "import torch.distributed as dist\n"
          "dist.init_process_group('nccl', store=dist.HashStore(), rank=0, world_size=1, device_id=torch.device('cuda', 0))\n"
          "result = dist.get_world_size()",
@@ -77,6 +93,9 @@ CASES = [
     Case("grad-scaler", "torch.manual_seed(0)\nmodel = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
          "scaler = torch.cuda.amp.GradScaler()\nloss = model(torch.ones(2, 3)).sum()\nscaler.scale(loss).backward()\n"
          "scaler.step(opt)\nscaler.update()\nresult = model.weight.detach()", rtol=1e-6),
+    Case("hf-tf32", "from transformers import TrainingArguments\n"
+         "args = TrainingArguments(output_dir='out', tf32=True, report_to=[])\nresult = args.learning_rate",
+         cpu="result = 5e-05"),
     # --- torch.cuda functions
     Case("current-device", "result = torch.cuda.current_device()", cpu="result = 0"),
     Case("set-device", "torch.cuda.set_device(0)\nresult = torch.arange(2) + 1", cpu="result = torch.arange(2) + 1"),

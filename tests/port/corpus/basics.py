@@ -22,3 +22,9 @@ torch.cuda.empty_cache()  # expect: empty-cache
 print(torch.cuda.is_bf16_supported())  # expect: is-bf16-supported
 torch.distributed.init_process_group(backend="nccl")  # expect: nccl-backend
 print("the cuda word inside a sentence is left alone")
+torch.distributed.init_process_group(backend=torch.distributed.Backend.NCCL)  # expect: nccl-backend-enum
+print(torch.distributed.Backend.GLOO)
+d1 = "cuda:%d" % local_rank  # expect: device-string
+d2 = "cuda:{}".format(local_rank)  # expect: device-string
+d3 = "cuda:" + str(local_rank)  # expect: device-string
+d4 = "cpu:%d" % local_rank

@@ -1,5 +1,7 @@
-"""Port corpus: CUDA-only libraries and kernels."""
+"""Port corpus: CUDA-only libraries and kernels, and the accelerator Lightning is asked for."""
 import bitsandbytes as bnb  # expect: bitsandbytes
+import lightning as L
+import pytorch_lightning as pl
 import triton  # expect: triton
 import triton.language as tl  # expect: triton
 import xformers.ops  # expect: xformers
@@ -22,3 +24,9 @@ def attention(q, k, v):
 optimizer = FusedAdam([])  # expect: apex
 linear = bnb.nn.Linear8bitLt(4, 4)  # expect: bitsandbytes
 ext = load_inline(name="k", cpp_sources="", cuda_sources="")  # expect: cuda-extension
+
+trainer = L.Trainer(accelerator="gpu", devices=1)  # expect: lightning-accelerator
+trainer = pl.Trainer(accelerator="auto")  # expect: lightning-accelerator
+trainer = L.Trainer(accelerator="cuda")  # expect: device-string
+trainer = L.Trainer(accelerator="cpu")
+fabric = L.Fabric(accelerator="gpu")  # expect: lightning-accelerator

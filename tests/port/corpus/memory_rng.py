@@ -20,3 +20,9 @@ try:
     big = torch.empty(2**40, device="cuda")  # expect: device-string
 except torch.cuda.OutOfMemoryError:  # expect: cuda-oom
     pass
+gen = torch.Generator(device="cuda")  # expect: generator-device
+gen_core = torch.Generator("cuda:0")  # expect: generator-device
+gen_ported = torch.Generator(device="neuron")  # expect: generator-device
+gen_cpu = torch.Generator(device="cpu")
+gen_default = torch.Generator().manual_seed(0)
+gen_at_run_time = torch.Generator(device=torch.device("cuda", 0))  # expect: generator-device device-string

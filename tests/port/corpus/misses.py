@@ -4,6 +4,7 @@ import os
 import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
+from transformers import TrainingArguments
 
 model = torch.nn.Linear(4, 4)
 model = torch.nn.DataParallel(model)  # expect: data-parallel
@@ -34,3 +35,9 @@ def fused(x):
 @torch.compile(fullgraph=True)  # expect: compile-backend
 def fused_graph(x):
     return x * 2
+conv = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)  # expect: channels-last
+images = torch.empty(2, 3, 8, 8, memory_format=torch.channels_last)  # expect: channels-last
+images = images.contiguous(memory_format=torch.channels_last_3d)  # expect: channels-last
+images = images.contiguous(memory_format=torch.contiguous_format)
+args = TrainingArguments(output_dir="out", tf32=True, bf16=True)  # expect: hf-tf32
+args = TrainingArguments(output_dir="out", tf32=False)
