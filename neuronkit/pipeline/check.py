@@ -82,8 +82,14 @@ class CheckReport:
             lines.append(f"ran on {self.model_slice.describe()} ({self.model_slice.reason})")
         lines += [f"warning: {w}" for w in self.warnings]
         lines.append(f"{'stage':<9} {'status':<8} {'time':>7}  summary")
+        first: dict[str, str] = {}  # an error several steps meet (a refused op in the model) is spelled out once
         for s in self.stages:
-            lines.append(f"{s.stage:<9} {s.status.upper():<8} {s.duration_s or 0:>6.1f}s  {s.summary}")
+            summary = s.summary
+            if s.status == "error" and summary in first:
+                summary = f"the same error as {first[summary]}"
+            elif s.status == "error":
+                first[summary] = s.stage
+            lines.append(f"{s.stage:<9} {s.status.upper():<8} {s.duration_s or 0:>6.1f}s  {summary}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

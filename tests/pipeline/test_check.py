@@ -370,3 +370,20 @@ def test_library_notices_are_summarised_after_the_result(main, tmp_path, capsys,
         assert "notes from the libraries" not in capsys.readouterr().err  # transformers' own handler printed them
     finally:
         hf_logging.set_verbosity(level)
+
+
+def test_an_error_several_steps_meet_is_spelled_out_once():
+    """A refused op in the model stops eager, generate, train and timing alike: the table gives its message
+    (with its remedy, a paragraph) at the first step and points back to it after; other errors stay whole."""
+    from neuronkit.pipeline.check import CheckReport
+    from neuronkit.pipeline.record import StageResult
+
+    refused = "ValueError: t must be divisible by 128: aten::_grouped_mm refused its inputs. Pad every group."
+    report = CheckReport("moe", "float32", [
+        StageResult("cpu", "pass", "2 output(s)"), StageResult("eager", "error", refused),
+        StageResult("generate", "error", refused), StageResult("compile", "error", "RuntimeError: other"),
+        StageResult("timing", "error", refused)])
+    rows = report.table().splitlines()[-5:]
+    assert rows[1].endswith(refused) and rows[2].endswith("the same error as eager")
+    assert rows[3].endswith("RuntimeError: other") and rows[4].endswith("the same error as eager")
+    assert [s.summary for s in report.stages].count(refused) == 3  # the JSON keeps every step's own message
