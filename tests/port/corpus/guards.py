@@ -10,6 +10,11 @@ dev = "cuda:0" if torch.cuda.is_available() else "cpu"  # expect: device-choice
 backend = "nccl" if torch.cuda.device_count() > 0 else "gloo"  # expect: device-choice
 kind = "cuda" if "cuda" in dev else "cpu"  # expect: device-choice
 moved = torch.ones(2).cuda() if torch.cuda.is_available() else torch.ones(2)  # expect: device-choice
+# three ways: the arm after the check is itself a choice between devices
+dev3 = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"  # expect: device-choice
+dev3 = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")  # expect: device-choice
+dev3 = torch.device("cuda") if torch.cuda.is_available() else torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu")  # expect: device-choice
+dev3 = "mps" if torch.backends.mps.is_available() else "cuda" if torch.cuda.is_available() else "cpu"  # expect: device-choice
 dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32  # expect: is-bf16-supported
 
 
