@@ -201,6 +201,8 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["port", str(CORPUS / "basics.py"), "--", "--lr", "1"]) == 2  # script arguments without --run
     assert main(["port", str(CORPUS), "--run"]) == 2  # --run takes one script
     assert main(["port", str(CORPUS / "basics.py"), "--run", "--steps", "0"]) == 2
+    assert main(["port", str(CORPUS / "basics.py"), "--run", "--timeout", "0"]) == 2
+    assert main(["port", str(CORPUS / "basics.py"), "--run", "--timeout", "-5"]) == 2
     assert all(line.startswith("neuronkit port: error:") for line in capsys.readouterr().err.splitlines())
 
 
