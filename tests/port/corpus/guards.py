@@ -58,9 +58,13 @@ if t.is_cuda:  # expect: tensor-is-cuda
     t = t.half()
 if (t.is_cuda or t.is_xpu) and torch.cuda.device_count() > 1:  # expect: tensor-is-cuda device-count
     t = torch.nn.parallel.data_parallel(model, t)  # expect: data-parallel
+print("cuda" if t.is_cuda else "not cuda")  # expect: tensor-is-cuda
+on = "cuda" if not t.is_cuda else "elsewhere"  # expect: tensor-is-cuda
 if torch.cuda.is_available():  # expect: is-available
     use_amp = True
 world = torch.cuda.device_count()  # expect: device-count
 with torch.autocast("cuda", enabled=torch.device(dev).type == "cuda"):  # expect: device-string cuda-check
     pass
 print("the word cuda in a sentence is not a device")
+# "cuda" naming an attribute of torch is not a device: renamed, the check would read True on neuron
+has_cuda = hasattr(torch, "cuda") and getattr(torch, "cuda").is_available()
