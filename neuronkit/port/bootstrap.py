@@ -38,9 +38,9 @@ class RunRecorder:
     """What one process of the run did: optimizer steps (a step of an optimizer that wraps another, such as
     ZeroRedundancyOptimizer, counts once), the loss of each step (the sum of what `.backward()` was called on
     since the step before: the micro-batches of gradient accumulation add up; unscaled when a GradScaler scaled
-    it), where ops fell back to the CPU until the first step is done (observing every op routes it through the
-    device's Python path), GradScalers that disabled themselves, and the op audit of the first model the
-    script calls."""
+    it; dropped with a step the GradScaler skipped for inf/NaN gradients), where ops fell back to the CPU until
+    the first step is done (observing every op routes it through the device's Python path), GradScalers that
+    disabled themselves, and the op audit of the first model the script calls."""
 
     def __init__(self, files: set[str], steps: int, audit: bool = True) -> None:
         self.files = files
@@ -103,10 +103,12 @@ class RunRecorder:
 
     def _watch_losses(self, torch: Any) -> None:
         """Record the loss each step backpropagates: `loss.backward()` on a one-element tensor, or the value a
-        GradScaler scales before its backward."""
+        GradScaler scales before its backward. A GradScaler's step that found inf/NaN gradients does not call the
+        optimizer's step: what was backpropagated for it is dropped, not added to the next step's loss."""
         recorder = self
         backward = torch.Tensor.backward
         scale = torch.amp.GradScaler.scale
+        scaler_step = torch.amp.GradScaler.step
         init = torch.amp.GradScaler.__init__
 
         def recorded_backward(tensor: Any, *args: Any, **kwargs: Any) -> Any:
@@ -122,6 +124,13 @@ class RunRecorder:
                     recorder._scaled.add(scaled)
             return scaled
 
+        def recorded_step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            steps = recorder.steps
+            result = scaler_step(scaler, optimizer, *args, **kwargs)
+            if recorder.steps == steps and recorder._depth == 0:  # skipped: inf/NaN gradients
+                recorder._pending.clear()
+            return result
+
         def watched_init(scaler: Any, *args: Any, **kwargs: Any) -> None:
             init(scaler, *args, **kwargs)
             if not scaler._enabled and kwargs.get("enabled", True):
@@ -130,9 +139,10 @@ class RunRecorder:
                     "float16 steps are not loss-scaled")
 
         self._restore += [(torch.Tensor, "backward", backward), (torch.amp.GradScaler, "scale", scale),
-                          (torch.amp.GradScaler, "__init__", init)]
+                          (torch.amp.GradScaler, "step", scaler_step), (torch.amp.GradScaler, "__init__", init)]
         torch.Tensor.backward = recorded_backward
         torch.amp.GradScaler.scale = recorded_scale
+        torch.amp.GradScaler.step = recorded_step
         torch.amp.GradScaler.__init__ = watched_init
 
     def _first_forward(self, module: Any, args: Any, kwargs: Any = None) -> None:

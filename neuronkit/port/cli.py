@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("steps", "nproc"):
         if getattr(args, name) is not None and (problem := positive_int_problem(f"--{name}", getattr(args, name))):
             raise NeuronkitInputError(problem)
+    if not args.timeout > 0:  # 0, negative, nan: the run would time out at once
+        raise NeuronkitInputError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     if args.script_args and not args.run:
         raise NeuronkitInputError("arguments after '--' are for the script, and only with --run")
     if args.run and not Path(args.paths[0]).is_file():

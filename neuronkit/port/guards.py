@@ -169,7 +169,10 @@ class Checks:
 
     # --- judging what a check guards ----------------------------------------------------------------------
     def designation(self, node: cst.CSTNode) -> bool:
-        """A literal naming a device or a process-group backend, or `torch.device(<one>, ...)`."""
+        """A literal naming a device or a process-group backend, `torch.device(<one>, ...)`, or a choice between
+        them (`"cuda" if A else "mps" if B else "cpu"`: the arms of a device choice may be choices themselves)."""
+        if isinstance(node, cst.IfExp):
+            return self.designation(node.body) and self.designation(node.orelse)
         value = literal_string(node)
         if value is not None:
             return DEVICE_LITERAL.match(value) is not None or value in BACKENDS

@@ -434,6 +434,27 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         return isinstance(call, cst.Call) and any(
             call.args[index] is arg and rule.fix == "string" for index, rule, _ in self._keyword_hits(call))
 
+    def _attribute_name(self, node: cst.SimpleString) -> bool:
+        """Whether a string literal names an attribute of torch or of a torch module (`getattr(torch, "cuda")`,
+        `hasattr(torch.backends, "cuda")`): not a device; renamed, it would name torch.neuron, and a check that reads
+        False on neuron, as `torch.cuda.is_available()` does, would read True."""
+        arg = self.get_metadata(ParentNodeProvider, node, None)
+        call = self.get_metadata(ParentNodeProvider, arg, None) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and bool(self._resolve(call.func) & {"builtins.getattr", "builtins.hasattr"}) \
+            and len(call.args) >= 2 and call.args[1] is arg and \
+            any(name == "torch" or name.startswith("torch.") for name in self._resolve(call.args[0].value))
+
+    def _check_label(self, node: cst.SimpleString) -> bool:
+        """Whether a string literal is an arm of `"cuda" if t.is_cuda else "not cuda"` (not a device choice): a
+        label of the check, which reads as without CUDA on neuron (False), so its label stays as it read there."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if not isinstance(parent, cst.IfExp) or node is parent.test or self.checks.device_choice(parent):
+            return False
+        checks, flags = self.checks.find(parent.test)
+        attributes = set(self.checks.guard_attributes.values())
+        return bool(checks) and not flags and all(c.rule_id in attributes and isinstance(c.node, cst.Attribute)
+                                                  for c in checks)
+
     def _formatted(self, node: cst.SimpleString) -> cst.BaseExpression | None:
         """The expression a string literal is formatted in, as an f-string is: `"cuda:%d" % rank`,
         `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`."""
@@ -514,6 +535,8 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
             return _string(_neuron(value), updated) if id(owner) in self._rewrite_checks else updated
         if self._keyword_literal(original):
             return updated  # rewritten with its call (leave_Call)
+        if self._attribute_name(original) or self._check_label(original):
+            return updated  # not a device
         for rule in self._strings:
             formatted = self._formatted(original) if rule.fstring_prefix and \
                 value.startswith(rule.fstring_prefix) else None

@@ -31,8 +31,9 @@ its CPU path. A check is rewritten to its `torch.accelerator` form (true on neur
 where the work runs and nothing else:
 
 - a **device choice** (`device-choice`): `A if CHECK else B` whose arms name devices or process-group
-  backends, or move a value to a device against the value itself; or `if CHECK: return D1` followed by
-  `return D2`, or `d = D1` / `d = D2` in its two branches;
+  backends (or are choices between them: `"cuda" if CHECK else "mps" if OTHER else "cpu"`), or move a value to
+  a device against the value itself; or `if CHECK: return D1` followed by `return D2`, or `d = D1` / `d = D2`
+  in its two branches;
 - a **device guard** (`device-guard`): `if CHECK:` whose branches only move work to the device (`x = x.cuda()`,
   `model.cuda()`, `x, y = x.pin_memory().to(d), y.to(d)`) or keep device bookkeeping (synchronize, seeds,
   memory statistics and printing them, cuDNN flags).

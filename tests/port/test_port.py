@@ -74,14 +74,16 @@ def test_rewrites_read_as_torchneuron_code():
                        'torch.cuda.synchronize()\nsynchronize()\ns = f"cuda:{rank}"\n'
                        'with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n    pass\n'
                        'dist.init_process_group("nccl", device_id=rank)\nif t.is_cuda:\n    t = t.cuda()\n'
-                       'model = torch.compile(model)\nscaler = torch.cuda.amp.GradScaler()\nimport torch.distributed as dist\n')
+                       'model = torch.compile(model)\nscaler = torch.cuda.amp.GradScaler()\nimport torch.distributed as dist\n'
+                       'd = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"\n')
     assert scan.rewritten.splitlines() == [
         "import torch", "from torch.neuron import synchronize",
         "x = torch.ones(1).to(rank, non_blocking=True)", 'y = m.to("neuron")',
         'z = m.to("neuron:1")', "torch.neuron.synchronize()", "synchronize()", 's = f"neuron:{rank}"',
         'with torch.autocast("neuron", dtype=torch.bfloat16):', "    pass", 'dist.init_process_group("neuron")',
         "if t.is_neuron:", '    t = t.to("neuron")', 'model = torch.compile(model, backend="neuron")',
-        'scaler = torch.amp.GradScaler("neuron")', "import torch.distributed as dist"]
+        'scaler = torch.amp.GradScaler("neuron")', "import torch.distributed as dist",
+        'd = "neuron" if torch.accelerator.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"']
 
 
 def test_a_cuda_check_keeps_the_path_the_script_took_and_shows_both_branches():
@@ -199,6 +201,8 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["port", str(CORPUS / "basics.py"), "--", "--lr", "1"]) == 2  # script arguments without --run
     assert main(["port", str(CORPUS), "--run"]) == 2  # --run takes one script
     assert main(["port", str(CORPUS / "basics.py"), "--run", "--steps", "0"]) == 2
+    assert main(["port", str(CORPUS / "basics.py"), "--run", "--timeout", "0"]) == 2
+    assert main(["port", str(CORPUS / "basics.py"), "--run", "--timeout", "-5"]) == 2
     assert all(line.startswith("neuronkit port: error:") for line in capsys.readouterr().err.splitlines())
 
 

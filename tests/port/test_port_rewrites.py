@@ -64,6 +64,8 @@ CASES = [
          cpu="result = torch.arange(3.0) * 2"),
     Case("device-choice", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
          "result = torch.arange(4.0, device=device).pow(2)"),
+    Case("device-choice", "device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() "
+         "else 'cpu'\nresult = torch.arange(4.0, device=device).pow(2)"),
     Case("device-guard", "torch.manual_seed(0)\nmodel = torch.nn.Linear(3, 2)\nx = torch.randn(4, 3)\n"
          "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
          "if torch.cuda.is_available():\n    model = model.cuda()\n    x = x.cuda()\n"

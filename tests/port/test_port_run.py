@@ -100,6 +100,44 @@ def test_a_run_leaves_no_temporary_folder_and_no_process_behind(tmp_path, monkey
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")  # gone, or a corpse
 
 
+_SKIPS_SCALED_STEPS = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+scaler = torch.cuda.amp.GradScaler(init_scale=2.0**18)  # float16 gradients overflow: the first steps are skipped
+x, y = torch.randn(2, 8, 4).cuda(), torch.randn(2, 8, 1).cuda()
+for step in range(20):
+    total = 0.0
+    for micro in range(2):  # gradient accumulation: the step's loss is the sum of both
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x[micro]).float(), y[micro]) / 2
+        scaler.scale(loss).backward()
+        total += loss.item()
+    scale = scaler.get_scale()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+    print("skipped" if scaler.get_scale() < scale else f"stepped {total}")
+"""
+
+
+@pytest.mark.subprocess
+def test_the_losses_of_a_step_a_grad_scaler_skipped_are_not_added_to_the_next(tmp_path, capfd):
+    """A GradScaler skips the optimizer step of inf/NaN gradients: a step's loss is the sum of its own
+    micro-batches', not of those of the skipped steps before it."""
+    script = tmp_path / "amp.py"
+    script.write_text(_SKIPS_SCALED_STEPS)
+    assert main(["port", str(script), "--run", "--steps", "3", "--json", "-"]) == 0
+    out, err = capfd.readouterr()
+    steps = [line.split() for line in err.splitlines() if line.startswith(("skipped", "stepped"))]
+    assert steps[0] == ["skipped"]  # the case
+    taken = [float(words[1]) for words in steps if words[0] == "stepped"]  # the third stopped the run first
+    losses = json.loads(out)["run"]["losses"]
+    assert len(losses) == 3 and losses[:2] == pytest.approx(taken, rel=1e-5)
+
+
 @pytest.mark.subprocess
 def test_a_script_that_spawns_its_processes_has_them_observed_stopped_and_counted(monkeypatch, capfd):
     """mp.spawn's child is a real spawned interpreter, stopped after the steps and counted; `--nproc` is for

@@ -10,6 +10,11 @@ dev = "cuda:0" if torch.cuda.is_available() else "cpu"  # expect: device-choice
 backend = "nccl" if torch.cuda.device_count() > 0 else "gloo"  # expect: device-choice
 kind = "cuda" if "cuda" in dev else "cpu"  # expect: device-choice
 moved = torch.ones(2).cuda() if torch.cuda.is_available() else torch.ones(2)  # expect: device-choice
+# three ways: the arm after the check is itself a choice between devices
+dev3 = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"  # expect: device-choice
+dev3 = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")  # expect: device-choice
+dev3 = torch.device("cuda") if torch.cuda.is_available() else torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu")  # expect: device-choice
+dev3 = "mps" if torch.backends.mps.is_available() else "cuda" if torch.cuda.is_available() else "cpu"  # expect: device-choice
 dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32  # expect: is-bf16-supported
 
 
@@ -53,9 +58,13 @@ if t.is_cuda:  # expect: tensor-is-cuda
     t = t.half()
 if (t.is_cuda or t.is_xpu) and torch.cuda.device_count() > 1:  # expect: tensor-is-cuda device-count
     t = torch.nn.parallel.data_parallel(model, t)  # expect: data-parallel
+print("cuda" if t.is_cuda else "not cuda")  # expect: tensor-is-cuda
+on = "cuda" if not t.is_cuda else "elsewhere"  # expect: tensor-is-cuda
 if torch.cuda.is_available():  # expect: is-available
     use_amp = True
 world = torch.cuda.device_count()  # expect: device-count
 with torch.autocast("cuda", enabled=torch.device(dev).type == "cuda"):  # expect: device-string cuda-check
     pass
 print("the word cuda in a sentence is not a device")
+# "cuda" naming an attribute of torch is not a device: renamed, the check would read True on neuron
+has_cuda = hasattr(torch, "cuda") and getattr(torch, "cuda").is_available()
