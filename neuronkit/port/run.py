@@ -255,6 +255,9 @@ def _run(project: Project, work: Path, steps: int, planned: int | None, distribu
     except subprocess.TimeoutExpired:
         stop(proc)
         returncode, timed_out = proc.returncode, True
+    except BaseException:  # Ctrl-C or SIGTERM: the launcher stops what it stands for first, as on a timeout
+        stop(proc, grace=5)
+        raise
     finally:
         _end_processes(proc.pid, marker)
     wall = time.perf_counter() - start

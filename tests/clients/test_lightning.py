@@ -92,17 +92,22 @@ def _hand_written() -> type:
     return HandWritten
 
 
-def test_without_neuronkits_accelerator_lightning_meets_the_findings(tiny, monkeypatch):
+def test_without_neuronkits_accelerator_lightning_meets_the_findings(tiny):
     """The traps neuronkit's accelerator removes, as Lightning 2.6 sets them for any other accelerator, and
     `accelerator="auto"`, which it leaves as Lightning's choice."""
     import lightning.pytorch as pl
     from lightning.pytorch.accelerators import AcceleratorRegistry
     from lightning.pytorch.strategies import SingleDeviceStrategy
 
-    with monkeypatch.context() as unregistered:
-        unregistered.delitem(AcceleratorRegistry, "neuron")
+    # The registry's get() builds an accelerator, and monkeypatch.delitem saves what get() returns: it would
+    # put an instance back where Lightning keeps a dict, breaking "neuron" for every later test in the process.
+    registered = dict.__getitem__(AcceleratorRegistry, "neuron")
+    del AcceleratorRegistry["neuron"]
+    try:
         with pytest.raises(ValueError) as unknown:
             pl.Trainer(accelerator="neuron", **QUIET)
+    finally:
+        AcceleratorRegistry["neuron"] = registered
     assert client_paths.explain(unknown.value) == client_paths.find("lightning", "accelerator_name")
 
     _, model = _fit(tiny, accelerator=_hand_written()())
