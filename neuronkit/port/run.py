@@ -279,16 +279,19 @@ def read_records(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None
 def _end_processes(pgid: int, marker: str, patience: float = 5.0) -> None:
     """Whatever the run started and left running (a helper process the script forgot) is stopped: its session,
     and every process whose environment carries the run's marker (one started outside the session, e.g. by
-    a fork server standing in for the interpreter). SIGKILL is delivered asynchronously, so this waits (up to
-    `patience` seconds) until none of them is alive any more, a corpse waiting for its parent aside."""
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    a fork server standing in for the interpreter). SIGKILL is delivered asynchronously, and a dying process's
+    environment already reads empty, so the processes found are followed by id until each is gone or a corpse
+    waiting for its parent (up to `patience` seconds); a marked process started meanwhile joins them."""
     needle = f"{RUN_MARKER}={marker}".encode()
+    found: set[int] = set()
     deadline = time.monotonic() + patience
-    while (alive := _marked_alive(needle)) and time.monotonic() < deadline:
-        for pid in alive:
+    while True:
+        current = _run_processes(pgid, needle)
+        found |= current
+        alive = {pid for pid in found if _state(pid) not in (None, "Z", "X")}
+        if not alive or time.monotonic() >= deadline:
+            return
+        for pid in alive & current:  # killed only while it is still the run's (an id is reused once reaped)
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -296,18 +299,25 @@ def _end_processes(pgid: int, marker: str, patience: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def _marked_alive(needle: bytes) -> list[int]:
-    """The processes whose environment carries `needle` and that are not yet dead (a zombie is dead)."""
-    alive = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
+def _run_processes(pgid: int, needle: bytes) -> set[int]:
+    """The processes in the run's process group, or whose environment carries `needle`."""
+    found = set()
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if needle in environ.read_bytes().split(b"\0"):
-                state = (environ.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state not in ("Z", "X"):
-                    alive.append(int(environ.parent.name))
+            group = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2])
+            if group == pgid or needle in (proc / "environ").read_bytes().split(b"\0"):
+                found.add(int(proc.name))
         except (OSError, ValueError, IndexError):
             continue
-    return alive
+    return found
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter (R, S, Z, ...), or None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def _explain(result: RunResult, layout: Overlay, timed_out: bool, timeout: float) -> None:
