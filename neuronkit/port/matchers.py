@@ -429,18 +429,22 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
     def _keyword_literal(self, node: cst.SimpleString) -> bool:
         """Whether a string literal is an argument a keyword rule rewrites (`torch.Generator(device="cuda")`
         is not a device string: its own rule makes it "cpu")."""
+        arg, call = self._argument_of(node)
+        return call is not None and any(
+            call.args[index] is arg and rule.fix == "string" for index, rule, _ in self._keyword_hits(call))
+
+    def _argument_of(self, node: cst.CSTNode) -> tuple[cst.Arg | None, cst.Call | None]:
+        """The argument `node` is, and the call it is passed to; (None, None) when it is not an argument."""
         arg = self.get_metadata(ParentNodeProvider, node, None)
         call = self.get_metadata(ParentNodeProvider, arg, None) if isinstance(arg, cst.Arg) else None
-        return isinstance(call, cst.Call) and any(
-            call.args[index] is arg and rule.fix == "string" for index, rule, _ in self._keyword_hits(call))
+        return (arg, call) if isinstance(call, cst.Call) else (None, None)
 
     def _attribute_name(self, node: cst.SimpleString) -> bool:
         """Whether a string literal names an attribute of torch or of a torch module (`getattr(torch, "cuda")`,
         `hasattr(torch.backends, "cuda")`): not a device; renamed, it would name torch.neuron, and a check that reads
         False on neuron, as `torch.cuda.is_available()` does, would read True."""
-        arg = self.get_metadata(ParentNodeProvider, node, None)
-        call = self.get_metadata(ParentNodeProvider, arg, None) if isinstance(arg, cst.Arg) else None
-        return isinstance(call, cst.Call) and bool(self._resolve(call.func) & {"builtins.getattr", "builtins.hasattr"}) \
+        arg, call = self._argument_of(node)
+        return call is not None and bool(self._resolve(call.func) & {"builtins.getattr", "builtins.hasattr"}) \
             and len(call.args) >= 2 and call.args[1] is arg and \
             any(name == "torch" or name.startswith("torch.") for name in self._resolve(call.args[0].value))
 

@@ -255,7 +255,8 @@ def _run(project: Project, work: Path, steps: int, planned: int | None, distribu
     except subprocess.TimeoutExpired:
         stop(proc)
         returncode, timed_out = proc.returncode, True
-    except BaseException:  # Ctrl-C or SIGTERM: the launcher stops what it stands for first, as on a timeout
+    except BaseException:  # Ctrl-C or SIGTERM: as on a timeout, the launcher stops what it stands for (a process
+        # a fork server forked for it carries the marker only in os.environ, which /proc does not show)
         stop(proc, grace=5)
         raise
     finally:
@@ -278,8 +279,9 @@ def read_records(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None
 
 def _end_processes(pgid: int, marker: str, patience: float = 5.0) -> None:
     """Whatever the run started and left running (a helper process the script forgot) is stopped: its session,
-    and every process whose environment carries the run's marker (one started outside the session, e.g. by
-    a fork server standing in for the interpreter). SIGKILL is delivered asynchronously, and a dying process's
+    and every process whose environment carries the run's marker (one started outside the session, e.g. torchrun's
+    workers, each in a session of its own; a process a fork server forks shows no marker here: `_run` has its
+    launcher stop it first). SIGKILL is delivered asynchronously, and a dying process's
     environment already reads empty, so the processes found are followed by id until each is gone or a corpse
     waiting for its parent (up to `patience` seconds); a marked process started meanwhile joins them."""
     needle = f"{RUN_MARKER}={marker}".encode()

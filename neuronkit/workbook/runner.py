@@ -140,21 +140,21 @@ def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: Run
     shared = _with_absolute_paths({**params.to_dict(), "run_dir": params.run_dir,
                                    **({"random_weights": True} if random_weights else {}), **parameters})
     own = {stage.ipynb: _with_absolute_paths(_stage_values(config, stage)) for stage in WORKBOOK}
+    options = {k: v for values in own.values() for k, v in values.items()}  # every stage's, where not default
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
     declared = {name: set(found) for name, found in inspected.items()}
-    given = {**{k: v for values in own.values() for k, v in values.items()}, **shared}
+    given = {**options, **shared}
     unknown = sorted(set(given) - set().union(*declared.values()))
     if unknown:
         known = ", ".join(sorted(set().union(*declared.values())))
         raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
-    check_declared_types({**{k: v for values in own.values() for k, v in values.items()}, **parameters},
+    check_declared_types({**options, **parameters},
                          {key: found[key]["inferred_type_name"] for found in inspected.values() for key in found})
     _empty_run_dir(Path(params.run_dir), overwrite)
     if random_weights:  # saved once, here; each notebook's parameters(random_weights=True) finds it
         params = _validate(on_random_weights(params).model, params.run_dir, config)
         shared["model"] = params.model
     hand_over(params, decided.model_slice, decided.inputs)
-    options = {k: v for values in own.values() for k, v in values.items()}
     if options or parameters:  # what params.json does not hold, so the report's command repeats this run
         params.run.write_side_record(RUN_OPTIONS, {**options, **parameters})
     if ensure_kernel(execution.kernel_name):
