@@ -35,14 +35,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with `only`, just that subcommand's module is imported (each pulls in heavy parts
-    of the stack, such as Dynamo, that other commands do not need)."""
+    """The parser; only the `only` subcommand's module is imported and its options added (each pulls in
+    heavy parts of the stack, such as Dynamo, that other commands do not need; `neuronkit --help` needs none)."""
     parser = argparse.ArgumentParser(prog="neuronkit", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub = subparsers.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("--debug", action="store_true", help="print the full traceback of an error")
-        if only in (None, name):
+        if only == name:
             importlib.import_module(module).configure_parser(sub)
         sub.set_defaults(_module=module)
     return parser
@@ -52,9 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The `neuronkit` command line, `argv` its arguments (default: this process's); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in SUBCOMMANDS:  # `--help`, no command or a misspelt one: argparse answers, no torch needed
+        build_parser().parse_args(argv)
     import torch  # noqa: F401 - before any other neuronkit module (neuronkit/__init__.py)
 
-    args = build_parser(command if command in SUBCOMMANDS else None).parse_args(argv)
+    args = build_parser(command).parse_args(argv)
     try:
         _writable(getattr(args, "json", None))  # before the work, not after it
         with _library_notes(not args.debug, args.command in LOADS_MODELS) as notes:

@@ -201,3 +201,18 @@ def test_a_json_output_that_cannot_be_written_is_refused_before_the_work(tmp_pat
     assert f"--json {tmp_path}: a directory; name a file to write" in _one_line_error(capsys)
     assert main([*command, "--json", str(tmp_path / "no" / "x.json")]) == 2
     assert "no directory" in _one_line_error(capsys)
+
+
+def test_help_and_a_misspelt_command_answer_without_loading_torch():
+    """`neuronkit --help` and a typo are argparse's answers: no subcommand module, no torch (3 s of imports)."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.argv = ['neuronkit']; from neuronkit import cli\n"
+            "for argv in (['--help'], ['chek', 'model']):\n"
+            "    try: cli.main(argv)\n"
+            "    except SystemExit as exc: print('exit', exc.code)\n"
+            "print('torch loaded' if 'torch' in sys.modules else 'no torch')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-3:] == ["exit 0", "exit 2", "no torch"], done.stdout + done.stderr
+    assert all(name in done.stdout for name in ("check", "run", "port", "plan")), done.stdout
+    assert "invalid choice: 'chek'" in done.stderr
