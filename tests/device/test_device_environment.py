@@ -99,3 +99,24 @@ def test_importing_neuronkit_before_torch_still_installs_the_device(run_python, 
     proc = run_python(f"import warnings; warnings.simplefilter('error'); import {first}; import torch; "
                       "print(torch.neuron.device_count())")
     assert proc.stdout.strip() == "64" and "could not install" not in proc.stderr
+
+
+@pytest.mark.parametrize("env, where", [
+    ({}, None),  # default level 1 (warnings): no NEFF-cache line, even with Python's logging at INFO
+    ({"TORCH_NEURONX_LOG_LEVEL": "2"}, "stdout"),
+    ({"TORCH_NEURONX_LOG_LEVEL": "info"}, None),  # atoi("info") is 0: errors only
+    ({"TORCH_NEURONX_LOG_LEVEL": "3", "TORCH_NEURONX_LOG_FILE": "neuron.log"}, "file"),
+])
+def test_neff_cache_lines_follow_the_devices_log_level_not_pythons_logging(forked_python, tmp_path, env, where):
+    """S: NeuronLogging.h:54-128: the device's own logger, level from TORCH_NEURONX_LOG_LEVEL (default 1)."""
+    env = {k: str(tmp_path / v) if k == "TORCH_NEURONX_LOG_FILE" else v for k, v in env.items()}
+    proc = forked_python("""
+        import logging, torch
+        logging.basicConfig(level=logging.INFO)
+        (torch.ones(3, device="neuron") * 2).cpu()
+    """, env=env)
+    log_file = tmp_path / "neuron.log"
+    seen = {"stdout": proc.stdout, "file": log_file.read_text() if log_file.exists() else ""}
+    assert "[NEFF_CACHE]" not in proc.stderr
+    for place, text in seen.items():
+        assert ("[Neuron] [INFO] [NEFF_CACHE] Cache MISS for key: " in text) == (place == where), (place, text)

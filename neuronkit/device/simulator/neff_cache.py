@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from neuronkit import env
+from neuronkit.device.simulator import neuron_log
 
 log = logging.getLogger("neuronkit.neff_cache")
 COMPILER_CONFIG = "neuronx-cc --target=trn2 --optlevel=2 --model-type=transformer (simulated)"
@@ -87,16 +88,16 @@ class NeffCache:
         path = self.directory / key[:2] / key[2:4] / f"{key}.neff"
         if path.exists():
             self.disk_hits += 1
-            log.info("[NEFF_CACHE] Cache HIT for key: %s", key)
+            neuron_log.log(neuron_log.INFO, f"[NEFF_CACHE] Cache HIT for key: {key}")
             return True
         self.misses += 1
-        log.info("[NEFF_CACHE] Cache MISS for key: %s", key)
+        neuron_log.log(neuron_log.INFO, f"[NEFF_CACHE] Cache MISS for key: {key}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"simulated": True, "signature": repr(signature), "config": COMPILER_CONFIG}))
             tmp.replace(path)
-            log.info("[NEFF_CACHE] Storing NEFF for key: %s", key)
+            neuron_log.log(neuron_log.INFO, f"[NEFF_CACHE] Storing NEFF for key: {key}")
         except OSError as exc:  # a read-only or full disk degrades to an in-memory cache
             log.warning("NEFF cache not persisted (%s); continuing in memory", exc)
         return False
