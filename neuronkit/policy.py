@@ -224,10 +224,11 @@ class Policy:
     @functools.lru_cache(maxsize=None)
     def rule(self, name: str) -> Rule:
         """The rule for an ATen overload (see `verdict` for the names taken); the hand-kept rules of
-        op_support.toml match its base name and come first."""
+        op_support.toml match its base name or `name.overload` and come first."""
         base = base_name(name)
+        overload = qualified_name(name).removeprefix("aten::")
         for feature in self._features:
-            if feature.matches(base):
+            if feature.matches(base) or feature.matches(overload):
                 rule = feature.rule(base)
                 return dataclasses.replace(rule, is_view=True) if base in self.view_ops else rule
         row = self.overloads.get(qualified_name(name), {})

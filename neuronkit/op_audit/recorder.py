@@ -246,8 +246,8 @@ class OpRecorder:
             native = self._policy.runs_natively(qualified)
             if base.startswith(_SDPA_PREFIX) and not rule.native:
                 name = NEURON_SDPA + ("_backward" if base.endswith("_backward") else "")
-            elif not native and not rule.blocked:
-                name = qualified
+            elif not native and not rule.blocked or rule.category != self._policy.rule(name).category:
+                name = qualified  # a fallback, or a rule for this overload only (repeat_interleave.Tensor)
             checks = tuple((fn, r.category) for fn, r in self._policy.call_rules(base))
             composite = next((key for key in _COMPOSITES
                               if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), key)), None)

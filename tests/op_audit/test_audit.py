@@ -106,6 +106,8 @@ CASES = [
     ("upsample_bilinear_bicubic", lambda: Fn(lambda x: F.interpolate(x, scale_factor=2, mode="bicubic")),
      lambda: torch.randn(1, 1, 4, 4), False, "aten::upsample_bicubic2d"),
     ("dynamic_shape", lambda: Fn(lambda x: torch.nonzero(x > 0)), lambda: torch.randn(8), False, "aten::nonzero"),
+    ("dynamic_shape", lambda: Fn(lambda x: x.repeat_interleave(torch.tensor([1, 2]), dim=0)),
+     lambda: torch.randn(2, 3), False, "aten::repeat_interleave.Tensor"),
     ("fused_rnn", lambda: nn.LSTM(4, 4, batch_first=True), lambda: torch.randn(1, 3, 4), True, "aten::lstm"),
     ("fused_rnn", lambda: nn.GRU(4, 4), lambda: torch.randn(3, 1, 4), False, "aten::gru"),
     ("float64_emulated", lambda: nn.Linear(4, 4).double(), lambda: torch.randn(2, 4, dtype=torch.float64), False,
@@ -136,6 +138,15 @@ def test_each_category_is_found_at_its_module(category, block, inputs, backward,
     if policy.severity[category] == "blocker":
         assert row.classification == "blocked"
         assert OpUse(op, category, finding.calls, [PATH]) in report.summary.blockers
+
+
+def test_repeat_interleave_by_a_number_is_a_static_shape():
+    """S: int repeats (repeat_interleave.self_int) decompose to unsqueeze, expand, clone and view, a static shape
+    (python_ops/torch_mlir/ops/tensor_ops.py:148-152); only a tensor of repeats sizes the output from its values.
+    GPT-J's rotary embedding calls torch.repeat_interleave(sin, 2, 3)."""
+    report = audit(Net(Fn(lambda x: torch.repeat_interleave(x, 2, 1) + x.repeat_interleave(2, dim=1))),
+                   (torch.randn(2, 3),))
+    assert report.findings == [] and {r.op for r in report.ops} >= {"aten::expand", "aten::clone"}
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["is_causal", "additive mask"])
