@@ -34,6 +34,10 @@ SEQUENCE_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_id
 # The input each modality's models take; a model taking two of them (text and images) is multimodal.
 MODALITY_INPUTS = {"input_ids": "text", "pixel_values": "images", "input_features": "speech features",
                    "input_values": "a waveform"}
+# A multimodal model that takes text and images side by side (CLIP, SigLIP, ALIGN: a tower each) gets both;
+# one that places image features at image tokens inside its text (LLaVA, PaliGemma) names its token in the config.
+TEXT_AND_IMAGES = "input_ids+pixel_values"
+IMAGE_TOKEN_KEYS = ("image_token_id", "image_token_index", "image_token")
 # How each task's labels are made (what its loss is), as the records and the notebooks name it.
 TASK_LABELS = {
     "causal_lm": "next-token prediction on the input tokens",
@@ -80,10 +84,15 @@ def example_inputs(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase 
     accepted = _accepted(config)
     modality = _modality(config, accepted)
     if prompts is not None and modality != "input_ids":
-        raise NeuronkitInputError(f"prompts are for text models; {_name(config)} takes no input_ids: "
+        takes = "images beside its text" if modality == TEXT_AND_IMAGES else "no input_ids"
+        raise NeuronkitInputError(f"prompts are for text models; {_name(config)} takes {takes}: "
                                   "pass a .safetensors file of its inputs instead")
     if modality == "pixel_values":
         inputs = {"pixel_values": _pixels(config, processor, batch_size)}
+    elif modality == TEXT_AND_IMAGES:  # the text tower's ids and the vision tower's image, side by side
+        ids = _token_ids(config, tokenizer, batch_size, seq_len)
+        inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                  "pixel_values": _pixels(getattr(config, "vision_config", None) or config, processor, batch_size)}
     elif modality == "input_features":
         inputs = {"input_features": _features(config, processor, batch_size)}
     elif modality == "input_values":
@@ -143,9 +152,12 @@ def describe(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None
     checkpoint's tokenizer or processor, else the config alone (named: a checkpoint without a tokenizer gets
     seeded random token ids); the task's loss, else the surrogate loss."""
     modality = _modality(config, _accepted(config))
-    if modality == "input_ids":
+    if modality in ("input_ids", TEXT_AND_IMAGES):
         made = ("token ids from the checkpoint's tokenizer" if tokenizer is not None else
                 "seeded random token ids below the config's vocab_size (the checkpoint ships no tokenizer)")
+        if modality == TEXT_AND_IMAGES:
+            made += ", beside a seeded random image" + (" shaped and normalised as its preprocessor_config.json "
+                                                        "says" if processor else " shaped from the config")
     else:
         made = {"pixel_values": "a seeded random image", "input_features": "seeded random speech features",
                 "input_values": "a seeded random waveform"}[modality]
@@ -199,11 +211,20 @@ def _masked(inputs: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 def _modality(config: PretrainedConfig, accepted: set[str]) -> str:
-    """The one input of MODALITY_INPUTS the model's forward takes; refused in one line for a model that takes
-    none, or two (a multimodal model)."""
+    """The one input of MODALITY_INPUTS the model's forward takes, or TEXT_AND_IMAGES for a model with a text and
+    a vision tower side by side; refused in one line for a model that takes none, or two in another way (image
+    tokens inside the text, or speech)."""
     taken = [name for name in MODALITY_INPUTS if name in accepted]
     if len(taken) == 1:
         return taken[0]
+    image_token = next((key for key in IMAGE_TOKEN_KEYS if getattr(config, key, None) is not None), None)
+    if "+".join(taken) == TEXT_AND_IMAGES and image_token is None:
+        return TEXT_AND_IMAGES
+    if "+".join(taken) == TEXT_AND_IMAGES:
+        raise NeuronkitInputError(
+            f"{_name(config)} places image features at image tokens inside its text ({image_token} in its config: a "
+            "vision-language model); neuronkit's example inputs cover text, vision and speech models and text and "
+            "image towers side by side (CLIP-style): pass your own inputs (a .safetensors file of named tensors)")
     if not taken:
         raise NeuronkitInputError(
             f"{_name(config)} takes none of {', '.join(MODALITY_INPUTS)}, so neuronkit has no example inputs for "

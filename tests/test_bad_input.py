@@ -149,15 +149,16 @@ def test_run_on_a_config_alone_names_what_to_do(tmp_path, capsys):
 
 
 def test_a_model_without_an_input_recipe_is_named(tmp_path, capsys):
-    clip = tmp_path / "clip"
-    clip.mkdir()
+    llava = tmp_path / "llava"
+    llava.mkdir()
     small = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4}
-    (clip / "config.json").write_text(json.dumps({
-        "model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": 16,
-        "text_config": small | {"vocab_size": 128, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1},
-        "vision_config": small | {"image_size": 32, "patch_size": 8}}))
-    assert main(["run", str(clip), "--out", str(tmp_path / "run"), "--random-weights"]) == 2
-    assert "CLIPModel takes text and images together (a multimodal model)" in _one_line_error(capsys)
+    (llava / "config.json").write_text(json.dumps({
+        "model_type": "llava", "architectures": ["LlavaForConditionalGeneration"], "image_token_index": 127,
+        "text_config": small | {"model_type": "llama", "vocab_size": 128},
+        "vision_config": small | {"model_type": "clip_vision_model", "image_size": 32, "patch_size": 8}}))
+    assert main(["run", str(llava), "--out", str(tmp_path / "run"), "--random-weights"]) == 2
+    assert "LlavaForConditionalGeneration places image features at image tokens inside its text" in \
+        _one_line_error(capsys)
     folder = _copy(tmp_path)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps(config | {"architectures": ["MyBertForMagic"]}))

@@ -208,15 +208,31 @@ def test_unsupported_architecture(tmp_path):
     assert "Qwen3ForMaskedLM" in message and "not a transformers class" in message and "custom code" in message
 
 
-def test_question_answering_gets_a_span_and_a_multimodal_model_is_refused_in_one_line(tmp_path):
+def test_question_answering_gets_a_span(tmp_path):
     config = models.load_config(write_config(tmp_path, TINY_QWEN3 | {"architectures": ["Qwen3ForQuestionAnswering"]}))
     example = inputs.example_inputs(config, seq_len=8)
     assert set(example) == {"input_ids", "attention_mask", "start_positions", "end_positions"}
     assert (example["end_positions"] == example["start_positions"] + 1).all() and example["end_positions"].max() < 8
-    from transformers import CLIPConfig
 
-    message = input_error(inputs.example_inputs, CLIPConfig(architectures=["CLIPModel"]))
-    assert message.startswith("CLIPModel takes text and images together (a multimodal model)"), message
+
+def test_text_and_image_towers_get_both_and_image_tokens_in_the_text_are_refused_in_one_line():
+    """CLIP-style models take token ids and an image side by side (the vision config's size); a vision-language
+    model that places image features at image tokens (LLaVA) needs ids and images that agree: the team's own."""
+    from transformers import ClapConfig, CLIPConfig, LlavaConfig
+
+    small = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4}
+    clip = CLIPConfig(text_config=small | {"vocab_size": 128}, vision_config=small | {"image_size": 24, "patch_size": 8},
+                      architectures=["CLIPModel"])
+    example = inputs.example_inputs(clip, batch_size=2, seq_len=8)
+    assert {k: tuple(v.shape) for k, v in example.items()} == {
+        "input_ids": (2, 8), "attention_mask": (2, 8), "pixel_values": (2, 3, 24, 24)}
+    assert "beside a seeded random image" in inputs.describe(clip)
+    assert "takes images beside its text" in input_error(inputs.example_inputs, clip, prompts=["a photo"])
+    llava = LlavaConfig(text_config={"model_type": "llama"} | small, architectures=["LlavaForConditionalGeneration"])
+    message = input_error(inputs.example_inputs, llava)
+    assert message.startswith("LlavaForConditionalGeneration places image features at image tokens"), message
+    message = input_error(inputs.example_inputs, ClapConfig(architectures=["ClapModel"]))
+    assert message.startswith("ClapModel takes text and speech features together (a multimodal model)"), message
 
 
 def test_not_a_config_file(tmp_path):

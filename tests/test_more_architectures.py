@@ -24,9 +24,17 @@ RECIPES = {
     "swin": {"architecture": "SwinForImageClassification", "processor": "image",
              "config": {"model_type": "swin", "image_size": 32, "patch_size": 4, "embed_dim": 16, "depths": [1],
                         "num_heads": [2], "window_size": 4, "num_labels": 3}},
+    # a text tower and a vision tower side by side: token ids and an image, trained on the surrogate loss
+    "clip": {"architecture": "CLIPModel",
+             "config": {"model_type": "clip", "projection_dim": 16,
+                        "text_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                                        "num_attention_heads": 4, "vocab_size": 128, "bos_token_id": 0,
+                                        "eos_token_id": 1, "pad_token_id": 1},
+                        "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                                          "num_attention_heads": 4, "image_size": 32, "patch_size": 8}}},
 }
 STAGES = {"falcon": ("cpu", "eager", "train"), "bart_classifier": ("cpu", "compile"),
-          "swin": ("cpu", "compile")}
+          "swin": ("cpu", "compile"), "clip": ("cpu", "eager", "train")}
 
 
 @pytest.mark.parametrize("name", RECIPES)

@@ -111,11 +111,14 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
     task = models.task_of(config)
     # An encoder-decoder's num_hidden_layers is its encoder's alone (BART's masked-LM head included): its
     # decoder stack would go uncounted.
-    if config.is_encoder_decoder or task not in (*PLANNED_TASKS, "base"):
+    # A vision-language or CLIP-style model's towers beside its text stack would go uncounted too.
+    tower = next((key.split("_")[0] for key in ("vision_config", "audio_config") if getattr(config, key, None)), None)
+    if config.is_encoder_decoder or tower or task not in (*PLANNED_TASKS, "base"):
+        what = "an encoder-decoder model" if config.is_encoder_decoder else f"a model with a {tower} tower" \
+            if tower else task
         raise NeuronkitInputError(
             f"cannot estimate {config.architectures[0] if config.architectures else config.model_type}: the cost "
-            "model covers causal and masked language models and their base stacks, not "
-            f"{'an encoder-decoder model' if config.is_encoder_decoder else task}")
+            f"model covers causal and masked language models and their base stacks, not {what}")
     with torch.device("meta"):
         model = models.build(models.model_class(config), slicing.sliced_config(config, 1))
     stack = layer_stack(model)

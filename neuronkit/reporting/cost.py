@@ -25,7 +25,7 @@ def cost_section(run_dir: str | Path, params: dict[str, Any]) -> dict[str, Any]:
         try:
             record = cost_record.summarize(str(model))
         except NeuronkitInputError as exc:
-            return {"unavailable": f"not estimated: {exc}"}
+            return {"unavailable": str(exc)}
         source = "the run's model with the default budget and targets (notebook 07 sets your own)"
     return {"record": record, "source": source, "training": [_training_row(r) for r in record["training"]],
             "serving": [_serving_row(r) for r in record["serving"]], "tiles": _tiles(record)}

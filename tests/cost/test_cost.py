@@ -226,6 +226,22 @@ def test_an_encoder_decoder_gets_its_measured_plan_but_no_estimate(tmp_path, cap
         models.load_config(path))
 
 
+def test_a_model_with_a_vision_tower_is_refused_in_words_and_the_report_says_why(tmp_path):
+    """CLIP's towers have no single stack (its get_input_embeddings raises NotImplementedError, which ended
+    notebook 06 in an error): the cost model refuses it, and the report's cost section carries the reason."""
+    from transformers import CLIPConfig
+
+    from neuronkit.reporting.cost import cost_section
+
+    small = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4}
+    path = tmp_path / "clip"
+    CLIPConfig(text_config=small | {"vocab_size": 128}, vision_config=small | {"image_size": 32, "patch_size": 8},
+               architectures=["CLIPModel"]).save_pretrained(path)
+    with pytest.raises(NeuronkitInputError, match="not a model with a vision tower"):
+        model_shape(str(path))
+    assert cost_section(tmp_path, {"model": str(path)})["unavailable"].startswith("cannot estimate CLIPModel: ")
+
+
 def test_serving_runs_no_more_ranks_than_heads_and_says_when_a_length_passes_the_positions(capsys):
     """tiny-qwen3 has 4 attention heads and 512 positions: by default it is split 4 ways, not over all 64 cores
     of a trn2.48xlarge; asking for more ranks than heads is refused; a prompt past 512 positions is estimated
