@@ -26,6 +26,9 @@ def cost_section(run_dir: str | Path, params: dict[str, Any]) -> dict[str, Any]:
             record = cost_record.summarize(str(model))
         except NeuronkitInputError as exc:
             return {"unavailable": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - an estimate the model breaks must not take the report with it
+            return {"unavailable": f"the cost model failed on {model} ({type(exc).__name__}: "
+                                   f"{' '.join(str(exc).split())[:200]}), a neuronkit bug to report"}
         source = "the run's model with the default budget and targets (notebook 07 sets your own)"
     return {"record": record, "source": source, "training": [_training_row(r) for r in record["training"]],
             "serving": [_serving_row(r) for r in record["serving"]], "tiles": _tiles(record)}

@@ -242,6 +242,21 @@ def test_a_model_with_a_vision_tower_is_refused_in_words_and_the_report_says_why
     assert cost_section(tmp_path, {"model": str(path)})["unavailable"].startswith("cannot estimate CLIPModel: ")
 
 
+def test_a_cost_model_failure_is_a_line_in_the_report_not_an_error(tmp_path, monkeypatch):
+    """The cost section is one part of the report: an exception the cost model did not foresee is named there
+    (a bug to report), and the report is still written."""
+    from neuronkit.cost import record as cost_record
+    from neuronkit.reporting.cost import cost_section
+
+    def broken(model):
+        raise NotImplementedError("`get_input_embeddings` not auto-handled")
+
+    monkeypatch.setattr(cost_record, "summarize", broken)
+    line = cost_section(tmp_path, {"model": "tiny-qwen3"})["unavailable"]
+    assert line == ("the cost model failed on tiny-qwen3 (NotImplementedError: `get_input_embeddings` not "
+                    "auto-handled), a neuronkit bug to report")
+
+
 def test_serving_runs_no_more_ranks_than_heads_and_says_when_a_length_passes_the_positions(capsys):
     """tiny-qwen3 has 4 attention heads and 512 positions: by default it is split 4 ways, not over all 64 cores
     of a trn2.48xlarge; asking for more ranks than heads is refused; a prompt past 512 positions is estimated
