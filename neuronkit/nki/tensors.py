@@ -521,8 +521,7 @@ def _view(tensor: NkiTensor, items: list[Any]) -> NkiTensor:
     idx_t = tuple(idx)
     stored = None if tensor.stored is None else tensor.stored[idx_t]
     accumulated = None if tensor.placement is None else tensor.accumulated[idx_t]
-    return NkiTensor(tensor.data[idx_t], tensor.written[idx_t], tensor.dtype, tensor.buffer, tensor.name,
-                     tensor.where, stored, tensor.placement, accumulated)
+    return tensor._derived(tensor.data[idx_t], tensor.written[idx_t], stored, accumulated)
 
 
 def _index_arrays(tensor: NkiTensor, items: list[Any]) -> tuple[np.ndarray, ...]:
