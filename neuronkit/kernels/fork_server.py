@@ -41,14 +41,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-# Modules every notebook imports (kernel.PRELOAD's) and the kernel's own; imported once, by the server.
+# Modules every notebook imports (starter.PRELOAD's) and the kernel's own; imported once, by the server.
 # Only modules whose import does the same with or without a kernel's shell: not matplotlib's inline backend,
 # which hooks itself into the IPython shell that exists when it is imported (it registers the PNG formatter
 # for figures and the hook that shows them after each cell). Imported by the server, where there is no
 # shell, it hooked into nothing and every plot of a forked kernel printed as `<Figure size ...>`; the
 # kernel's first figure imports it (milliseconds), as in an ordinary kernel.
 # Nor pandas: it imports pyarrow, whose allocator (jemalloc) starts a background thread, and a fork copies
-# only the forking thread; each kernel imports pandas while the notebook before it runs (kernel.PRELOAD).
+# only the forking thread; each kernel imports pandas while the notebook before it runs (starter.PRELOAD).
 # (numpy's OpenBLAS starts a thread pool too, and joins it before any fork, in its own atfork handler.)
 IMPORTS = ("torch", "transformers", "matplotlib.pyplot", "neuronkit.models", "neuronkit.workbook.display",
            "neuronkit.workbook.lesson", "ipykernel.kernelapp", "ipykernel.ipkernel")

@@ -91,11 +91,6 @@ class Ledger:
                               not_modelled=f"DMA fixed latency ({fig.dma_fixed_ns}), waits between engines")
 
 
-def _ledger() -> Ledger | None:
-    launch = context.current()
-    return getattr(launch, "ledger", None)
-
-
 def per_partition(shape: tuple[int, ...]) -> int:
     """Elements per partition of a tile of `shape` (its first dimension is the partition dimension)."""
     return math.prod(shape[1:]) if len(shape) > 1 else 1
@@ -104,9 +99,7 @@ def per_partition(shape: tuple[int, ...]) -> int:
 def charge(instruction: str, shape: tuple[int, ...], engine: Any = None) -> None:
     """Charge one `instruction` on a tile of `shape` (N = its elements per partition), on its engine or on
     `engine` (an nki.isa engine constant, where the instruction takes one)."""
-    ledger = _ledger()
-    if ledger is None:
-        return
+    ledger = context.current().ledger
     row = figures().instructions[instruction]
     n = per_partition(tuple(shape))
     cycles = max(row.get("floor", 0), row["per_element"] * n) + row.get("extra", 0)
@@ -122,9 +115,7 @@ def _engine(requested: Any, default: str) -> str:
 def charge_matmul(stationary_shape: tuple[int, ...], moving_shape: tuple[int, ...], float32: bool,
                   instruction: str = "nc_matmul") -> None:
     """nc_matmul: max(min(64, N_stationary), N_moving) Tensor Engine cycles, 4x for float32 operands."""
-    ledger = _ledger()
-    if ledger is None:
-        return
+    ledger = context.current().ledger
     fig = figures()
     cycles = max(min(fig.matmul_stationary_floor, per_partition(stationary_shape)), per_partition(moving_shape))
     ledger.cycles["tensor"] += cycles * (fig.matmul_fp32_factor if float32 else 1)
@@ -133,9 +124,7 @@ def charge_matmul(stationary_shape: tuple[int, ...], moving_shape: tuple[int, ..
 
 def charge_transpose(shape: tuple[int, ...]) -> None:
     """nc_transpose on the Tensor Engine: max(P, min(64, F)) cycles."""
-    ledger = _ledger()
-    if ledger is None:
-        return
+    ledger = context.current().ledger
     partitions = shape[0] if shape else 1
     ledger.cycles["tensor"] += max(partitions, min(figures().matmul_stationary_floor, per_partition(shape)))
     ledger.counts["nc_transpose"] += 1
@@ -143,9 +132,7 @@ def charge_transpose(shape: tuple[int, ...]) -> None:
 
 def charge_dma(nbytes: int, instruction: str) -> None:
     """A DMA transfer of `nbytes`."""
-    ledger = _ledger()
-    if ledger is None:
-        return
+    ledger = context.current().ledger
     ledger.dma_bytes += int(nbytes)
     ledger.counts[instruction] += 1
 

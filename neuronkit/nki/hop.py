@@ -41,6 +41,7 @@ from neuronkit.nki.runtime import (
     KernelFunction,
     Trace,
     _describe,
+    _flat,
     execute,
     grid_of,
     run_arrays,
@@ -153,7 +154,7 @@ def run(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values:
     trace = kernel.traces.get((grid, spec_of(values)))
     if trace is None:  # this launch was the compilation
         trace = kernel.traces[(grid, spec_of(values))] = _describe(result, args, launch_state)
-    fresh = [_to_torch(a.data, a.dtype.torch, on_device) for a in _results(result)]
+    fresh = [_to_torch(a.data, a.dtype.torch, on_device) for a in _flat(result)]
     if functional:
         slots = _mutation_slots(trace)
         extra = [_to_torch(args[i].data, values[i].dtype, on_device)
@@ -169,12 +170,6 @@ def run(kernel: KernelFunction, grid: tuple[int, ...], names: list[str], values:
     cost.note(LAUNCH_PREFIX + kernel.__name__, estimate)
     _report(kernel, on_device, start, duration, key, hit, tensors, fresh + written, estimate)
     return outputs
-
-
-def _results(result: Any) -> list[Any]:
-    if result is None:
-        return []
-    return [result] if not isinstance(result, (tuple, list)) else list(result)
 
 
 def _compile(on_device: torch.device, sig: tuple) -> tuple[str | None, bool]:

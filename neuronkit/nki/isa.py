@@ -171,10 +171,7 @@ def tensor_copy(*args: Any, **kwargs: Any) -> NkiTensor | None:
 
 def activation(*args: Any, **kwargs: Any) -> NkiTensor | None:
     """op(data * scale + bias) on the Scalar Engine; bias is a [partitions, 1] vector."""
-    dst = kwargs.pop("dst", None)
-    if dst is None and args and isinstance(args[0], Operand):
-        dst, args = args[0], args[1:]
-    bound = _bound(args, kwargs, ("op", "data", "bias", "scale"))
+    dst, bound = _split(args, kwargs, ("op", "data", "bias", "scale"), 0)
     reduce_res = bound.get("reduce_res")
     if reduce_res is not None and bound.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce:
         raise unsupported(f"nki.isa.activation(reduce_cmd={bound['reduce_cmd']}) (accumulating across instructions)")

@@ -6,6 +6,7 @@ tile's dtype. Results are new SBUF tiles; `matmul` results are float32 PSUM tile
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -272,7 +273,7 @@ def _elementwise(name: str, fn: Callable[..., np.ndarray], operands: tuple, dtyp
     if not any(isinstance(o, Operand) for o in operands):
         return fn(*(np.asarray(o) for o in operands))  # index arithmetic on index tiles
     dtypes = [d for d in (dtype_of(o) for o in operands) if d is not None]
-    out = as_dtype(dtype) if dtype is not None else _promote_all(dtypes)
+    out = as_dtype(dtype) if dtype is not None else functools.reduce(promote, dtypes)
     values = partition_aligned([values_of(o, where=mask) for o in operands])
     if out.is_float or any(d.is_float for d in dtypes):
         values = [v.astype(np.float32) for v in values]
@@ -289,13 +290,6 @@ def partition_aligned(values: list[np.ndarray]) -> list[np.ndarray]:
     RMSNorm tutorial multiplies its [128, N] tile by such a reduction (`nl.multiply(a_tile, rms_reciprocal)`)."""
     rank = int(np.max([v.ndim for v in values]))  # `max` here is nl.max
     return [v.reshape(v.shape + (1,) * (rank - v.ndim)) if 0 < v.ndim < rank else v for v in values]
-
-
-def _promote_all(dtypes: list[DType]) -> DType:
-    out = dtypes[0]
-    for d in dtypes[1:]:
-        out = promote(out, d)
-    return out
 
 
 def _torch(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[np.ndarray], np.ndarray]:

@@ -208,17 +208,11 @@ class NkiTensor(Operand):
 
     def write(self, values: Any, mask: np.ndarray | None = None) -> None:
         values = fit(values, self.shape)
-        if mask is None:
-            self.data[...] = self.dtype.round(values)
-            self.written[...] = True
-            if self.stored is not None:
-                self.stored[...] = True
-        else:
-            keep = np.broadcast_to(mask, self.shape)
-            self.data[keep] = self.dtype.round(values[keep])
-            self.written[keep] = True
-            if self.stored is not None:
-                self.stored[keep] = True
+        keep = ... if mask is None else np.broadcast_to(mask, self.shape)  # `...`: every element
+        self.data[keep] = self.dtype.round(values[keep])
+        self.written[keep] = True
+        if self.stored is not None:
+            self.stored[keep] = True
 
 
 
@@ -289,10 +283,7 @@ class Access(Operand):
         if unwritten:
             warn_unwritten(self.tensor, unwritten)
         values = np.full(self.shape, np.nan if self.dtype.is_float else 0, dtype=self.dtype.storage)
-        if self.valid is None:
-            values[...] = self.tensor.data[picked]
-        else:
-            values[self.valid] = self.tensor.data[picked]
+        values[... if self.valid is None else self.valid] = self.tensor.data[picked]
         return values
 
     def write(self, values: Any, mask: np.ndarray | None = None) -> None:
@@ -521,8 +512,7 @@ def _view(tensor: NkiTensor, items: list[Any]) -> NkiTensor:
     idx_t = tuple(idx)
     stored = None if tensor.stored is None else tensor.stored[idx_t]
     accumulated = None if tensor.placement is None else tensor.accumulated[idx_t]
-    return NkiTensor(tensor.data[idx_t], tensor.written[idx_t], tensor.dtype, tensor.buffer, tensor.name,
-                     tensor.where, stored, tensor.placement, accumulated)
+    return tensor._derived(tensor.data[idx_t], tensor.written[idx_t], stored, accumulated)
 
 
 def _index_arrays(tensor: NkiTensor, items: list[Any]) -> tuple[np.ndarray, ...]:

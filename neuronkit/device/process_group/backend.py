@@ -262,9 +262,9 @@ class ProcessGroupNeuron(ProcessGroup):
             staged = _Staged()
             sent = torch.cat([t.reshape(-1) for t in staged.input(inputs)])
             received = torch.empty(sum(t.numel() for t in outputs), dtype=sent.dtype)
-            staged_wait(self._gloo.all_to_all_single(
+            self._gloo.all_to_all_single(
                 received, sent, [t.numel() for t in outputs], [t.numel() for t in inputs],
-                opts or AllToAllOptions()))
+                opts or AllToAllOptions()).wait()
             for out, chunk in zip(outputs, received.split([t.numel() for t in outputs])):
                 _host(out).copy_(chunk.view(out.shape))
             return _completed(outputs)
@@ -289,13 +289,13 @@ class ProcessGroupNeuron(ProcessGroup):
             raise NotImplementedError(f"Barrier is implemented only for default group, called barrier on a group "
                                       f"of {self.size()} ranks (S torch_neuronx/distributed/backend.py, barrier)")
         with self._traced("barrier", []):
-            staged_wait(self._gloo.barrier(BarrierOptions()))  # gloo waits on the host, not on opts.device
+            self._gloo.barrier(BarrierOptions()).wait()  # gloo waits on the host, not on opts.device
         return _completed()
 
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> Work:
         rules.check_dtypes(tensors)
         with self._traced("send", tensors):
-            staged_wait(self._gloo.send(_Staged().input(tensors), dst, tag))
+            self._gloo.send(_Staged().input(tensors), dst, tag).wait()
         return _completed()
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> Work:
@@ -318,11 +318,6 @@ class ProcessGroupNeuron(ProcessGroup):
         return work if work is not None else _completed()
 
 
-def staged_wait(work: Work) -> None:
-    """Wait for gloo's work: collectives are synchronous on the simulated device."""
-    work.wait()
-
-
 def _completed(outputs: list[torch.Tensor] | None = None) -> Work:
     """A finished Work whose future holds `outputs` (gloo's own Work may not be waited on twice): a device
     future, as S's process group returns, so a callback chained on it (`Future.then`, every DDP communication
@@ -333,12 +328,8 @@ def _completed(outputs: list[torch.Tensor] | None = None) -> Work:
     return torch._C._distributed_c10d._create_work_from_future(future)
 
 
-def _create(store: dist.Store, rank: int, size: int, timeout: datetime.timedelta) -> ProcessGroupNeuron:
-    return ProcessGroupNeuron(store, rank, size, timeout)
-
-
 def register() -> None:
     """Register backend "neuron" for the `neuron` device, as the real package does on import, so a bare
     `init_process_group()` on a neuron rank picks it (S backend.py `_register_neuron_backend`)."""
     if BACKEND.upper() not in dist.Backend._plugins:
-        dist.Backend.register_backend(BACKEND, _create, devices=[BACKEND])
+        dist.Backend.register_backend(BACKEND, ProcessGroupNeuron, devices=[BACKEND])

@@ -135,12 +135,12 @@ class OpKernel:
         # python_ops/processors/argument_processor.py preprocess_inputs turns each into a 0-d tensor;
         # kernels/base.py get_cache_key keys a list's numbers by type), except the static arguments S's
         # lowering of this overload keys by value (`fill_.Scalar`'s value, `addmm`'s beta and alpha, ...:
-        # data/op_verdicts.json `static`, kernels/base.py:131-136).
+        # data/op_verdicts-torch<release>.json `static`, kernels/base.py:131-136).
         static = policy.static_scalars(self.qualified)
         self.scalars = frozenset(i for i, a in enumerate(schema.arguments)
                                  if str(a.type).removeprefix("Optional[").rstrip("]") in
                                  ("number", "Scalar", "Tensor", "List[number") and a.name not in static)
-        # The overload's verdict (data/op_verdicts.json) under the hand-kept rules of its base name.
+        # The overload's verdict (data/op_verdicts-torch<release>.json) under the hand-kept rules of its base name.
         self.rule: Rule = policy.rule(self.qualified)
         strict = STATE.strict
         # Raises before running: the device raises for it, or strict mode refuses every documented gap.

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from neuronkit.device.simulator import kernel, native
+from neuronkit.device.simulator import compiled_graphs, kernel, native
 from neuronkit.device.simulator.config import SimConfig
 from neuronkit.device.simulator.streams import (  # noqa: F401 - re-exported as torch.neuron.*
     Event,
@@ -272,15 +272,10 @@ def neff_cache_stats() -> dict[str, object]:
     return kernel.STATE.cache.stats()
 
 
-def _dynamo_metrics() -> list[dict[str, Any]]:
-    from neuronkit.device.simulator import compiled_graphs
-    return compiled_graphs.METRICS
-
-
 def get_dynamo_metrics() -> list[dict[str, Any]]:
     """One record per graph the `neuron` torch.compile backend compiled."""
-    return list(_dynamo_metrics())
+    return list(compiled_graphs.METRICS)
 
 
 def reset_dynamo_metrics() -> None:
-    _dynamo_metrics().clear()
+    compiled_graphs.METRICS.clear()

@@ -52,10 +52,8 @@ def install() -> None:
                  "reset_accumulated_memory_stats", "get_dynamo_metrics", "reset_dynamo_metrics"):
         setattr(shim, name, getattr(module, name))
     sys.modules["torch_neuronx"] = shim
-    for name, target in (("profiling", "neuronkit.profiling"),):
-        sub = _submodule(name, target)
-        setattr(shim, name, sub)
-        sys.modules[sub.__name__] = sub
+    shim.profiling = _submodule("profiling", "neuronkit.profiling")
+    sys.modules["torch_neuronx.profiling"] = shim.profiling
     shim.__getattr__ = _nki_api  # nki_op / wrap_nki, loaded on first use
     from neuronkit.nki import modules
 
