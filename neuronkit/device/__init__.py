@@ -33,8 +33,11 @@ def _autoload() -> None:
             lightning.install()
     except Exception as exc:  # noqa: BLE001 - reported, never fatal to `import torch`
         failure = f"neuronkit could not install the simulated neuron device: {exc}"
-        from neuronkit.device import detect
+        try:
+            from neuronkit.device import detect
 
-        detect.autoload_failure = failure  # kept for `neuronkit detect`
+            detect.autoload_failure = failure  # kept for `neuronkit detect`
+        except Exception:  # noqa: BLE001 - detect itself may be what failed to import
+            pass
         # Attributed to no source line, so that the warning prints as one line.
         warnings.warn_explicit(failure, RuntimeWarning, "neuronkit", 0)

@@ -120,3 +120,16 @@ def test_neff_cache_lines_follow_the_devices_log_level_not_pythons_logging(forke
     assert "[NEFF_CACHE]" not in proc.stderr
     for place, text in seen.items():
         assert ("[Neuron] [INFO] [NEFF_CACHE] Cache MISS for key: " in text) == (place == where), (place, text)
+
+
+def test_a_device_that_cannot_even_import_its_detection_leaves_import_torch_working(run_python):
+    """The autoload's failure path must not fail in turn: a broken neuronkit.device.detect is a one-line
+    warning, and torch imports without a neuron device."""
+    proc = run_python("""
+        import sys
+        sys.modules["neuronkit.device.detect"] = None  # any import of it raises ImportError
+        import torch
+        print("neuron" if hasattr(torch, "neuron") else "no neuron", torch.ones(1).item())
+    """)
+    assert proc.stdout.split() == ["no", "neuron", "1.0"], proc.stdout + proc.stderr
+    assert "neuronkit could not install the simulated neuron device" in proc.stderr
