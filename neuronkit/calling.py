@@ -6,9 +6,12 @@ the same arguments and pick the same pad token.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import random
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -19,6 +22,29 @@ def call(model: Any, inputs: Any, **extra: Any) -> Any:
     if isinstance(inputs, (list, tuple)):
         return model(*inputs, **extra)
     return model(inputs, **extra)
+
+
+def seed_all(seed: int) -> None:
+    """Seed every generator a forward or a training step may draw from: torch's (the device's random ops draw
+    from the host's, as S's CPU fallbacks do), and NumPy's and Python's, which transformers' speech models draw
+    their SpecAugment masks from (`_compute_mask_indices`)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def same_draws(seed: int = 0) -> Iterator[None]:
+    """`seed_all(seed)` for the block, every generator's state restored after it: a model that draws in its
+    forward (ViTMAE's random masking) draws the same numbers for the CPU reference and on the device."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        seed_all(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
 
 
 def generation_prompt(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 
 from neuronkit import inputs as example, timing
-from neuronkit.calling import call
+from neuronkit.calling import call, same_draws
 from neuronkit.graph_compile import compare
 from neuronkit.graph_compile.backend import neuron_backend
 from neuronkit.graph_compile.buckets import advise_buckets
@@ -55,7 +55,7 @@ def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     breaks_before = _graph_break_total()
     # The compiled graphs are built for training (forward + backward), and held to the CPU reference.
     model.zero_grad(set_to_none=True)
-    with s.device_mode():
+    with s.device_mode(), same_draws():
         out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
     loss = compare.loss_of(out)
     _, record.backward_compile_time_s = timed(loss.backward)

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from neuronkit.calling import call
+from neuronkit.calling import call, same_draws
 from neuronkit.graph_compile import compare
 from neuronkit.pipeline.check import CheckRun, gradients_for
 from neuronkit.pipeline.host_products import device_products
@@ -25,7 +25,7 @@ def cpu_reference(model: torch.nn.Module, inputs: Any, *, dtype: torch.dtype = t
     A bfloat16/float16 `dtype` runs it under CPU autocast of that dtype, as the device runs under its
     own; `freeze_embeddings` takes no gradient for the embeddings and head (`gradients_for`)."""
     with gradients_for(model, freeze_embeddings), device_products(dtype):
-        with autocast("cpu", dtype):
+        with autocast("cpu", dtype), same_draws():
             out = call(model, inputs, **extra)
             loss = compare.loss_of(out)
         loss.backward()

@@ -5,13 +5,11 @@ weights)."""
 from __future__ import annotations
 
 import contextlib
-import random
 from typing import Any, Iterator
 
-import numpy as np
 import torch
 
-from neuronkit.calling import call, generation_prompt, greedy
+from neuronkit.calling import call, generation_prompt, greedy, same_draws, seed_all
 from neuronkit.graph_compile import compare
 from neuronkit.op_audit.recorder import FULLY_MASKED_ROW, fully_masked_attention
 from neuronkit.pipeline.check import CheckRun, autocast_name, gradients_for, parity, top1_note, worst_error
@@ -32,7 +30,7 @@ def run_eager(run: CheckRun, record: EagerForward) -> tuple[str, str]:
     torch_neuronx.clear_op_tracking()
     torch.neuron.reset_peak_memory_stats()
     before = torch.neuron.neff_cache_stats()
-    with torch.no_grad(), s.device_mode():
+    with torch.no_grad(), s.device_mode(), same_draws():
         out = call(model, run.neuron_inputs, **s.extra)
     record.parity = parity(run, out)
     record.untied_parameters = untied
@@ -123,7 +121,7 @@ def run_train(run: CheckRun, record: EagerTraining) -> tuple[str, str]:
             optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
             try:
                 for step in range(steps):
-                    _seed(step)  # same dropout and masking on both devices (the device RNG is the host's)
+                    seed_all(step)  # same dropout and masking on both devices (the device RNG is the host's)
                     with mode():
                         out = call(model, inputs, **s.extra)
                         loss = compare.loss_of(out)
@@ -174,15 +172,6 @@ def _masked_rows_text(paths: list[str]) -> str:
     policy = load_policy()
     return (f"; NaN from attention rows with every key masked (left padding) in {where} [{FULLY_MASKED_ROW}]: "
             f"{policy.remedies[FULLY_MASKED_ROW]}")
-
-
-def _seed(step: int) -> None:
-    """Seed every generator a training step may draw from: torch's (dropout; the device's is the host's), and
-    NumPy's and Python's, which transformers' speech models draw their SpecAugment masks from
-    (`_compute_mask_indices`): otherwise the CPU and the device steps mask different frames."""
-    random.seed(step)
-    np.random.seed(step)
-    torch.manual_seed(step)
 
 
 def _cache_delta(before: dict[str, Any]) -> NeffCache:
