@@ -45,6 +45,9 @@ class CheckReport:
     stages: list[StageResult[Any]]
     weights: models.Weights = field(default_factory=lambda: models.Weights("module"))
     model_slice: ModelSlice | None = None  # what ran: the full model or a layer slice (None: a module passed in)
+    # the checkpoint's class and where it comes from: "config.json", or how it was inferred from the weights
+    # (`models.architecture_of`); None for a module passed in
+    architecture: tuple[str, str] | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -68,6 +71,7 @@ class CheckReport:
         return {"model": self.model, "dtype": self.dtype, "status": self.status, "ok": self.ok,
                 "random_weights": self.weights.random, "weights": self.weights.to_dict(),
                 "model_slice": dataclasses.asdict(self.model_slice) if self.model_slice else None,
+                "architecture": dict(zip(("class", "from"), self.architecture)) if self.architecture else None,
                 "stages": [s.to_dict() for s in self.stages]}
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -80,6 +84,8 @@ class CheckReport:
         lines = [f"neuronkit check: {self.model} ({self.dtype}{random}) -> {self.status.upper()}"]
         if self.model_slice is not None and not self.model_slice.full_model:
             lines.append(f"ran on {self.model_slice.describe()} ({self.model_slice.reason})")
+        if self.architecture is not None and self.architecture[1] != "config.json":
+            lines.append(f"ran as {self.architecture[0]}, inferred: {self.architecture[1]}")
         lines += [f"warning: {w}" for w in self.warnings]
         lines.append(f"{'stage':<9} {'status':<8} {'time':>7}  summary")
         first: dict[str, str] = {}  # an error several steps meet (a refused op in the model) is spelled out once
