@@ -309,7 +309,13 @@ def test_cli_exits_1_when_a_stage_raises(main, monkeypatch, capsys):
 
     monkeypatch.setattr(steps, "run_eager", broken)
     assert main(["check", "tiny-bert", "--stages", "eager"]) == 1
-    assert "ERROR" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "ERROR" in printed.out and "RuntimeError: injected" in printed.out
+    assert printed.err.strip() == "neuronkit check: eager raised; rerun with --debug for the traceback(s)"
+    assert main(["check", "tiny-bert", "--stages", "eager", "--debug"]) == 1  # the stage's traceback, whole
+    err = capsys.readouterr().err
+    assert err.startswith("neuronkit check: eager raised:\nTraceback (most recent call last):"), err
+    assert 'raise RuntimeError("injected")' in err and err.rstrip().endswith("RuntimeError: injected"), err
 
 
 @pytest.mark.parametrize("argv, expected", [
