@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import pickle
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
@@ -169,8 +169,10 @@ def load_config(spec: ModelSpec, *, trust_remote_code: bool = False) -> Pretrain
 def architecture_of(spec: str | os.PathLike, config: PretrainedConfig | None = None) -> tuple[str, str]:
     """The class a MODEL spec runs as and where that comes from: config.json's `architectures`, else (a config
     saved on its own, common in training checkpoints) the model type's class whose weights match the
-    checkpoint's best (a head's weights tell a classifier from a masked LM), else without weights the class of
-    the first task the model type has (TASKS order)."""
+    checkpoint's best (a head's weights tell a classifier from a masked LM; names under the base-model prefix,
+    `model.`, a class with a head from the base model; a head tied to the embeddings is not stored, as
+    transformers saves it), the first in TASKS order of those that match as well; else without weights the
+    class of the first task the model type has."""
     path = resolve_model(spec)
     config_file = path / CONFIG_NAME if path.is_dir() else path
     raw = read_json(config_file)
@@ -195,26 +197,82 @@ def _inferred_architecture(config: PretrainedConfig, files: tuple[str, ...]) -> 
     if not keys:
         return candidates[0].__name__, (f"config.json names no architecture and there are no weights: the first "
                                         f"task class of model_type {config.model_type}")
-    scores = {}
+    fits: dict[type, _Fit] = {}
+    refusals: list[NeuronkitInputError] = []
     for cls in candidates:
-        with suppress(NeuronkitInputError):  # a class this config cannot build is not the checkpoint's
-            scores[cls] = _agreement(cls, config, keys)
-    if not scores:
-        with torch.device("meta"):
-            build(candidates[0], config)  # raises: the first task class's reason, in one line
-    best = max(scores, key=scores.__getitem__)  # the first of equals: TASKS order
-    return best.__name__, (f"config.json names no architecture: the {config.model_type} class whose weights match "
-                           f"the checkpoint's ({scores[best][1]} of {len(keys)} checkpoint weights)")
+        try:
+            fits[cls] = _fit(cls, config, keys)
+        except NeuronkitInputError as exc:  # a class this config cannot build is not the checkpoint's
+            refusals.append(exc)
+    if not fits:
+        raise refusals[0]  # the first task class's reason, in one line
+    best = max(fits, key=lambda cls: fits[cls].score)  # the first of equals: TASKS order
+    return best.__name__, _inferred_from(config, best, fits, len(keys))
 
 
-def _agreement(cls: type, config: PretrainedConfig, keys: frozenset[str]) -> tuple[int, int]:
-    """How well a class's state dict fits a checkpoint's keys (the base model's prefix left out of both):
-    (minus the weights only one of them has, the weights both have)."""
-    prefix = f"{cls.base_model_prefix}." if getattr(cls, "base_model_prefix", "") else ""
+@dataclass(frozen=True)
+class _Fit:
+    """How a candidate class's state dict fits a checkpoint's weight names, each checkpoint name matched as
+    transformers' loading matches it: as it is, else with the class's base-model prefix (`model.`, `bert.`)
+    stripped or added. The class's names are those `save_pretrained` writes: a weight tied to another
+    (`tie_word_embeddings`: the LM head to the input embeddings) is not stored, and its absence is no gap."""
+
+    matched: int  # checkpoint weights the class has
+    renamed: int  # of those, matched only with the prefix stripped or added
+    prefixed: int  # of those, matched as they are under the prefix
+    missing: int  # weights the class stores that the checkpoint lacks
+    unexpected: int  # checkpoint weights the class does not have
+    prefix: str  # the class's base-model prefix with its dot ("model."), "" for none
+    tied: tuple[tuple[str, str], ...]  # (weight, the weight it is tied to): not in a checkpoint
+
+    @property
+    def score(self) -> tuple[int, int, int]:
+        """Fewest weights only one side has; then names as they are over names a prefix rewrite matches
+        (keys under `model.` were saved from a class with a head, keys without it from the base model);
+        then the most weights in common."""
+        return -(self.missing + self.unexpected), -self.renamed, self.matched
+
+
+def _fit(cls: type, config: PretrainedConfig, keys: frozenset[str]) -> _Fit:
     with torch.device("meta"), _quiet_transformers():
-        names = {k.removeprefix(prefix) for k in build(cls, config).state_dict()}
-    theirs = {k.removeprefix(prefix) for k in keys}
-    return -len(names ^ theirs), len(names & theirs)
+        model = build(cls, config)
+    tied = tuple(sorted((getattr(model, "all_tied_weights_keys", None) or {}).items()))
+    skipped = {name for name, _ in tied} | set(getattr(model, "_keys_to_ignore_on_save", None) or ())
+    names = {k for k in model.state_dict() if k not in skipped}
+    prefix = f"{cls.base_model_prefix}." if getattr(cls, "base_model_prefix", "") else ""
+    found: set[str] = set()
+    renamed = prefixed = 0
+    for key in keys:  # transformers' rule (core_model_loading.py): as it is, else the prefix stripped or added
+        name = key if key in names or not prefix else key.removeprefix(prefix) \
+            if key.startswith(prefix) and key.removeprefix(prefix) in names else f"{prefix}{key}"
+        if name in names:
+            found.add(name)
+            renamed += name != key
+            prefixed += name == key and bool(prefix) and key.startswith(prefix)
+    return _Fit(len(found), renamed, prefixed, len(names - found), len(keys) - len(found), prefix, tied)
+
+
+def _inferred_from(config: PretrainedConfig, best: type, fits: dict[type, _Fit], count: int) -> str:
+    """Where an inferred class comes from, in words: the weights it matches, under which names, what a tied
+    weight the checkpoint does not store is tied to, and the classes that fit as well."""
+    fit = fits[best]
+    parts = [f"{fit.matched} of {count} checkpoint weights"]
+    if fit.renamed:
+        parts.append(f"{fit.renamed} of them matched only with the base-model prefix {fit.prefix!r} stripped or "
+                     "added, as transformers loads them")
+    elif fit.prefixed:
+        parts.append(f"named under {fit.prefix!r}: saved from a class with a head, not from the base model")
+    elif fit.prefix:
+        parts.append(f"named without {fit.prefix!r}: saved from the base model, not from a class with a head")
+    if fit.tied:
+        ties = ", ".join(f"{name} to {source}" for name, source in fit.tied)
+        parts.append(f"tie_word_embeddings ties {ties}: a checkpoint does not store the tied copy")
+    equal = [cls.__name__ for cls in fits if cls is not best and fits[cls].score == fit.score]
+    if equal:
+        task = next(label for _, label, auto in TASKS if best in _mapped(auto, config))
+        parts.append(f"{', '.join(equal)} fit as well: its task, {task}, comes first in neuronkit's task order")
+    return (f"config.json names no architecture: the {config.model_type} class whose weights match the "
+            f"checkpoint's ({'; '.join(parts)})")
 
 
 def _checkpoint_keys(files: tuple[str, ...]) -> frozenset[str]:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import BertConfig, BertForSequenceClassification, BertModel
+import transformers
+from transformers import BertConfig, BertForSequenceClassification, BertModel, LlamaConfig
 
 import neuronkit
 from neuronkit import inputs, models
@@ -52,6 +53,27 @@ def test_a_config_without_architectures_runs_as_the_class_its_weights_match(cls,
     assert source.startswith("config.json names no architecture: the bert class whose weights match"), source
     model, weights = models.load_checkpoint(folder)
     assert type(model) is cls and weights.missing == () and weights.unexpected == ()
+
+
+@pytest.mark.parametrize("cls, named", [("LlamaForCausalLM", "named under 'model.'"),
+                                        ("LlamaModel", "named without 'model.'")])
+def test_tied_embeddings_without_architectures_run_as_the_class_the_weight_names_say(cls, named, tmp_path, capsys):
+    """A Llama with tied embeddings saved from LlamaForCausalLM stores no lm_head.weight (it is the input
+    embeddings): its `model.`-prefixed names say a class with a head was saved, and the tied head is no gap. The
+    same weights saved from LlamaModel have no prefix: the base model. `check` says what it inferred, and why."""
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         tie_word_embeddings=True)
+    folder = _saved(getattr(transformers, cls)(config).eval(), tmp_path / "ckpt", architectures=False,
+                    tokenizer=False)
+    assert main(["check", str(folder), "--stages", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"ran as {cls}, inferred: config.json names no architecture" in out and named in out, out
+    tied = "tie_word_embeddings ties lm_head.weight to model.embed_tokens.weight"
+    assert (tied in out) == (cls == "LlamaForCausalLM"), out
+    model, weights = models.load_checkpoint(folder)
+    assert type(model).__name__ == cls and weights.missing == () and weights.unexpected == ()
 
 
 def test_a_candidate_class_the_config_cannot_build_is_passed_over(tmp_path, monkeypatch):

@@ -5,7 +5,10 @@ greedy generation, training, torch.compile, timings): a session for the model, i
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable
+
+from neuronkit import models
 
 from neuronkit.pipeline.check import CheckReport, check as check_steps
 from neuronkit.pipeline.config import DEFAULTS, RunConfig
@@ -36,4 +39,7 @@ def check(model: Any, inputs: Any = None, *, stages: Iterable[str] = CHECK_STAGE
     `neuronkit.pipeline.check.check(session, steps)`."""
     session = Session.build(model, inputs, config=config.with_options(**options), tokenizer=tokenizer,
                             model_name=model_name, random_weights=random_weights)
-    return check_steps(session, stages)
+    report = check_steps(session, stages)
+    if isinstance(model, (str, os.PathLike)):
+        report.architecture = models.architecture_of(model)  # what the session loaded: read once, kept
+    return report

@@ -1,14 +1,20 @@
 """`neuronkit check MODEL [--json OUT] [--dtype float32|bfloat16] [--stages ...] [--random-weights]`: the
 staged parity checks (`neuronkit.checks`) as a table. Exit 0 when no stage fails or raises, 1 when one
-does (`fail` or `error`); bad input exits 2 through `neuronkit.cli`."""
+does (`fail` or `error`); bad input exits 2 through `neuronkit.cli`. A stage that raised is its error's line in
+the table; `--debug` prints its traceback whole on stderr."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from neuronkit.pipeline import config as run_config
 from neuronkit.stages.eager import EagerOptions
+
+if TYPE_CHECKING:
+    from neuronkit.pipeline.record import StageResult
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -43,4 +49,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         report.to_json(args.json)
         print(f"report: {args.json}")
+    _tracebacks(report.stages, args.debug)
     return 0 if report.ok else 1
+
+
+def _tracebacks(stages: Sequence[StageResult[Any]], debug: bool) -> None:
+    """The traceback of each stage that raised, whole, with `--debug`; without it, one line saying how to
+    see them (the table gives each error's message)."""
+    raised = [s for s in stages if s.status == "error" and s.error]
+    if not raised:
+        return
+    if not debug:
+        print(f"neuronkit check: {', '.join(s.stage for s in raised)} raised; rerun with --debug for the "
+              "traceback(s)", file=sys.stderr)
+        return
+    for s in raised:
+        print(f"neuronkit check: {s.stage} raised:\n{(s.error or '').rstrip()}", file=sys.stderr)

@@ -29,7 +29,7 @@ from neuronkit.pipeline import refusals
 from neuronkit.pipeline.config import RunConfig
 from neuronkit.pipeline.execute import recording
 from neuronkit.pipeline.reference import Reference
-from neuronkit.pipeline.record import CHECK_STAGES, StageResult, Status, skipped, unmet, worst
+from neuronkit.pipeline.record import CHECK_STAGES, SpelledOnce, StageResult, Status, skipped, unmet, worst
 from neuronkit.pipeline.session import Session
 from neuronkit.pipeline.stage import STEP
 from neuronkit.slicing import frozen_parameters
@@ -45,6 +45,9 @@ class CheckReport:
     stages: list[StageResult[Any]]
     weights: models.Weights = field(default_factory=lambda: models.Weights("module"))
     model_slice: ModelSlice | None = None  # what ran: the full model or a layer slice (None: a module passed in)
+    # the checkpoint's class and where it comes from: "config.json", or how it was inferred from the weights
+    # (`models.architecture_of`); None for a module passed in
+    architecture: tuple[str, str] | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -68,6 +71,7 @@ class CheckReport:
         return {"model": self.model, "dtype": self.dtype, "status": self.status, "ok": self.ok,
                 "random_weights": self.weights.random, "weights": self.weights.to_dict(),
                 "model_slice": dataclasses.asdict(self.model_slice) if self.model_slice else None,
+                "architecture": dict(zip(("class", "from"), self.architecture)) if self.architecture else None,
                 "stages": [s.to_dict() for s in self.stages]}
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -80,16 +84,13 @@ class CheckReport:
         lines = [f"neuronkit check: {self.model} ({self.dtype}{random}) -> {self.status.upper()}"]
         if self.model_slice is not None and not self.model_slice.full_model:
             lines.append(f"ran on {self.model_slice.describe()} ({self.model_slice.reason})")
+        if self.architecture is not None and self.architecture[1] != "config.json":
+            lines.append(f"ran as {self.architecture[0]}, inferred: {self.architecture[1]}")
         lines += [f"warning: {w}" for w in self.warnings]
         lines.append(f"{'stage':<9} {'status':<8} {'time':>7}  summary")
-        first: dict[str, str] = {}  # an error several steps meet (a refused op in the model) is spelled out once
+        said = SpelledOnce()  # an error several steps meet (a refused op in the model) is spelled out once
         for s in self.stages:
-            summary = s.summary
-            if s.status == "error" and summary in first:
-                summary = f"the same error as {first[summary]}"
-            elif s.status == "error":
-                first[summary] = s.stage
-            lines.append(f"{s.stage:<9} {s.status.upper():<8} {s.duration_s or 0:>6.1f}s  {summary}")
+            lines.append(f"{s.stage:<9} {s.status.upper():<8} {s.duration_s or 0:>6.1f}s  {_once(said, s)}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -98,10 +99,21 @@ class CheckReport:
 
     def verdict(self, own: Sequence[str]) -> tuple[Status, str]:
         """Status and summary of the steps a workbook stage owns: the worst of them (the whole check's
-        status when they were all skipped because a step they compare against failed), and their summaries."""
+        status when they were all skipped because a step they compare against failed), and their summaries (an
+        error several of them meet given once, as the table gives it)."""
         ran = [s for s in self.stages if s.stage in own]
         status = worst(s.status for s in ran)
-        return (self.status if status == "skipped" else status), "; ".join(f"{s.stage}: {s.summary}" for s in ran)
+        said = SpelledOnce()
+        summary = "; ".join(f"{s.stage}: {_once(said, s)}" for s in ran)
+        return (self.status if status == "skipped" else status), summary
+
+
+def _once(said: SpelledOnce, step: StageResult[Any]) -> str:
+    """A step's summary, an error already given by an earlier step (or quoted in a skipped step's reason) as
+    `the same error as <step>`."""
+    if step.status == "error":
+        return said.error(step.stage, step.summary)
+    return said.quoted(step.summary) if step.status == "skipped" else step.summary
 
 
 class CheckRun:

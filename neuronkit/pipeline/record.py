@@ -189,6 +189,30 @@ def unmet(needed: str, record: StageResult[Any] | None) -> str:
     return f"{needed} {outcome} ({record.status}: {first_line(record.summary)})"
 
 
+class SpelledOnce:
+    """Error messages spelled out once in lines read in order (`check`'s table, a workbook stage's summary of
+    its check steps, `neuronkit run`'s progress lines): a refused op stops several stages alike, and its
+    message carries a paragraph of remedy. The first stage that meets one gives it whole; a later one says
+    `the same error as <that stage>`, and so does a skipped stage's reason that quotes it."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, str] = {}  # message -> the stage that gave it whole
+
+    def error(self, stage: str, message: str) -> str:
+        """`message`, the first time a stage gives it; after that, `the same error as <stage>`."""
+        if message in self._first:
+            return f"the same error as {self._first[message]}"
+        self._first[message] = stage
+        return message
+
+    def quoted(self, text: str) -> str:
+        """`text` (a reason that quotes another stage's error, `unmet`) with each message already given whole
+        replaced by `the same error as <stage>`."""
+        for message, stage in self._first.items():
+            text = text.replace(message, f"the same error as {stage}")
+        return text
+
+
 def skipped(stage: str, reason: str, evidence: E | None = None) -> StageResult[E]:
     """The record of a stage that could not run, and why (what it needs did not pass)."""
     return StageResult(stage, "skipped", reason, evidence, error=reason, duration_s=0.0, finished_at=now())

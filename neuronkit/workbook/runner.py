@@ -36,7 +36,7 @@ from neuronkit.evidence import ModelSlice
 from neuronkit.kernels.starter import KERNEL_ENV, KERNEL_NAME, KernelStarter, ensure_kernel, kernel_env, shutdown
 from neuronkit.pipeline.config import DEFAULTS, Params, RunConfig
 from neuronkit.pipeline.flow import blocked_by, skip
-from neuronkit.pipeline.record import RunDir, StageResult, now
+from neuronkit.pipeline.record import RunDir, SpelledOnce, StageResult, first_line, now
 from neuronkit.pipeline.session import hand_over
 from neuronkit.pipeline.stage import REPORT_NOTEBOOK as REPORT_STEM, STAGE, WORKBOOK, Stage
 from neuronkit.resources import notebooks_dir
@@ -283,6 +283,7 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
         return False
 
     logged = 0
+    said = SpelledOnce()  # an error the stages meet alike (a refused op) is spelled out on its stage's line only
     # For the notebooks' first cells (`prerequisites`): a stage started before a record it requires exists
     # gets that record from this run, its stage cell waiting for it.
     run.write_side_record(UNDERWAY, {"stages": [stage.name for stage in WORKBOOK], "pid": os.getpid()})
@@ -294,7 +295,8 @@ def _execute_all(run: RunDir, execute: Callable[[str, threading.Event | None], C
                         gate.set()
             while logged < len(WORKBOOK) and WORKBOOK[logged].name in ended:
                 logged += 1
-                log(_line(logged, ended[WORKBOOK[logged - 1].name]))
+                stage = WORKBOOK[logged - 1].name
+                log(_line(logged, ended[stage], said, run.read(stage)))
             if not running:
                 break
             done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -438,11 +440,19 @@ def _status(run: RunDir, stage: str) -> str:
     return record.status if record else "no record"
 
 
-def _line(index: int, nb: NotebookRun) -> str:
+def _line(index: int, nb: NotebookRun, said: SpelledOnce | None = None, record: StageResult[Any] | None = None) -> str:
+    """One progress line: the notebook, its stage's status and time, and for a stage that raised (`record`, its
+    stage's record) the error, under it, once: `said` keeps the errors earlier lines gave, which a later
+    line (a stage skipped because this one raised) names as `the same error as <stage>`."""
+    said = said if said is not None else SpelledOnce()
     if nb.reason is not None:
-        return f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} skipped: {nb.reason}"
+        return f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} skipped: {said.quoted(nb.reason)}"
     line = f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} {nb.status:<9} {nb.seconds:6.1f}s"
-    return line + (f"\n      {nb.error.splitlines()[0]}" if nb.error else "")
+    error = nb.error.splitlines()[0] if nb.error else None
+    if record is not None and record.status == "error":  # what a later stage's reason quotes (`unmet`)
+        given = said.error(record.stage, first_line(record.summary))
+        error = error or given
+    return line + (f"\n      {error}" if error else "")
 
 
 def _notebook(folder: Path, name: str) -> Path:

@@ -404,6 +404,30 @@ def test_failure_mid_workbook_leaves_error_and_skipped_records_and_a_report(zoo:
     assert report["verdict"] != "ready" and any("random weights" in reason for reason in report["reasons"])
 
 
+@pytest.mark.notebooks
+def test_a_moe_run_gives_the_refused_grouped_matmuls_remedy_once(zoo: dict[str, Path], tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`neuronkit run` on the zoo's Mixtral: the device refuses the experts' grouped matmul in eager, generate
+    and train alike, and compile and profiling need eager. The remedy, a paragraph, is given once: under eager's
+    progress line (eager's record names its steps' shared error once), and the skipped stages' lines say `the
+    same error as eager`, as `check`'s table does."""
+    from neuronkit.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(zoo["mixtral"]), "--out", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert printed.count("TOKEN_GROUP_ALIGN_SIZE_M") == 1, printed
+    lines = printed.splitlines()
+    eager = lines.index(next(line for line in lines if line.startswith("[3/7] 02_eager_on_neuron.ipynb   error")))
+    assert "TOKEN_GROUP_ALIGN_SIZE_M" in lines[eager + 1] and "generate: the same error as eager" in lines[eager + 1]
+    for line in ("[5/7] 04_compile.ipynb           skipped: eager failed (error: the same error as eager)",
+                 "[6/7] 05_profiling.ipynb         skipped: eager failed (error: the same error as eager)"):
+        assert line in lines, printed
+    run = RunDir(out)
+    assert run.read("eager").summary.count("TOKEN_GROUP_ALIGN_SIZE_M") == 1
+    assert "TOKEN_GROUP_ALIGN_SIZE_M" in run.read("compile").summary  # the record keeps its reason whole
+
+
 def _with_cell(folder: Path, name: str, source: str) -> None:
     """Put a code cell with `source` right after notebook `name`'s parameters cell."""
     path = folder / name

@@ -309,7 +309,13 @@ def test_cli_exits_1_when_a_stage_raises(main, monkeypatch, capsys):
 
     monkeypatch.setattr(steps, "run_eager", broken)
     assert main(["check", "tiny-bert", "--stages", "eager"]) == 1
-    assert "ERROR" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "ERROR" in printed.out and "RuntimeError: injected" in printed.out
+    assert printed.err.strip() == "neuronkit check: eager raised; rerun with --debug for the traceback(s)"
+    assert main(["check", "tiny-bert", "--stages", "eager", "--debug"]) == 1  # the stage's traceback, whole
+    err = capsys.readouterr().err
+    assert err.startswith("neuronkit check: eager raised:\nTraceback (most recent call last):"), err
+    assert 'raise RuntimeError("injected")' in err and err.rstrip().endswith("RuntimeError: injected"), err
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -387,3 +393,9 @@ def test_an_error_several_steps_meet_is_spelled_out_once():
     assert rows[1].endswith(refused) and rows[2].endswith("the same error as eager")
     assert rows[3].endswith("RuntimeError: other") and rows[4].endswith("the same error as eager")
     assert [s.summary for s in report.stages].count(refused) == 3  # the JSON keeps every step's own message
+    # the eager workbook stage's summary of its steps (its record, the report's verdict, run's progress line)
+    assert report.verdict(["eager", "generate", "train"]) == (
+        "error", f"eager: {refused}; generate: the same error as eager")
+    skipped = StageResult("timing", "skipped", f"skipped: eager failed (error: {refused}); timing needs it")
+    rows = CheckReport("moe", "float32", [*report.stages[:3], skipped]).table().splitlines()
+    assert rows[-1].endswith("skipped: eager failed (error: the same error as eager); timing needs it")

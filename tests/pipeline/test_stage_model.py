@@ -335,7 +335,8 @@ class _FakeNotebooks:
     """`runner._execute_all`'s `execute`: records which notebooks were started (in the runner's thread) and
     which ran at the same time; each leaves its executed copy and, at its stage cell (after the runner's gate
     when it has one, `skipped` when a stage it requires did not pass, as `flow.begin` records it), writes its
-    stage's record with the status `outcome` gives it. A notebook runs until another
+    stage's record with the status `outcome` gives it (`error`: the notebook raises; `refused`: its stage
+    records an `error`, `REFUSED`, as a check step that raised does, and the notebook ends). A notebook runs until another
     one runs beside it, or for `seconds` alone (however late a thread starts on a busy machine, a notebook
     started beside it is seen)."""
 
@@ -369,6 +370,8 @@ class _FakeNotebooks:
             status = self.outcome.get(stage, "pass")
             if reason := flow.blocked_by(self.run, stage):
                 flow.skip(self.run, stage, reason)
+            elif status == "refused":
+                self.run.write(StageResult(stage, "error", REFUSED))
             elif status != "error":
                 self.run.write(StageResult(stage, status, f"{stage}: logits differ" if stage == "eager" else "ok"))
             self.recorded.append(stage)
@@ -409,11 +412,30 @@ def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_pa
     notebooks.outcome["eager"] = "error"  # eager's notebook raised: its stage is `error`, the audit still runs
     run.stage_path("eager").unlink()
     notebooks.started.clear()
-    _execute_all(run, notebooks)
+    _, lines = _execute_all(run, notebooks)
+    assert lines[2].endswith("\n      RuntimeError: boom")  # the notebook's error, under its line
+    assert [line.partition("skipped: ")[2] for line in lines[4:6]] == ["eager failed (error: the same error as eager)"] * 2
     eager = run.read("eager")
     assert eager.status == "error" and eager.error.splitlines()[-1] == "RuntimeError: boom"  # what the verdict quotes
     assert run.read("audit").status == "pass" and "03" in notebooks.started
     assert run.read("profile").summary == "eager failed (error: notebook 02_eager_on_neuron.ipynb failed: RuntimeError: boom)"
+
+
+REFUSED = ("eager: ValueError: t must be divisible by 128: aten::_grouped_mm in model.layers.0.mlp.experts refused its "
+           "inputs on the device [grouped_mm_alignment]. Pad every expert's token group to a multiple of 128, or load "
+           "the model with experts_implementation=\"eager\"; generate: the same error as eager")
+
+
+def test_an_error_the_stages_meet_is_spelled_out_once_in_the_progress_lines(tmp_path: Path) -> None:
+    """An op the device refuses (a MoE's grouped matmul) makes eager's stage record an `error` with a paragraph of
+    remedy, and the stages that need eager are skipped, their reasons quoting it: the progress lines give it once,
+    under eager's line, and then say `the same error as eager` (as `check`'s table does); the records keep it whole."""
+    run = RunDir(tmp_path)
+    _, lines = _execute_all(run, _FakeNotebooks(run, {"eager": "refused"}))
+    assert lines[2].startswith("[3/7] 02_eager_on_neuron.ipynb   error") and lines[2].endswith(f"\n      {REFUSED}")
+    assert [line.partition("skipped: ")[2] for line in lines[4:6]] == ["eager failed (error: the same error as eager)"] * 2
+    assert "\n".join(lines).count("Pad every expert's token group") == 1
+    assert run.read("compile").summary == f"eager failed (error: {REFUSED})"
 
 
 def test_the_runner_runs_stages_that_do_not_require_each_other_side_by_side(tmp_path: Path) -> None:
