@@ -9,7 +9,6 @@ import os
 from typing import Any, Iterable
 
 from neuronkit import models
-
 from neuronkit.pipeline.check import CheckReport, check as check_steps
 from neuronkit.pipeline.config import DEFAULTS, RunConfig
 from neuronkit.pipeline.record import CHECK_STAGES
@@ -41,5 +40,5 @@ def check(model: Any, inputs: Any = None, *, stages: Iterable[str] = CHECK_STAGE
                             model_name=model_name, random_weights=random_weights)
     report = check_steps(session, stages)
     if isinstance(model, (str, os.PathLike)):
-        report.architecture = models.architecture_of(model)  # what the session loaded: read once, kept
+        report.architecture = models.architecture_of(model)  # the class the session loaded, and why
     return report
