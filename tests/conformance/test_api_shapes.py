@@ -35,6 +35,15 @@ def test_memory_stats_are_nested_and_reserved_is_zero():
     assert torch.neuron.memory_reserved() == 0 and stats["reserved_bytes"]["current"] == 0
 
 
+def test_torch_accelerator_memory_queries_need_a_device_allocator_the_source_does_not_register():
+    """S: NeuronCachingAllocator.cpp:298 (`class NeuronAllocator : public c10::Allocator`, set with c10::SetAllocator,
+    NeuronBindings.cpp:335): not a c10 DeviceAllocator, so torch.accelerator's memory queries stop in torch's
+    own check; torch.neuron's answer."""
+    with pytest.raises(RuntimeError, match="not a DeviceAllocator"):
+        torch.accelerator.memory_allocated()
+    assert torch.neuron.memory_allocated() >= 0
+
+
 def test_oom_is_the_runtimes_runtime_error(forked_python):
     """S: csrc/core/allocator/NeuronCachingAllocator.cpp:82-88 ("NRT allocation failed for size N (OOM)")."""
     proc = forked_python("""
