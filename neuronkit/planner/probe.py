@@ -101,7 +101,7 @@ class LayerProbe:
             if not isinstance(count, int) or count % tp:
                 raise NeuronkitInputError(f"tp={tp} does not divide the model's {name} ({count})")
         with torch.device("meta"):
-            layer = self._layers(self._build(1))[0]
+            layer = layer_stack(self._build(1))[0]
         if not any(_leaf(n) in _COLWISE for n, m in layer.named_modules() if isinstance(m, nn.Linear)):
             raise NeuronkitInputError(
                 f"no tensor-parallel plan for {type(layer).__name__}: the planner splits Llama-style "
@@ -114,7 +114,7 @@ class LayerProbe:
             with torch.device("meta"):
                 model = self._build(1)
             embedding = model.get_input_embeddings()
-            layer = self._layers(model)[0]
+            layer = layer_stack(model)[0]
             replicated = sum(_nbytes(p) for n, p in layer.named_parameters()
                              if _leaf(n.rsplit(".", 1)[0]) not in _COLWISE | _ROWWISE) if tp > 1 else 0
             self._tensor_parallel(model, mesh["tp"], tp)
@@ -177,14 +177,10 @@ class LayerProbe:
             config.layer_types = config.layer_types[:layers]
         return models.build(self.cls, config, dtype=self.dtype)
 
-    @staticmethod
-    def _layers(model: nn.Module) -> nn.ModuleList:
-        return layer_stack(model)
-
     def _tensor_parallel(self, model: nn.Module, mesh: DeviceMesh, tp: int) -> None:
         if tp == 1:
             return
-        for layer in self._layers(model):
+        for layer in layer_stack(model):
             plan = {name: ColwiseParallel() if _leaf(name) in _COLWISE else RowwiseParallel()
                     for name, m in layer.named_modules()
                     if isinstance(m, nn.Linear) and _leaf(name) in _COLWISE | _ROWWISE}
