@@ -159,7 +159,7 @@ class LayerProbe:
             with FakeTensorMode(allow_non_fake_inputs=True):
                 model = self._build(layers).train()
                 self._tensor_parallel(model, tp_mesh, tp)
-                params = {_storage_key(p) for p in model.parameters()}
+                params = {_storage(p)._cdata for p in model.parameters()}
                 saved = _SavedBytes(params)
                 ids = torch.zeros(batch, seq_len, dtype=torch.long)
                 with _CollectiveLog() as log, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
@@ -233,9 +233,8 @@ def _split(model: nn.Module, layer: nn.Module, embedding: nn.Module) -> tuple[in
     return totals[0], totals[1], totals[2]
 
 
-def _storage_key(t: torch.Tensor) -> int:
-    local = t._local_tensor if isinstance(t, DTensor) else t
-    return local.untyped_storage()._cdata
+def _storage(t: torch.Tensor) -> torch.UntypedStorage:
+    return (t._local_tensor if isinstance(t, DTensor) else t).untyped_storage()
 
 
 def _logits(output: object) -> torch.Tensor:
@@ -253,11 +252,10 @@ class _SavedBytes:
         self.total = 0
 
     def pack(self, t: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(t)
-        if key not in self.seen:
-            self.seen.add(key)
-            local = t._local_tensor if isinstance(t, DTensor) else t
-            self.total += local.untyped_storage().nbytes()
+        storage = _storage(t)
+        if storage._cdata not in self.seen:
+            self.seen.add(storage._cdata)
+            self.total += storage.nbytes()
         return t
 
     @staticmethod
