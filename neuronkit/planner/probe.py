@@ -34,15 +34,15 @@ from neuronkit import models
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.pipeline.record import first_line
 
+# The tasks (neuronkit.models.TASKS) whose training step the probe can run: token ids in, per-token logits out.
+PLANNED_TASKS = ("causal_lm", "masked_lm")
 # Tensor-parallel styles by the last name of a layer's Linear modules: the Megatron split that
 # TorchTitan's Llama plan and the Oct docs' TP tutorial use (column-parallel into attention and the MLP,
 # row-parallel out of them, so each half costs one all-reduce).
-# The tasks (neuronkit.models.TASKS) whose training step the probe can run: token ids in, per-token logits out.
-PLANNED_TASKS = ("causal_lm", "masked_lm")
 _COLWISE = frozenset({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
 _ROWWISE = frozenset({"o_proj", "down_proj"})
 TP_SPLIT = _COLWISE | _ROWWISE  # the Linear names a tensor-parallel plan splits
-# Bytes a collective moves for each rank, as a multiple of the payload: ring algorithms.
+# The functional collectives `_CollectiveLog` counts, by the kind `neuronkit.planner.plan.RING_FACTOR` prices.
 _COLLECTIVES = {"all_reduce": "all_reduce", "all_gather_into_tensor": "all_gather",
                 "reduce_scatter_tensor": "reduce_scatter", "all_to_all_single": "all_to_all"}
 

@@ -46,7 +46,7 @@ class DeviceInfo:
 @dataclass
 class RunParams:
     """The parameters a run was started with, as `params.json` holds them: the model and the run
-    configuration (`neuronkit.run_config`, whose fields these are: a test holds them together)."""
+    configuration (`neuronkit.pipeline.config.RunConfig`, whose fields these are: a test holds them together)."""
 
     model: str = fact("Model", doc="the bundled model's name or the checkpoint directory", default="")
     dtype: str = fact("Dtype", default="")
