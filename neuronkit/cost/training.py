@@ -203,12 +203,11 @@ def estimate(shape: ModelShape, inst: Instance, layout: Layout, run: TrainingRun
                            + traffic_s("reduce_scatter", "fsdp", layer_bytes))
         calls += 3 * layers
     slot = max(micro, sends) + calls * c.collective_latency_s
+    param_bytes = memory.stage_parameters(shape, layout, last) * nbytes  # and as many bytes of gradients
     data_parallel = 0.0
     if layout.dp > 1:
-        grads = memory.stage_parameters(shape, layout, last) * nbytes
-        data_parallel = max(0.0, traffic_s("all_reduce", "dp", grads) - 2 / 3 * micro) + c.collective_latency_s
-    rank_params = memory.stage_parameters(shape, layout, last)
-    optimizer = rank_params * nbytes * (2 + 2 * (1 + memory.ADAMW_STATES)) / hbm  # read p, g, states; write p, states
+        data_parallel = max(0.0, traffic_s("all_reduce", "dp", param_bytes) - 2 / 3 * micro) + c.collective_latency_s
+    optimizer = param_bytes * (2 + 2 * (1 + memory.ADAMW_STATES)) / hbm  # read p, g, states; write p, states
     step = StepTime(compute=m * compute, memory_bound=m * (micro - compute),
                     communication=m * (max(micro, sends) - micro), latency=m * calls * c.collective_latency_s,
                     pipeline_bubble=(layout.pp - 1) * slot, data_parallel=data_parallel, optimizer=optimizer)

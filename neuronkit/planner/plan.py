@@ -268,7 +268,7 @@ class _Planner:
         stages = {0, layout.pp - 1}
         memories = {s: self._memory(s, layout, shards, traffic, layers, m) for s in stages}
         worst = max(memories.values(), key=lambda mem: mem.total)
-        collectives = self._collectives(worst.stage, layout, shards, traffic, layers, m, inst)
+        collectives = self._collectives(worst, layout, shards, traffic, layers, m, inst)
         return Plan(model=self.name, num_parameters=self.num_parameters, instance=inst.name, nodes=nodes,
                     layout=layout, dtype=str(self.dtype).removeprefix("torch."), micro_batch=self.micro_batch,
                     seq_len=self.seq_len, microbatches=m, hbm_per_core=inst.hbm_bytes_per_core, memory=worst,
@@ -288,9 +288,9 @@ class _Planner:
         return RankMemory(stage=stage, parameters=params, gradients=params, optimizer=_ADAMW_STATES * params,
                           activations=activations, buffers=buffers)
 
-    def _collectives(self, stage: int, layout: Layout, shards: Any, traffic: Any, layers: int, m: int,
+    def _collectives(self, rank: RankMemory, layout: Layout, shards: Any, traffic: Any, layers: int, m: int,
                      inst: Instance) -> list[Collective]:
-        first, last = stage == 0, stage == layout.pp - 1
+        first, last = rank.stage == 0, rank.stage == layout.pp - 1
         found: list[Collective] = []
 
         def add(kind: str, group: str, carries: str, calls: int, nbytes: int) -> None:
@@ -316,9 +316,8 @@ class _Planner:
             add("all_gather", "fsdp", "parameters (forward)", (layers + 1) * m, gathered * m)
             add("all_gather", "fsdp", "parameters (backward)", layers * m, layers * shards.layer_tp * m)
             add("reduce_scatter", "fsdp", "gradients", layers + 1, gathered)
-        if layout.dp > 1:
-            local = layers * shards.layer + (shards.embedding if first else 0) + (shards.head if last else 0)
-            add("all_reduce", "dp", "gradients", 1, local)
+        if layout.dp > 1:  # the rank's gradients, as many as its parameters
+            add("all_reduce", "dp", "gradients", 1, rank.parameters)
         if layout.pp > 1:
             hidden = self.micro_batch * self.seq_len * self.config.hidden_size * self.dtype.itemsize
             add("send_recv", "pp", "activations and their gradients", 2 * m, 2 * m * hidden)

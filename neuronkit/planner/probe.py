@@ -116,7 +116,7 @@ class LayerProbe:
             embedding = model.get_input_embeddings()
             layer = layer_stack(model)[0]
             replicated = sum(_nbytes(p) for n, p in layer.named_parameters()
-                             if _leaf(n.rsplit(".", 1)[0]) not in _COLWISE | _ROWWISE) if tp > 1 else 0
+                             if _leaf(n.rsplit(".", 1)[0]) not in TP_SPLIT) if tp > 1 else 0
             self._tensor_parallel(model, mesh["tp"], tp)
             tp_bytes = _split(model, layer, embedding)
             if fsdp > 1:
@@ -183,7 +183,7 @@ class LayerProbe:
         for layer in layer_stack(model):
             plan = {name: ColwiseParallel() if _leaf(name) in _COLWISE else RowwiseParallel()
                     for name, m in layer.named_modules()
-                    if isinstance(m, nn.Linear) and _leaf(name) in _COLWISE | _ROWWISE}
+                    if isinstance(m, nn.Linear) and _leaf(name) in TP_SPLIT}
             parallelize_module(layer, mesh, plan)
         if not self.tied:  # TorchTitan's split of embeddings and head; tied ones stay whole
             parallelize_module(model.get_input_embeddings(), mesh, RowwiseParallel(input_layouts=Replicate()))
