@@ -32,6 +32,7 @@ from neuronkit.compat.vocabulary import (
     ALL_DTYPES,
     HOST_ONLY,
     PROCESS_GROUP,
+    STATUSES,
     OpFact,
     Status,
     Verdict,
@@ -102,7 +103,7 @@ def markdown(rows: list[Row], notes: list[str]) -> str:
 
 def text(rows: list[Row]) -> str:
     """The table as aligned plain text, with the counts per status."""
-    counts = {status: sum(r.status == status for r in rows) for status in ("Y", "CPU_FALLBACK", "N", "unknown")}
+    counts = {status: sum(r.status == status for r in rows) for status in STATUSES}
     lines = [f"{len(rows)} public APIs: " + ", ".join(f"{n} {s}" for s, n in counts.items()), ""]
     width = max(len(f"{r.namespace}.{r.api}") for r in rows) if rows else 0
     for r in rows:

@@ -15,9 +15,7 @@ import math
 from dataclasses import dataclass
 
 from neuronkit.cost.shape import ModelShape
-from neuronkit.planner.plan import Layout
-
-ADAMW_STATES = 2
+from neuronkit.planner.plan import ADAMW_STATES, Layout
 
 
 @dataclass(frozen=True, slots=True)

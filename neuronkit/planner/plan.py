@@ -35,7 +35,7 @@ RING_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: 
                "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
                "send_recv": lambda n: 1.0}
 _DIMS = ("tp", "fsdp", "dp", "pp")  # innermost first
-_ADAMW_STATES = 2  # exp_avg and exp_avg_sq, each shaped and typed like its parameter (torch.optim.AdamW)
+ADAMW_STATES = 2  # exp_avg and exp_avg_sq, each shaped and typed like its parameter (torch.optim.AdamW)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +285,7 @@ class _Planner:
             buffers = params
         else:
             buffers = 0
-        return RankMemory(stage=stage, parameters=params, gradients=params, optimizer=_ADAMW_STATES * params,
+        return RankMemory(stage=stage, parameters=params, gradients=params, optimizer=ADAMW_STATES * params,
                           activations=activations, buffers=buffers)
 
     def _collectives(self, rank: RankMemory, layout: Layout, shards: Any, traffic: Any, layers: int, m: int,
