@@ -67,8 +67,7 @@ def checks(constants: Constants) -> list[Check]:
     """Every published row the model expresses, predicted with `constants`."""
     found: list[Check] = []
     for r in published()["training"]:
-        est = training.estimate(_shape(r["model"]), instance(r["instance"]),
-                                Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"]), _training_run(r), constants=constants)
+        est = _trained(r, constants)
         step = est.step
         detail = (f"step {est.step_seconds:.2f} s: compute {step.compute:.2f} s, collective latency "
                   f"{step.latency:.2f} s, pipeline bubble {step.pipeline_bubble:.2f} s; MFU {est.mfu:.1%}")
@@ -125,10 +124,7 @@ def fit(retrieved: str) -> Constants:
         return serving.estimate(_shape(r["model"]), instance(r["instance"]), _serving_run(r), constants=c).ttft_s * 1e3
 
     def rate(c: Constants) -> float:
-        r = train_row
-        layout = Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"])
-        return training.estimate(_shape(r["model"]), instance(r["instance"]), layout, _training_run(r),
-                                 constants=c).sequences_per_s
+        return _trained(train_row, c).sequences_per_s
 
     compute, hbm, latency = 0.25, 1.0, 1e-4
     for _ in range(6):
@@ -179,10 +175,12 @@ def misses(found: list[Check], band: dict[str, float]) -> list[Check]:
     return [c for c in found if not c.fit and not c.outside and abs(c.ratio - 1) > limit(c) + 1e-9]
 
 
-def _training_run(r: dict[str, Any]) -> training.TrainingRun:
-    """A published training row's run."""
-    return training.TrainingRun(nodes=r["nodes"], micro_batch=r["micro_batch"], seq_len=r["seq_len"],
-                                global_batch=r["global_batch"], dtype=r["dtype"])
+def _trained(r: dict[str, Any], constants: Constants) -> training.TrainingEstimate:
+    """A published training row's run and layout, estimated with `constants`."""
+    run = training.TrainingRun(nodes=r["nodes"], micro_batch=r["micro_batch"], seq_len=r["seq_len"],
+                               global_batch=r["global_batch"], dtype=r["dtype"])
+    return training.estimate(_shape(r["model"]), instance(r["instance"]), Layout(tp=r["tp"], dp=r["dp"], pp=r["pp"]),
+                             run, constants=constants)
 
 
 def _serving_run(r: dict[str, Any]) -> serving.ServingRun:
