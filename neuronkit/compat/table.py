@@ -19,7 +19,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import Any
 
 import torch
@@ -64,7 +64,7 @@ def whole_table(policy: Policy | None = None) -> list[Row]:
     """Every public API PyTorch lists, classified; sorted by namespace, then name."""
     policy = policy or load_policy()
     facts = _AtenFacts(policy)
-    rows = [Row(namespace, api, *_fields(_verdict(namespace, api, prop, facts)))
+    rows = [Row(namespace, api, *astuple(_verdict(namespace, api, prop, facts)))
             for namespace, api, prop in _public_apis()]
     rows += _distributed_rows()
     return sorted(rows, key=lambda r: (r.namespace, r.api))
@@ -113,10 +113,6 @@ def text(rows: list[Row]) -> str:
 
 def _cell(value: str) -> str:
     return value.replace("|", "\\|").replace("\n", " ")
-
-
-def _fields(verdict: Verdict) -> tuple[Status, str, tuple[str, ...], tuple[str, ...]]:
-    return verdict.status, verdict.how, verdict.aten_ops, verdict.dtypes
 
 
 @functools.lru_cache(maxsize=1)
