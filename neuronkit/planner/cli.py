@@ -17,6 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from neuronkit.errors import NeuronkitInputError, require_positive_ints
+from neuronkit.planner.instances import instance
+
 _DEFAULT_INSTANCE = "trn2.48xlarge"
 
 
@@ -68,15 +71,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from neuronkit.errors import require_positive_ints
-
     require_positive_ints(**{k: v for k, v in (("global_batch", args.global_batch), ("batch", args.batch),
                                                ("input_len", args.input_len), ("output_len", args.output_len),
                                                ("top", args.top)) if v is not None})
     for name in ("tokens", "max_tpot_ms", "max_ttft_ms", "max_days", "usd_per_hour"):
         value = getattr(args, name)
         if value is not None and not value > 0:
-            from neuronkit.errors import NeuronkitInputError
             raise NeuronkitInputError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
     if args.serve or args.sweep or args.global_batch is not None:
         return _cost(args)
@@ -87,8 +87,6 @@ def _measured(args: argparse.Namespace) -> int:
     """One layout measured on the fake process group, with its cost estimate."""
     from neuronkit.cost import text, training
     from neuronkit.cost.shape import model_shape
-    from neuronkit.errors import NeuronkitInputError
-    from neuronkit.planner.instances import instance
     from neuronkit.planner.plan import plan  # after argument parsing: loads transformers
 
     result = plan(args.model, tp=args.tp or 1, fsdp=args.fsdp, pp=args.pp, dp=args.dp,
@@ -112,11 +110,8 @@ def _measured(args: argparse.Namespace) -> int:
 def _cost(args: argparse.Namespace) -> int:
     from neuronkit.cost import serving, sweep, text, training
     from neuronkit.cost.shape import model_shape
-    from neuronkit.planner.instances import instance
-    from neuronkit.planner.plan import resolve_layout
-
-    from neuronkit.errors import NeuronkitInputError
     from neuronkit.models import compute_dtype
+    from neuronkit.planner.plan import resolve_layout
 
     shape = model_shape(args.model)
     dtype = str(compute_dtype(args.dtype)).removeprefix("torch.")
