@@ -170,10 +170,8 @@ def plan(model: models.ModelSpec, *, instance: str = "trn2.48xlarge", nodes: int
     unknown = sorted(set(degrees) - {"tp", "fsdp", "pp", "dp"})
     if unknown:
         raise NeuronkitInputError(f"unknown parallel degree(s) {', '.join(unknown)}; choose from tp, fsdp, pp, dp")
-    tp, pp, dp = (degrees.get(name, 1) for name in ("tp", "pp", "dp"))
-    fsdp = degrees.get("fsdp")
     inst = find_instance(instance)
-    layout = resolve_layout(inst, nodes, tp=tp, fsdp=fsdp, pp=pp, dp=dp)
+    layout = resolve_layout(inst, nodes, **degrees)
     return _Planner(model, models.compute_dtype(dtype), micro_batch, seq_len).plan(layout, inst, nodes, microbatches)
 
 
