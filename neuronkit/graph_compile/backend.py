@@ -175,11 +175,8 @@ def _explicitly_dynamic(gm: torch.fx.GraphModule) -> bool:
     input, as opposed to dimensions Dynamo made dynamic on its own after a second shape."""
     if not torch._dynamo.config.assume_static_by_default:
         return True
-    for node in gm.graph.find_nodes(op="placeholder"):
-        arg = node.meta.get("grapharg")
-        if getattr(getattr(arg, "example", None), "_dynamo_dynamic_indices", None):
-            return True
-    return False
+    return any(getattr(getattr(node.meta.get("grapharg"), "example", None), "_dynamo_dynamic_indices", None)
+               for node in gm.graph.find_nodes(op="placeholder"))
 
 
 def _dynamic_dims(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[str]:

@@ -139,12 +139,8 @@ def _min_padding_buckets(values: list[int], max_buckets: int, multiple_of: int, 
 
 
 def _bucketing(strategy: str, buckets: list[int], values: list[int]) -> Bucketing:
-    counts: Counter[int] = Counter()
-    padded = 0
-    for v in values:
-        bucket = buckets[bisect_left(buckets, v)]
-        counts[bucket] += 1
-        padded += bucket
+    counts = Counter(buckets[bisect_left(buckets, v)] for v in values)
+    padded = sum(bucket * n for bucket, n in counts.items())
     total = sum(values)
     return Bucketing(strategy=strategy, buckets=buckets, compilations=len(counts), padded_tokens=padded,
                      padding_overhead=round(100.0 * (padded - total) / total, 2),

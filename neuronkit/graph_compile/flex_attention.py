@@ -28,11 +28,10 @@ def dense(*args: object) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def legalize(gm: torch.fx.GraphModule) -> int:
     """Replace every `flex_attention` node of `gm` with its dense ATen computation; how many were replaced."""
-    replaced = 0
-    for node in gm.graph.find_nodes(op="call_function", target=flex_attention_hop):
+    nodes = gm.graph.find_nodes(op="call_function", target=flex_attention_hop)
+    for node in nodes:
         node.target = dense
-        replaced += 1
-    if replaced:
+    if nodes:
         gm.recompile()
-    return replaced
+    return len(nodes)
 
