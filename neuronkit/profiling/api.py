@@ -9,6 +9,7 @@ profiler's overhead is reported next to its results.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import statistics
@@ -71,7 +72,7 @@ def profile(model: torch.nn.Module, inputs: Any, steps: int = 5, warmup: int = R
     if warmup < RECOMMENDED_WARMUP:
         warnings.warn(f"warmup={warmup}: profile after at least {RECOMMENDED_WARMUP} warm-up iterations, or "
                       "first-call compilation shows up in the measurements", UserWarning, stacklevel=2)
-    run = _runner(model, inputs)
+    run = functools.partial(call, model, inputs)
     if not installed():  # the real backend owns `neuron`, or there is no device at all
         if importlib.util.find_spec("torch_neuronx") is None:
             raise RuntimeError("neuronkit.profile needs a neuron device: the simulator is off in this process "
@@ -104,7 +105,7 @@ def from_export(model: torch.nn.Module, inputs: Any, export: ProfileExport, step
     `module_path` (only `profile` tracks modules)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    run = _runner(model, inputs)
+    run = functools.partial(call, model, inputs)
     with torch.no_grad():
         plain = [_timed_ms(run) for _ in range(steps)]
     return _summary(export, statistics.median(plain), export.window_s * 1000 / steps, steps, None)
@@ -132,10 +133,6 @@ def _summary(export: ProfileExport, plain_ms: float, profiled_ms: float, steps: 
                      "source": peaks.source, "note": "roofline estimate from published peaks, not a measurement"},
     }
     return summary
-
-
-def _runner(model: torch.nn.Module, inputs: Any) -> Callable[[], Any]:
-    return lambda: call(model, inputs)
 
 
 def _timed_ms(run: Callable[[], Any]) -> float:
