@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from neuronkit.cost.shape import ModelShape
-from neuronkit.planner.plan import ADAMW_STATES, Layout
+from neuronkit.planner.plan import ADAMW_STATES, Layout, comm_buffers
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +75,7 @@ def training(shape: ModelShape, layout: Layout, *, micro_batch: int, seq_len: in
         saved = layers * activation_bytes(shape, tokens, layout.tp, nbytes) * in_flight
         if stage == layout.pp - 1:  # logits in the training dtype and their float32 loss copy
             saved += tokens * shape.vocab * (nbytes + 4) / layout.tp
-        if layout.fsdp > 1:  # the layer computed, the one prefetched, and a gradient reduce buffer
-            buffers = 3 * layer_parameters(shape, layout.tp) * nbytes
-        elif layout.dp > 1:  # DDP's buckets copy the gradients
-            buffers = params
-        else:
-            buffers = 0
+        buffers = comm_buffers(layout, layer_parameters(shape, layout.tp) * nbytes, params)
         found = RankBytes(parameters=params, gradients=params, optimizer=ADAMW_STATES * params,
                           activations=int(saved), buffers=int(buffers))
         worst = found if worst is None or found.total > worst.total else worst

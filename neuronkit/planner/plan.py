@@ -277,14 +277,8 @@ class _Planner:
         params = layers * shards.layer + (shards.embedding if first else 0) + (shards.head if last else 0)
         in_flight = min(layout.pp - stage, m)  # 1F1B: stage s holds pp - s micro-batches' activations
         activations = layers * traffic.layer_saved * in_flight + (traffic.outside_saved if last else 0)
-        if layout.fsdp > 1:  # the layer being computed and the one prefetched, plus a gradient reduce buffer
-            buffers = 3 * shards.layer_tp
-        elif layout.dp > 1:  # DDP's buckets copy the gradients (gradient_as_bucket_view=False by default)
-            buffers = params
-        else:
-            buffers = 0
         return RankMemory(stage=stage, parameters=params, gradients=params, optimizer=ADAMW_STATES * params,
-                          activations=activations, buffers=buffers)
+                          activations=activations, buffers=comm_buffers(layout, shards.layer_tp, params))
 
     def _collectives(self, rank: RankMemory, layout: Layout, shards: Any, traffic: Any, layers: int, m: int,
                      inst: Instance) -> list[Collective]:
@@ -357,6 +351,13 @@ def link(layout: Layout, group: str, inst: Instance) -> tuple[str, float]:
     if span >= inst.cores_per_chip:
         return "NeuronLink", inst.neuronlink_bytes_per_s_per_core
     return "same chip", inst.hbm_bytes_per_s_per_core
+
+
+def comm_buffers(layout: Layout, layer: float, params: float) -> float:
+    """A rank's communication buffers: with FSDP the layer being computed and the one prefetched, plus a
+    gradient reduce buffer (`layer`: one layer after tensor parallel); with DDP its buckets, which copy the
+    gradients (`params`; gradient_as_bucket_view=False by default)."""
+    return 3 * layer if layout.fsdp > 1 else params if layout.dp > 1 else 0
 
 
 def divisors(n: int) -> list[int]:
