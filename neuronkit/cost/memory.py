@@ -67,20 +67,18 @@ def training(shape: ModelShape, layout: Layout, *, micro_batch: int, seq_len: in
     """The fullest rank's bytes: the first pipeline stage (most micro-batches in flight) or the last
     (the head and the logits), whichever holds more."""
     tokens = micro_batch * seq_len
-    worst = None
+    layers = math.ceil(shape.layers / layout.pp)
+    found = []
     for stage in {0, layout.pp - 1}:
         params = math.ceil(stage_parameters(shape, layout, stage)) * nbytes
         in_flight = min(layout.pp - stage, microbatches)  # 1F1B: stage s keeps pp - s micro-batches
-        layers = math.ceil(shape.layers / layout.pp)
         saved = layers * activation_bytes(shape, tokens, layout.tp, nbytes) * in_flight
         if stage == layout.pp - 1:  # logits in the training dtype and their float32 loss copy
             saved += tokens * shape.vocab * (nbytes + 4) / layout.tp
         buffers = comm_buffers(layout, layer_parameters(shape, layout.tp) * nbytes, params)
-        found = RankBytes(parameters=params, gradients=params, optimizer=ADAMW_STATES * params,
-                          activations=int(saved), buffers=int(buffers))
-        worst = found if worst is None or found.total > worst.total else worst
-    assert worst is not None
-    return worst
+        found.append(RankBytes(parameters=params, gradients=params, optimizer=ADAMW_STATES * params,
+                               activations=int(saved), buffers=int(buffers)))
+    return max(found, key=lambda rank: rank.total)
 
 
 def serving(shape: ModelShape, *, tp: int, batch: int, context: int, weight_bytes: int, kv_bytes: int) -> RankBytes:
