@@ -104,7 +104,7 @@ class CheckReport:
         ran = [s for s in self.stages if s.stage in own]
         status = worst(s.status for s in ran)
         said = SpelledOnce()
-        summary = "; ".join(f"{s.stage}: {_once(said, s)}" for s in ran)
+        summary = "; ".join(f"{s.stage}: {_once(said, s).removesuffix('.')}" for s in ran)  # no ".;"
         return (self.status if status == "skipped" else status), summary
 
 

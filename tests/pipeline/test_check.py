@@ -395,7 +395,7 @@ def test_an_error_several_steps_meet_is_spelled_out_once():
     assert [s.summary for s in report.stages].count(refused) == 3  # the JSON keeps every step's own message
     # the eager workbook stage's summary of its steps (its record, the report's verdict, run's progress line)
     assert report.verdict(["eager", "generate", "train"]) == (
-        "error", f"eager: {refused}; generate: the same error as eager")
+        "error", f"eager: {refused.removesuffix('.')}; generate: the same error as eager")  # no ".;"
     skipped = StageResult("timing", "skipped", f"skipped: eager failed (error: {refused}); timing needs it")
     rows = CheckReport("moe", "float32", [*report.stages[:3], skipped]).table().splitlines()
     assert rows[-1].endswith("skipped: eager failed (error: the same error as eager); timing needs it")
