@@ -441,9 +441,10 @@ def _status(run: RunDir, stage: str) -> str:
 
 
 def _line(index: int, nb: NotebookRun, said: SpelledOnce | None = None, record: StageResult[Any] | None = None) -> str:
-    """One progress line: the notebook, its stage's status and time, and for a stage that raised (`record`, its
-    stage's record) the error, under it, once: `said` keeps the errors earlier lines gave, which a later
-    line (a stage skipped because this one raised) names as `the same error as <stage>`."""
+    """One progress line: the notebook, its stage's status and time, and under it why a stage failed (`record`,
+    its stage's record: the first line of its summary) or raised (the error, once: `said` keeps the errors
+    earlier lines gave, which a later line, a stage skipped because this one raised, names as `the same error as
+    <stage>`)."""
     said = said if said is not None else SpelledOnce()
     if nb.reason is not None:
         return f"[{index}/{len(NOTEBOOKS)}] {nb.notebook:<26} skipped: {said.quoted(nb.reason)}"
@@ -452,6 +453,8 @@ def _line(index: int, nb: NotebookRun, said: SpelledOnce | None = None, record: 
     if record is not None and record.status == "error":  # what a later stage's reason quotes (`unmet`)
         given = said.error(record.stage, first_line(record.summary))
         error = error or given
+    elif record is not None and record.status == "fail":
+        error = error or first_line(record.summary)
     return line + (f"\n      {error}" if error else "")
 
 

@@ -404,6 +404,7 @@ def test_the_runner_skips_a_stage_whose_requirement_failed_and_says_which(tmp_pa
     for stage in ("compile", "profile"):
         record = run.read(stage)
         assert record.status == "skipped" and record.summary == "eager failed (fail: eager: logits differ)"
+    assert lines[2].endswith("fail         0.1s\n      eager: logits differ")  # why, under the line
     assert lines[4] == "[5/7] 04_compile.ipynb           skipped: eager failed (fail: eager: logits differ)"
     assert [nb.status for nb in ran] == ["pass", "pass", "fail", "pass", "skipped", "skipped"]
     assert ran[4].output is None and not (run.path / "04_compile.ipynb").exists()
