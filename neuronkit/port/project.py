@@ -64,10 +64,10 @@ def _resolve(base: Path, dotted: str) -> Path | None:
     return None
 
 
-def follow_imports(script: Path, roots: list[Path], read: Callable[[Path], str],
-                   parse: Callable[[str, Path], cst.Module]) -> list[Path]:
+def follow_imports(script: Path, roots: list[Path], parse: Callable[[Path], cst.Module]) -> list[Path]:
     """The script and every local module it imports, directly or through another local module, in the order
-    they are first reached. Files are named as the user named the script (relative stays relative)."""
+    they are first reached. Files are named as the user named the script (relative stays relative); `parse`
+    is given each as named."""
     start = script.resolve()
     shown = {start: script}
     order = [start]
@@ -75,7 +75,7 @@ def follow_imports(script: Path, roots: list[Path], read: Callable[[Path], str],
     while index < len(order):
         path = order[index]
         index += 1
-        for base, dotted in _imported_modules(parse(read(path), shown.get(path, path)), path):
+        for base, dotted in _imported_modules(parse(shown[path]), path):
             for root in ([base] if base is not None else roots):
                 found = _resolve(root, dotted)
                 if found is not None:

@@ -4,8 +4,10 @@ text (the original files are only read). A script is followed into the local mod
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,8 +60,24 @@ def _parse(text: str, path: str | os.PathLike) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise NeuronkitInputError(f"{path}:{exc.raw_line}:{exc.raw_column + 1}: not valid Python "
-                                  f"({exc.message.splitlines()[0]})") from None
+        line, col, reason = _syntax_problem(text, exc)
+        raise NeuronkitInputError(f"{path}:{line}:{col}: {reason}") from None
+
+
+def _syntax_problem(text: str, exc: cst.ParserSyntaxError) -> tuple[int, int, str]:
+    """Where and why a file libcst cannot parse is not Python, as Python itself says (its line, column and
+    message: "invalid syntax", "'(' was never closed"); libcst's own when Python compiles the file."""
+    try:
+        with warnings.catch_warnings():  # a SyntaxWarning (an invalid escape) is Python's business, not ours
+            warnings.simplefilter("ignore")
+            compile(text, "<port>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError) as err:  # ValueError: null bytes, before Python 3.12
+        message = err.msg if isinstance(err, SyntaxError) else str(err)
+        if isinstance(err, SyntaxError) and err.lineno is not None:
+            return err.lineno, max(err.offset or 1, 1), f"not valid Python ({message})"
+        return exc.raw_line, exc.raw_column + 1, f"not valid Python ({message})"
+    return exc.raw_line, exc.raw_column + 1, \
+        f"Python compiles it but libcst cannot parse it ({exc.message.splitlines()[0]})"
 
 
 def _rewrite(wrapper: MetadataWrapper, text: str, path: str | os.PathLike, facts: ProjectFacts) -> FileScan:
@@ -107,17 +125,26 @@ def scan_project(paths: list[str | os.PathLike]) -> Project:
     folders) and the named files; or, when the first path is a directory, every `*.py` under the paths named.
     Every file is rewritten knowing what the whole project does (e.g. whether it starts several processes)."""
     files = python_files(paths)
+    sources: dict[Path, tuple[str, cst.Module]] = {}  # each file read and parsed once
+
+    def load(path: Path) -> cst.Module:
+        key = path.resolve()
+        if key not in sources:
+            text = _read(path)
+            sources[key] = (text, _parse(text, path))
+        return sources[key][1]
+
     first = Path(paths[0])
     script = first if first.is_file() else None
     roots: list[Path] = []
     if script is not None:
         roots = import_roots(script, [Path(p) for p in paths[1:] if Path(p).is_dir()])
         named = [f for f in files[1:] if not any(Path(p).is_dir() and f.is_relative_to(Path(p)) for p in paths[1:])]
-        files = list(dict.fromkeys([*follow_imports(script, roots, _read, _parse), *named]))
+        files = list(dict.fromkeys([*follow_imports(script, roots, load), *named]))
     parsed = []
     for path in files:
-        text = _read(path)
-        parsed.append((path, text, MetadataWrapper(_parse(text, path))))
+        module = load(path)
+        parsed.append((path, sources[path.resolve()][0], MetadataWrapper(module)))
     facts = facts_from(set().union(*(called_names(wrapper) for _, _, wrapper in parsed)) if parsed else set())
     return Project(script, [_rewrite(wrapper, text, path, facts) for path, text, wrapper in parsed], roots, facts)
 

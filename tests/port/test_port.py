@@ -4,6 +4,7 @@ targets on the simulated device, the command's outputs and exit codes, and `--ru
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
 import json
@@ -18,6 +19,8 @@ import port_rules_page
 from conftest import RANK_ENV, ROOT, TINY_QWEN3
 
 from neuronkit.cli import main
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.port import scan
 from neuronkit.port.edits import HELPERS_HEADER
 from neuronkit.port.rules import PUBLIC_SOURCE, load_rules
 from neuronkit.port.scan import scan_paths, scan_source
@@ -194,6 +197,51 @@ def test_unparsable_file_is_one_line_naming_it(tmp_path, capsys):
     assert main(["port", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{bad}:" in err and "not valid Python" in err
+
+
+def _python_says(text: str) -> SyntaxError:
+    try:
+        compile(text, "bad.py", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    raise AssertionError("compiles")
+
+
+@pytest.mark.parametrize("text, where", [
+    ("import torch\nx = 1\ndef f(:\n    pass\n", "3:7"),  # libcst's own location is 4:1
+    ("import torch\nx = torch.ones(2).cuda(\n", "2:23"),  # libcst: 2:1, "error at 3:0"
+    ('import torch\nprint "step", 1\n', "2:1"),  # Python 2: "Missing parentheses in call to 'print'"
+])
+def test_a_syntax_error_is_reported_where_and_as_python_reports_it(tmp_path, capsys, text, where):
+    bad = tmp_path / "bad.py"
+    bad.write_text(text)
+    assert main(["port", str(bad)]) == 2
+    said = _python_says(text)
+    assert f"{said.lineno}:{said.offset}" == where
+    assert capsys.readouterr().err.strip() == f"neuronkit port: error: {bad}:{where}: not valid Python ({said.msg})"
+
+
+def test_a_file_python_compiles_but_libcst_cannot_parse_is_located_by_libcst(monkeypatch):
+    """Syntax newer than libcst (a later Python's) compiles: the location and the message are then libcst's."""
+    monkeypatch.setattr(scan, "compile", lambda *args, **kwargs: None, raising=False)  # as a newer Python would
+    with pytest.raises(NeuronkitInputError) as caught:
+        scan_source("import torch\nx = 1\ndef f(:\n    pass\n", "new.py")
+    assert re.fullmatch(r"new\.py:4:1: Python compiles it but libcst cannot parse it \(parser error: .*\)",
+                        str(caught.value))
+
+
+def test_each_file_of_a_project_is_parsed_once(monkeypatch):
+    parsed: Counter = Counter()
+    parse = scan.cst.parse_module
+
+    def counting(text, *args, **kwargs):
+        parsed[text] += 1
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(scan.cst, "parse_module", counting)
+    project = scan.scan_project([ROOT / "tests" / "port" / "corpus" / "projects" / "package_project" / "train.py"])
+    assert len(project.scans) > 1  # the script and the modules it imports
+    assert [parsed[s.original] for s in project.scans] == [1] * len(project.scans)
 
 
 def test_bad_input_exits_2(tmp_path, capsys):
