@@ -254,6 +254,64 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert all(line.startswith("neuronkit port: error:") for line in capsys.readouterr().err.splitlines())
 
 
+def _unparsable_folder(folder: Path) -> dict[str, str]:
+    """A folder as a real repository holds it: a script that ports, a Python 2 leftover, a broken file."""
+    (folder / "legacy").mkdir(parents=True)
+    (folder / "train.py").write_text((CORPUS / "basics.py").read_text())
+    (folder / "legacy" / "old_train.py").write_text('import torch\nprint "loss", 1\nx = torch.ones(1).cuda()\n')
+    (folder / "broken.py").write_text("import torch\nx = 1\ndef f(:\n    pass\n")
+    said = _python_says('import torch\nprint "loss", 1\n').msg
+    return {"broken.py": f"{folder / 'broken.py'}:3:7: not valid Python (invalid syntax), not scanned",
+            "old_train.py": f"{folder / 'legacy' / 'old_train.py'}:2:1: not valid Python ({said}), not scanned"}
+
+
+def test_a_file_that_is_not_python_in_a_folder_is_listed_and_the_others_are_scanned(tmp_path, capsys):
+    folder = tmp_path / "repo"
+    lines = _unparsable_folder(folder)
+    assert main(["port", str(folder)]) == 0  # neither file is one a script imports: nothing blocks
+    out = capsys.readouterr().out.splitlines()
+    assert f"{folder / 'train.py'}:16:1  REWRITE (fixed by --write)  [set-device]  torch.cuda.set_device" in out
+    assert lines["broken.py"] in out and lines["old_train.py"] in out
+    assert re.fullmatch(r"1 file: \d+ findings \(.*\); 2 files not scanned -> ready", out[-1])
+    assert main(["port", str(folder), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == [str(folder / "train.py")] and doc["verdict"] == "ready" and doc["findings"]
+    assert [(n["path"], n["line"], n["col"], n["imported_by"], n["breaks_script"]) for n in doc["not_scanned"]] == [
+        (str(folder / "broken.py"), 3, 7, None, False), (str(folder / "legacy" / "old_train.py"), 2, 1, None, False)]
+    assert main(["port", str(folder), "--diff", "--write", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[:2] == [lines["broken.py"], lines["old_train.py"]] and "2 files not scanned -> ready" in err[2]
+    assert f"no rewritten copy of {folder / 'broken.py'}: not scanned" in err
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["train.py"]  # a folder's copy, though of one file
+
+
+def test_a_module_the_script_imports_that_is_not_python_blocks_and_the_rest_is_scanned(tmp_path, capsys):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nfrom model import Net\nfrom data import batches\n"
+                                      "net = Net().cuda()\n")
+    (project / "model.py").write_text("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                                      "        print x.shape\n        return x\n")
+    (project / "data.py").write_text("import torch\ndef batches():\n    yield torch.ones(2, device='cuda')\n")
+    (project / "stray.py").write_text("print 'not imported'\n")  # beside the script, not imported: not read
+    assert main(["port", str(project / "train.py")]) == 1
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    assert f"{project / 'data.py'}:3:32  REWRITE (fixed by --write)  [device-string]  'cuda'" in out  # scanned
+    said = _python_says("def f(x):\n    print x.shape\n").msg
+    assert f"{project / 'model.py'}:4:9: not valid Python ({said}), not scanned (imported by {project / 'train.py'}: " \
+           "the import raises SyntaxError, so the script cannot run as is)" in out
+    assert re.fullmatch(r"2 files: 2 findings \(.*\); 1 file not scanned \(1 imported by the script and not valid "
+                        r"Python\) -> blocked", out[-1])
+    assert captured.err.strip() == "neuronkit port: blocked: the script imports a file that is not valid Python " \
+                                   "(see above)"
+    assert main(["port", str(project / "train.py"), "--json", "-"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "blocked" and doc["counts"]["blocker"] == 0
+    assert [(n["path"], n["imported_by"], n["breaks_script"]) for n in doc["not_scanned"]] == [
+        (str(project / "model.py"), str(project / "train.py"), True)]
+
+
 def test_a_directory_with_blockers_exits_1_and_lists_them(tmp_path, capsys):
     folder = tmp_path / "scripts"
     (folder / "sub").mkdir(parents=True)
