@@ -285,6 +285,24 @@ def test_a_file_that_is_not_python_in_a_folder_is_listed_and_the_others_are_scan
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["train.py"]  # a folder's copy, though of one file
 
 
+def test_a_file_that_is_not_utf8_is_listed_as_python_reads_it(tmp_path, capsys):
+    """Latin-1 source: with a coding declaration Python runs it (neuronkit reads UTF-8 only), without one Python
+    cannot read it either; both are listed and the folder's other file is scanned."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "train.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    (folder / "declared.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\n")
+    (folder / "undeclared.py").write_bytes(b"import torch\nname = 'caf\xe9'\n")
+    assert main(["port", str(folder), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == [str(folder / "train.py")] and doc["counts"]["rewrite"] == 1
+    declared, undeclared = doc["not_scanned"]
+    assert (declared["line"], declared["col"], declared["valid_python"]) == (3, 12, True)
+    assert declared["reason"] == "not UTF-8 text (neuronkit reads UTF-8 source only)"
+    assert (undeclared["line"], undeclared["valid_python"]) == (2, False)
+    assert undeclared["reason"].startswith("not valid Python (") and "utf-8" in undeclared["reason"]
+
+
 def test_a_module_the_script_imports_that_is_not_python_blocks_and_the_rest_is_scanned(tmp_path, capsys):
     project = tmp_path / "proj"
     project.mkdir()
