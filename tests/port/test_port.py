@@ -189,6 +189,9 @@ def test_rename_targets_behave_as_S_on_the_simulated_device():
     end.record()
     end.synchronize()
     assert start.elapsed_time(end) >= 0
+    props = n.get_device_properties(0)  # S neuron.py:287 (an index, or a device string: S __init__.py:220-229)
+    assert isinstance(props.name, str) and props.total_memory > 0
+    assert n.get_device_properties("neuron:0").total_memory == props.total_memory
 
 
 def test_unparsable_file_is_one_line_naming_it(tmp_path, capsys):
@@ -242,6 +245,64 @@ def test_each_file_of_a_project_is_parsed_once(monkeypatch):
     project = scan.scan_project([ROOT / "tests" / "port" / "corpus" / "projects" / "package_project" / "train.py"])
     assert len(project.scans) > 1  # the script and the modules it imports
     assert [parsed[s.original] for s in project.scans] == [1] * len(project.scans)
+
+
+def _port_json(tmp_path: Path, capsys, text: str) -> tuple[int, dict]:
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n" + text)
+    code = main(["port", str(script), "--json", "-"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_cuda_call_that_raises_without_cuda_blocks_where_neuron_reaches_it(tmp_path, capsys):
+    """torch.cuda.get_device_capability() raises on Trainium and TorchNeuron has no counterpart (S's neuron.py
+    defines none): called with no CUDA check on the way, the script cannot run there."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nmajor, minor = torch.cuda.get_device_capability()\nuse_bf16 = major >= 8\n")
+    assert main(["port", str(script)]) == 1
+    captured = capsys.readouterr()
+    assert f"{script}:2:16  BLOCKER  [get-device-capability]  torch.cuda.get_device_capability" in captured.out
+    assert "here: raises here on Trainium, which has no CUDA" in captured.out
+    assert captured.out.rstrip().endswith("(0 rewrite, 0 fixed by --write; 0 decide; 1 blocker) -> blocked")
+    assert "blocked: blocker findings" in captured.err
+    code, doc = _port_json(tmp_path, capsys, "free, total = torch.cuda.mem_get_info()\n")
+    assert code == 1 and [(f["rule"], f["category"]) for f in doc["findings"]] == [("mem-get-info", "blocker")]
+
+
+@pytest.mark.parametrize("guarded", [
+    "if torch.cuda.is_available():\n    major, _ = torch.cuda.get_device_capability()\n",
+    "major = torch.cuda.get_device_capability()[0] if torch.cuda.is_available() else 0\n",
+    "bf16 = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n",
+    "try:\n    free, total = torch.cuda.mem_get_info()\nexcept RuntimeError:\n    free = total = 0\n",
+    "def free_memory():\n    if not torch.cuda.is_available():\n        return 0\n    return torch.cuda.mem_get_info()[0]\n",
+], ids=["if", "if-else-expression", "and", "try", "early-return"])
+def test_a_raising_cuda_call_a_cuda_check_keeps_neuron_from_stays_a_decision(tmp_path, capsys, guarded):
+    code, doc = _port_json(tmp_path, capsys, guarded)
+    assert code == 0 and doc["verdict"] == "ready"
+    raising = [f for f in doc["findings"] if f["rule"] in ("get-device-capability", "mem-get-info")]
+    assert [f["category"] for f in raising] == ["decide"]
+
+
+def test_get_device_properties_is_torch_neurons_unless_the_script_reads_what_it_lacks(tmp_path, capsys):
+    """S torch_neuronx/neuron.py:287 defines get_device_properties; its properties bind name and total_memory
+    only (S csrc/core/NeuronBindings.cpp:550-552)."""
+    code, doc = _port_json(tmp_path, capsys, "props = torch.cuda.get_device_properties(0)\n"
+                                             "print(props.name, torch.cuda.get_device_properties(0).total_memory)\n")
+    assert code == 0 and doc["verdict"] == "ready"
+    assert [(f["rule"], f["category"], f["fixed_by_write"]) for f in doc["findings"]] == [
+        ("get-device-properties", "rewrite", True)] * 2
+    assert main(["port", str(tmp_path / "train.py"), "--diff"]) == 0
+    assert "+props = torch.neuron.get_device_properties(0)" in capsys.readouterr().out
+    code, doc = _port_json(tmp_path, capsys, "props = torch.cuda.get_device_properties(0)\n"
+                                             "print(props.multi_processor_count)\n")
+    (finding,) = doc["findings"]
+    assert code == 1 and (finding["category"], finding["fixed_by_write"]) == ("blocker", False)
+    assert finding["note"].startswith("reads .multi_processor_count of the result, which TorchNeuron's lacks")
+    # behind a CUDA check the call stays a decision, and the check is not rewritten to run it on neuron
+    code, doc = _port_json(tmp_path, capsys, "if torch.cuda.is_available():\n"
+                                             "    print(torch.cuda.get_device_properties(0).major)\n")
+    assert code == 0 and [(f["rule"], f["category"]) for f in doc["findings"]] == [
+        ("is-available", "decide"), ("get-device-properties", "decide")]
 
 
 def test_bad_input_exits_2(tmp_path, capsys):

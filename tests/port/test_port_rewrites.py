@@ -117,6 +117,9 @@ CASES = [
     Case("max-memory-allocated", "result = torch.cuda.max_memory_allocated() >= 0"),
     Case("reset-peak-memory-stats", "torch.cuda.reset_peak_memory_stats()\nresult = 1", cpu="result = 1"),
     Case("memory-summary", "result = isinstance(torch.cuda.memory_summary(), str)", cpu="result = True"),
+    Case("get-device-properties", "props = torch.cuda.get_device_properties(0)\n"
+         "result = (isinstance(props.name, str), torch.cuda.get_device_properties(0).total_memory > 0)",
+         cpu="result = (True, True)"),
     Case("event", "start = torch.cuda.Event(enable_timing=True)\nend = torch.cuda.Event(enable_timing=True)\n"
          "start.record()\nx = torch.arange(4.0) * 2\nend.record()\nend.synchronize()\n"
          "result = (x, start.elapsed_time(end) >= 0)", cpu="result = (torch.arange(4.0) * 2, True)"),
