@@ -192,6 +192,12 @@ def test_rename_targets_behave_as_S_on_the_simulated_device():
     props = n.get_device_properties(0)  # S neuron.py:287 (an index, or a device string: S __init__.py:220-229)
     assert isinstance(props.name, str) and props.total_memory > 0
     assert n.get_device_properties("neuron:0").total_memory == props.total_memory
+    side = n.Stream(device=0, priority=0)  # S neuron.py:210: keywords only, as the stream rule writes them
+    with n.stream(side):  # S neuron.py:217
+        assert n.current_stream() == side  # S neuron.py:228
+    n.current_stream().wait_stream(side)
+    n.set_stream(n.default_stream())  # S neuron.py:235, :242
+    assert n.current_stream() == n.default_stream()
 
 
 def test_unparsable_file_is_one_line_naming_it(tmp_path, capsys):
