@@ -128,12 +128,13 @@ def _load(path: Path) -> tuple[str, cst.Module] | NotScanned:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         data = path.read_bytes()
-        error = _python_error(data)
-        if error is not None and error[0] is not None:
-            return NotScanned(path, error[0], error[1], f"not valid Python ({error[2]})")
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1  # where the first byte that is not UTF-8 is
         col = exc.start - data.rfind(b"\n", 0, exc.start)
-        return NotScanned(path, line, col, "not UTF-8 text (neuronkit reads UTF-8 source only)", valid=error is None)
+        error = _python_error(data)  # Python reads a file by its coding declaration
+        if error is None:
+            return NotScanned(path, line, col, "not UTF-8 text (neuronkit reads UTF-8 source only)", valid=True)
+        where = (error[0], error[1]) if error[0] is not None else (line, col)
+        return NotScanned(path, *where, f"not valid Python ({error[2]})")
     try:
         return text, cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
