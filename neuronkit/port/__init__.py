@@ -4,13 +4,14 @@ blocker), the TorchNeuron remedy and its source; the rewrites that keep every pa
 rewritten copy; `run_script` runs that copy on the simulated device for N optimizer steps.
 
     from neuronkit.port import scan_project, table, run_script
-    project = scan_project(["train.py"]); print(table(project.scans)); print(project.scans[0].diff())
+    project = scan_project(["train.py"]); print(table(project.scans, not_scanned=project.not_scanned))
+    print(project.scans[0].diff())
     result = run_script(project, steps=20, script_args=["--model", "..."])
 """
 
 from neuronkit.port.output import scan_record, summary_line, table
 from neuronkit.port.run import RunResult, run_script, run_summary
-from neuronkit.port.scan import FileScan, Project, scan_paths, scan_project, scan_source
+from neuronkit.port.scan import FileScan, NotScanned, Project, scan_paths, scan_project, scan_source
 
-__all__ = ["FileScan", "Project", "RunResult", "run_script", "run_summary", "scan_paths", "scan_project",
+__all__ = ["FileScan", "NotScanned", "Project", "RunResult", "run_script", "run_summary", "scan_paths", "scan_project",
            "scan_record", "scan_source", "summary_line", "table"]

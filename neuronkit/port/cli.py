@@ -3,8 +3,16 @@ modules it imports, say what each use takes on Trainium, rewrite what keeps the 
 (`--run`) run the rewritten project on the simulated device.
 
 Exit status: 0 ready (decide findings allowed; rewrites left by hand are counted in the summary line, "ready
-after N changes by hand"), 1 blockers found, or the run failed, 2 bad input (an unparsable file is one line
-naming it). The files named are only read: `--write OUT` writes the rewritten copy.
+after N changes by hand"), 1 blockers found, or the script imports a local module that is not valid Python (the
+import raises SyntaxError, so the script cannot run as is), or the run failed, 2 bad input (SCRIPT itself not
+parsing is one line naming it).
+
+A file that cannot be read as Python does not stop the scan: the other files are scanned and reported as usual,
+and each such file is one line of the table (`path:line:col: not valid Python (reason), not scanned`), counted
+in the summary line and listed under "not_scanned" in the JSON. One the script imports blocks, as above; one it
+does not import (a stray Python 2 file in a folder scanned) does not, nor does one Python compiles but libcst
+cannot parse (newer syntax), though what it does on CUDA is then not known. The files named are only read:
+`--write OUT` writes the rewritten copy of the files scanned.
 """
 
 from __future__ import annotations
@@ -68,21 +76,29 @@ def run(args: argparse.Namespace) -> int:
     if args.run and not Path(args.paths[0]).is_file():
         raise NeuronkitInputError("--run runs a script: name the .py file first (then the folders it imports from)")
     project = scan_project(args.paths)
-    scans = project.scans
+    scans, not_scanned = project.scans, project.not_scanned
     if args.run:
         from neuronkit.port.run import plan_processes
         plan_processes(project, args.nproc)  # bad input (--nproc for a script that spawns) before anything runs
     to_stdout = args.json == "-"
     if args.diff:
         print("".join(s.diff() for s in scans), end="")
-        print(summary_line(scans), file=sys.stderr)
+        print("\n".join([*map(str, not_scanned), summary_line(scans, not_scanned)]), file=sys.stderr)
     elif not to_stdout:
-        print(table(scans))
+        print(table(scans, not_scanned=not_scanned))
     if args.write:
-        for target in write_copies(scans, Path(args.write)):
+        folder = Path(args.paths[0]).is_dir() or len(scans) + len(not_scanned) > 1  # a copy of several files
+        for target in write_copies(scans, Path(args.write), folder):
             print(f"rewritten copy written to {target}", file=sys.stderr)
-    blocked = any(f.category == "blocker" for s in scans for f in s.findings)
-    doc = scan_record(scans)
+        for n in not_scanned:
+            print(f"no rewritten copy of {n.path}: not scanned", file=sys.stderr)
+    reasons = []
+    if any(f.category == "blocker" for s in scans for f in s.findings):
+        reasons.append("blocker findings")
+    if any(n.breaks_script for n in not_scanned):
+        reasons.append("the script imports a file that is not valid Python")
+    blocked = bool(reasons)
+    doc = scan_record(scans, not_scanned)
     status = 1 if blocked else 0
     if args.run:
         from neuronkit.port.run import run_script, run_summary
@@ -92,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         doc["run"] = result.record()
         status = 1 if blocked or not result.ok else 0
     elif blocked:
-        print("neuronkit port: blocked: blocker findings (see above)", file=sys.stderr)
+        print(f"neuronkit port: blocked: {' and '.join(reasons)} (see above)", file=sys.stderr)
     if to_stdout:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     elif args.json:
@@ -101,11 +117,14 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def write_copies(scans: list[FileScan], out: Path) -> list[Path]:
-    """Write each rewritten file: to `out` itself for one file (unless `out` is a directory), else under
-    `out` by path relative to the files' common folder. Refuses to overwrite a file it scanned."""
+def write_copies(scans: list[FileScan], out: Path, folder: bool = False) -> list[Path]:
+    """Write each rewritten file: to `out` itself for one file (unless `out` is a directory, or `folder`: the
+    copy of a folder, or of a project with files not scanned), else under `out` by path relative to the files'
+    common folder. Refuses to overwrite a file it scanned."""
+    if not scans:
+        return []
     originals = {s.path.resolve() for s in scans}
-    if len(scans) == 1 and not out.is_dir():
+    if len(scans) == 1 and not folder and not out.is_dir():
         targets = [out]
     else:
         root = Path(os.path.commonpath([s.path.resolve().parent for s in scans]))

@@ -10,9 +10,39 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from neuronkit.port.cst_util import code, expr, walk
+from neuronkit.port.cst_util import code, dotted, expr, walk
 from neuronkit.port.guards import Check, comparison_check
 from neuronkit.port.rules import Rule, rule_by_id
+
+
+_ANY = object()  # a test with no CUDA check: either branch may run
+# What a CUDA call raises without CUDA (AssertionError with a CPU build of torch, RuntimeError with a CUDA
+# build), and the handlers that catch either.
+CATCHING = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError"})
+EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})  # as written
+
+
+def _catches(handler: cst.ExceptHandler) -> bool:
+    """Whether an `except` clause catches what a CUDA call raises without CUDA."""
+    if handler.type is None:
+        return True
+    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any((dotted(t) or "").rsplit(".", 1)[-1] in CATCHING for t in types)
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """Whether a block's last statement leaves it: return, raise, continue, break, or sys.exit() / exit()."""
+    body = list(block.body)
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        small = last.body[-1] if last.body else None
+    elif isinstance(last, cst.BaseSmallStatement):  # `if CHECK: return` on one line
+        small = last
+    else:
+        return False
+    if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return True
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and dotted(small.value.func) in EXITS
 
 
 @dataclass
@@ -59,6 +89,54 @@ class GuardRewrites:
         return None if reading is None else f"reads {reading!r} on neuron, as without CUDA or XLA"
 
 
+    # --- what neuron reaches ------------------------------------------------------------------------------
+    def _reached_on_neuron(self, node: cst.CSTNode) -> bool:
+        """Whether the script, rewritten, surely reaches `node` on neuron, as far as CUDA checks go: no check on
+        the way (`if`/`elif`/`else`, `A if CHECK else B`, `CHECK and ...`) leads elsewhere there or may (one whose
+        value cannot be told), no `try` around it catches what a CUDA call raises, and no earlier `if CHECK:`
+        in an enclosing block returns (raises, exits, breaks, continues) first. A check rewritten to its
+        torch.accelerator form reads True. Other conditions (an argument, a function called or not) count as
+        reaching it."""
+        child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None:
+            if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
+                taken = self._taken(parent.test)
+                if taken is not _ANY and taken != (child is parent.body):
+                    return False
+            elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+                left = self._taken(parent.left)
+                if left is not _ANY and left != isinstance(parent.operator, cst.And):
+                    return False  # `CHECK and call()` with CHECK false, `CHECK or call()` with CHECK true, or unknown
+            elif isinstance(parent, cst.Try) and child is parent.body and any(map(_catches, parent.handlers)):
+                return False
+            elif isinstance(parent, (cst.IndentedBlock, cst.Module)) and self._left_before(parent, child):
+                return False
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return True
+
+    def _taken(self, test: cst.BaseExpression) -> object:
+        """How a test reads on neuron: _ANY when it holds no CUDA check, True or False, None when unknown."""
+        checks, flags = self.checks.find(test)
+        if not checks and not flags:
+            return _ANY
+        if any(id(c.node) in self._rewrite_checks for c in checks):
+            return True
+        value = self.checks.value_on_neuron(test)
+        return None if value is None else bool(value)
+
+    def _left_before(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+        """Whether a statement before `child` in `block` is `if CHECK:` whose branch neuron takes (or may) ends
+        the block's run: return, raise, continue, break, sys.exit()."""
+        for statement in block.body:
+            if statement is child:
+                return False
+            if isinstance(statement, cst.If) and (taken := self._taken(statement.test)) is not _ANY:
+                other = statement.orelse.body if isinstance(statement.orelse, cst.Else) else None
+                branches = [statement.body, other] if taken is None else [statement.body if taken else other]
+                if any(branch is not None and _leaves(branch) for branch in branches):
+                    return True
+        return False
+
     # --- checks and what they guard -----------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
         checks, flags = self.checks.find(node.test)
@@ -67,6 +145,9 @@ class GuardRewrites:
         orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else None
         neutral = isinstance(node.orelse, (cst.Else, type(None))) and self.checks.neutral(list(node.body.body)) \
             and (orelse is None or self.checks.neutral(list(orelse.body)))  # type: ignore[union-attr]
+        # a call that raises on neuron even rewritten keeps its guard: rewritten, a branch might run it there
+        neutral = neutral and not any(map(self._fails_on_neuron, walk(node.body))) \
+            and not (orelse is not None and any(map(self._fails_on_neuron, walk(orelse))))
         if not flags and (neutral or self.checks.statement_choice(node, self._following(node))):
             self._add(node.test, rule_by_id("device-guard"), code(node.test), True)
             self._rewrite_guard(node.test, checks)

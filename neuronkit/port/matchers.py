@@ -28,6 +28,10 @@ from neuronkit.port.xla_rewrites import XlaRewrites
 # `from torch.cuda.amp import GradScaler, autocast`: the same names in torch.amp, which take the device first.
 AMP_NAMES = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.autocast"})
 PROCESS_GROUP = "torch.distributed.init_process_group"
+# The note of a call whose rule `raises` (without CUDA) at a place neuron reaches: a blocker.
+RAISES = ("raises here on Trainium, which has no CUDA (\"Torch not compiled with CUDA enabled\" with a CPU build of "
+          "torch, \"Found no NVIDIA driver on your system\" with a CUDA build), and nothing on the way (a CUDA check "
+          "that stays, a try/except, an earlier return) keeps neuron from it")
 AT_CALL = frozenset({"autocast", "grad_scaler", "template", "statement", "add_keyword"})  # fixes made at the call
 SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                       "torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch"})
@@ -135,15 +139,51 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
 
-    def _add(self, node: cst.CSTNode, rule: Rule, detail: str, fixed: bool, note: str | None = None) -> int:
+    def _add(self, node: cst.CSTNode, rule: Rule, detail: str, fixed: bool, note: str | None = None,
+             category: str = "") -> int:
         if id(node) in self._folded:
             return -1
         start = self.get_metadata(PositionProvider, node).start
         text = self.module.code_for_node(node)
         finding = Finding(self.path, start.line, start.column + 1, " ".join(text.split())[:80], rule, detail,
-                          fixed and rule.category == "rewrite", note=note)
+                          fixed and rule.category == "rewrite", category, note)
+        if rule.raises and finding.category == "decide" and self._raising_call(node):
+            finding = replace(finding, category="blocker", note=f"{note}; {RAISES}" if note else RAISES)
         self.findings.append(finding)
         return len(self.findings) - 1
+
+    def _raising_call(self, func: cst.CSTNode) -> bool:
+        """Whether `func` is called (not imported or passed on) where neuron reaches it."""
+        call = self.get_metadata(ParentNodeProvider, func, None)
+        return isinstance(call, cst.Call) and call.func is func and self._reached_on_neuron(call)
+
+    def _fails_on_neuron(self, node: cst.CSTNode) -> bool:
+        """A call that raises on neuron even rewritten (its rule `raises` and has no fix, or the script reads
+        what the fix's target lacks): a guard around it is kept, not rewritten to run it on neuron."""
+        if not isinstance(node, cst.Call):
+            return False
+        rules = [rule for name in self._imported_names(node.func) if (rule := rule_for_name(name)) and rule.raises]
+        return any(rule.fix is None or self._lacking_attributes(node.func, rule) for rule in rules)
+
+    def _lacking_attributes(self, func: cst.CSTNode, rule: Rule) -> list[str]:
+        """The attributes a call of `func` reads of its result that the rule's target does not return: `f().x`,
+        or `r = f()` then `r.x` in the same function (or module)."""
+        call = self.get_metadata(ParentNodeProvider, func, None)
+        if not (isinstance(call, cst.Call) and call.func is func):
+            return []
+        parent = self.get_metadata(ParentNodeProvider, call, None)
+        read: set[str] = set()
+        if isinstance(parent, cst.Attribute) and parent.value is call:
+            read.add(parent.attr.value)
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+                isinstance(parent.targets[0].target, cst.Name):
+            name = parent.targets[0].target.value
+            scope: cst.CSTNode | None = parent
+            while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
+                scope = self.get_metadata(ParentNodeProvider, scope, None)
+            read.update(n.attr.value for n in walk(scope or self.module) if isinstance(n, cst.Attribute)
+                        and isinstance(n.value, cst.Name) and n.value.value == name)
+        return sorted(read - set(rule.result_attributes))
 
     def _mark_fixed(self, index: int) -> None:
         if index >= 0:
@@ -253,6 +293,11 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
                 self._add(original, rule, name, True)
                 assert isinstance(updated, cst.Attribute) and rule.target
                 return updated.with_changes(attr=cst.Name(rule.target))
+            if rule.result_attributes and (lacking := self._lacking_attributes(original, rule)):
+                self._add(original, rule, name, False, category="decide", note=(
+                    f"reads {', '.join('.' + a for a in lacking)} of the result, which TorchNeuron's lacks (it has "
+                    f"{', '.join('.' + a for a in rule.result_attributes)}): not renamed"))
+                return updated
             if rule.fix == "rename" and not spelled and dotted(original) in self._fixed_imports:
                 return updated  # its import line was rewritten to torch.neuron
             if rule.fix in AT_CALL or rule.missing_keyword:

@@ -64,26 +64,33 @@ def _resolve(base: Path, dotted: str) -> Path | None:
     return None
 
 
-def follow_imports(script: Path, roots: list[Path], read: Callable[[Path], str],
-                   parse: Callable[[str, Path], cst.Module]) -> list[Path]:
+def follow_imports(script: Path, roots: list[Path],
+                   parse: Callable[[Path], cst.Module | None]) -> list[tuple[Path, Path | None]]:
     """The script and every local module it imports, directly or through another local module, in the order
-    they are first reached. Files are named as the user named the script (relative stays relative)."""
+    they are first reached, each with the file whose import first reached it (None for the script). Files are
+    named as the user named the script (relative stays relative); `parse` is given each as named, and returns
+    None for a file that cannot be parsed (its imports are not followed)."""
     start = script.resolve()
     shown = {start: script}
+    importer: dict[Path, Path | None] = {start: None}
     order = [start]
     index = 0
     while index < len(order):
         path = order[index]
         index += 1
-        for base, dotted in _imported_modules(parse(read(path), shown.get(path, path)), path):
+        module = parse(shown[path])
+        if module is None:
+            continue
+        for base, dotted in _imported_modules(module, path):
             for root in ([base] if base is not None else roots):
                 found = _resolve(root, dotted)
                 if found is not None:
                     if found not in shown:
                         shown[found] = _shown(found, script)
+                        importer[found] = shown[path]
                         order.append(found)
                     break
-    return [shown[p] for p in order]
+    return [(shown[p], importer[p]) for p in order]
 
 
 def _shown(path: Path, script: Path) -> Path:

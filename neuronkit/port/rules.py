@@ -60,6 +60,8 @@ class Rule:
     accelerator: str | None = None
     s_line: str | None = None  # S's file:line defining `target` (checked by the tests)
     s_lacks: bool = False
+    raises: bool = False  # the call raises without CUDA: reached with no CUDA check on the way, a blocker
+    result_attributes: tuple[str, ...] = ()  # the target's result has only these: another read is a decision
 
     def matches_string(self, value: str) -> bool:
         """Whether a string literal's value is one this rule is about."""
@@ -96,7 +98,8 @@ def _rule(table: dict[str, Any], family: str) -> Rule:
         guard=table.pop("guard", False), templates=tuple(table.pop("templates", ())),
         ignore_keywords=tuple(table.pop("ignore_keywords", ())), parameters=tuple(table.pop("parameters", ())),
         helpers=tuple(table.pop("helpers", ())), writes_only=table.pop("writes_only", False),
-        s_lacks=table.pop("s_lacks", False), **{key: table.pop(key, None) for key in simple},
+        s_lacks=table.pop("s_lacks", False), raises=table.pop("raises", False),
+        result_attributes=tuple(table.pop("result_attributes", ())), **{key: table.pop(key, None) for key in simple},
     )
     if table:
         raise ValueError(f"rule {rule.id}: unknown keys {sorted(table)}")

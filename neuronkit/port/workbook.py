@@ -1,5 +1,5 @@
 """`neuronkit run MODEL --script train.py`: the workbook's "Your script" section. The script is scanned before
-any kernel starts (an unparsable file is bad input), run after the notebooks on the simulated device, and
+any kernel starts (an unparsable file, the script or a module it imports, is bad input), run after the notebooks on the simulated device, and
 recorded as `script.json`; the report is then rendered again with it."""
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ def check_script(args: argparse.Namespace) -> Project | None:
         raise NeuronkitInputError(problem)
     if not args.script.is_file():
         raise NeuronkitInputError(f"--script {args.script}: no such file")
-    return scan_project([args.script])
+    project = scan_project([args.script])
+    if project.not_scanned:  # a module it imports: the record has no place for it, and the run would fail on it
+        raise NeuronkitInputError(str(project.not_scanned[0]))
+    return project
 
 
 def record_script(project: Project, args: argparse.Namespace, run_dir: Path) -> bool:

@@ -40,7 +40,16 @@ where the work runs and nothing else:
 
 Every other check (a branch that wraps the model in DataParallel, sets DataLoader workers, picks a dtype, a
 process count built on `device_count()`) is a `decide` finding whose note says which branch runs on neuron and
-what the other holds; a blocker that only the branch not taken reaches is reported as a decision. The test
+what the other holds; a blocker that only the branch not taken reaches is reported as a decision.
+
+A `torch.cuda` call that raises without CUDA (the rules marked *raises*: `get_device_capability()`,
+`mem_get_info()`, and `get_device_properties()` read for an attribute TorchNeuron's lacks) is rewritten where
+TorchNeuron has a counterpart; where it has none, it is a `decide` finding when a CUDA check keeps neuron from
+it (the branch of `if torch.cuda.is_available():` neuron does not take, `A if CHECK else B`, `CHECK and call()`,
+a `try` whose `except` catches `RuntimeError`, `AssertionError` or `Exception`, a statement after
+`if not CHECK: return`, or a check whose value cannot be told) and a `blocker` when nothing does: the script
+raises there on Trainium. A condition that is not a CUDA check (an argument; a function called or not) keeps
+nothing, and a device guard around such a call is not rewritten. The test
 `tests/port/test_port_rewrites.py` runs a snippet for every rewrite rule as the original on the CPU and rewritten
 on the simulated device, and holds the two to the same result and the same lines.
 
@@ -83,6 +92,9 @@ def _section(rule: Rule) -> list[str]:
     lines.append(f"Sources: {sources}.")
     if rule.evidence:
         lines.append(f"Rests on: {rule.evidence}.")
+    if rule.raises:
+        lines.append("Raises without CUDA: where it is not rewritten, a call neuron reaches with no CUDA check on the "
+                     "way is a blocker.")
     if rule.accelerator:
         lines.append(f"Device-agnostic form: `{rule.accelerator}`.")
     return [*lines, ""]

@@ -4,6 +4,7 @@ targets on the simulated device, the command's outputs and exit codes, and `--ru
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
 import json
@@ -18,6 +19,8 @@ import port_rules_page
 from conftest import RANK_ENV, ROOT, TINY_QWEN3
 
 from neuronkit.cli import main
+from neuronkit.errors import NeuronkitInputError
+from neuronkit.port import scan
 from neuronkit.port.edits import HELPERS_HEADER
 from neuronkit.port.rules import PUBLIC_SOURCE, load_rules
 from neuronkit.port.scan import scan_paths, scan_source
@@ -186,6 +189,15 @@ def test_rename_targets_behave_as_S_on_the_simulated_device():
     end.record()
     end.synchronize()
     assert start.elapsed_time(end) >= 0
+    props = n.get_device_properties(0)  # S neuron.py:287 (an index, or a device string: S __init__.py:220-229)
+    assert isinstance(props.name, str) and props.total_memory > 0
+    assert n.get_device_properties("neuron:0").total_memory == props.total_memory
+    side = n.Stream(device=0, priority=0)  # S neuron.py:210: keywords only, as the stream rule writes them
+    with n.stream(side):  # S neuron.py:217
+        assert n.current_stream() == side  # S neuron.py:228
+    n.current_stream().wait_stream(side)
+    n.set_stream(n.default_stream())  # S neuron.py:235, :242
+    assert n.current_stream() == n.default_stream()
 
 
 def test_unparsable_file_is_one_line_naming_it(tmp_path, capsys):
@@ -196,6 +208,109 @@ def test_unparsable_file_is_one_line_naming_it(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and f"{bad}:" in err and "not valid Python" in err
 
 
+def _python_says(text: str) -> SyntaxError:
+    try:
+        compile(text, "bad.py", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    raise AssertionError("compiles")
+
+
+@pytest.mark.parametrize("text, where", [
+    ("import torch\nx = 1\ndef f(:\n    pass\n", "3:7"),  # libcst's own location is 4:1
+    ("import torch\nx = torch.ones(2).cuda(\n", "2:23"),  # libcst: 2:1, "error at 3:0"
+    ('import torch\nprint "step", 1\n', "2:1"),  # Python 2: "Missing parentheses in call to 'print'"
+])
+def test_a_syntax_error_is_reported_where_and_as_python_reports_it(tmp_path, capsys, text, where):
+    bad = tmp_path / "bad.py"
+    bad.write_text(text)
+    assert main(["port", str(bad)]) == 2
+    said = _python_says(text)
+    assert f"{said.lineno}:{said.offset}" == where
+    assert capsys.readouterr().err.strip() == f"neuronkit port: error: {bad}:{where}: not valid Python ({said.msg})"
+
+
+def test_a_file_python_compiles_but_libcst_cannot_parse_is_located_by_libcst(monkeypatch):
+    """Syntax newer than libcst (a later Python's) compiles: the location and the message are then libcst's."""
+    monkeypatch.setattr(scan, "compile", lambda *args, **kwargs: None, raising=False)  # as a newer Python would
+    with pytest.raises(NeuronkitInputError) as caught:
+        scan_source("import torch\nx = 1\ndef f(:\n    pass\n", "new.py")
+    assert re.fullmatch(r"new\.py:4:1: Python compiles it but libcst cannot parse it \(parser error: .*\)",
+                        str(caught.value))
+
+
+def test_each_file_of_a_project_is_parsed_once(monkeypatch):
+    parsed: Counter = Counter()
+    parse = scan.cst.parse_module
+
+    def counting(text, *args, **kwargs):
+        parsed[text] += 1
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(scan.cst, "parse_module", counting)
+    project = scan.scan_project([ROOT / "tests" / "port" / "corpus" / "projects" / "package_project" / "train.py"])
+    assert len(project.scans) > 1  # the script and the modules it imports
+    assert [parsed[s.original] for s in project.scans] == [1] * len(project.scans)
+
+
+def _port_json(tmp_path: Path, capsys, text: str) -> tuple[int, dict]:
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n" + text)
+    code = main(["port", str(script), "--json", "-"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_cuda_call_that_raises_without_cuda_blocks_where_neuron_reaches_it(tmp_path, capsys):
+    """torch.cuda.get_device_capability() raises on Trainium and TorchNeuron has no counterpart (S's neuron.py
+    defines none): called with no CUDA check on the way, the script cannot run there."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nmajor, minor = torch.cuda.get_device_capability()\nuse_bf16 = major >= 8\n")
+    assert main(["port", str(script)]) == 1
+    captured = capsys.readouterr()
+    assert f"{script}:2:16  BLOCKER  [get-device-capability]  torch.cuda.get_device_capability" in captured.out
+    assert "here: raises here on Trainium, which has no CUDA" in captured.out
+    assert captured.out.rstrip().endswith("(0 rewrite, 0 fixed by --write; 0 decide; 1 blocker) -> blocked")
+    assert "blocked: blocker findings" in captured.err
+    code, doc = _port_json(tmp_path, capsys, "free, total = torch.cuda.mem_get_info()\n")
+    assert code == 1 and [(f["rule"], f["category"]) for f in doc["findings"]] == [("mem-get-info", "blocker")]
+
+
+@pytest.mark.parametrize("guarded", [
+    "if torch.cuda.is_available():\n    major, _ = torch.cuda.get_device_capability()\n",
+    "major = torch.cuda.get_device_capability()[0] if torch.cuda.is_available() else 0\n",
+    "bf16 = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n",
+    "try:\n    free, total = torch.cuda.mem_get_info()\nexcept RuntimeError:\n    free = total = 0\n",
+    "def free_memory():\n    if not torch.cuda.is_available():\n        return 0\n    return torch.cuda.mem_get_info()[0]\n",
+], ids=["if", "if-else-expression", "and", "try", "early-return"])
+def test_a_raising_cuda_call_a_cuda_check_keeps_neuron_from_stays_a_decision(tmp_path, capsys, guarded):
+    code, doc = _port_json(tmp_path, capsys, guarded)
+    assert code == 0 and doc["verdict"] == "ready"
+    raising = [f for f in doc["findings"] if f["rule"] in ("get-device-capability", "mem-get-info")]
+    assert [f["category"] for f in raising] == ["decide"]
+
+
+def test_get_device_properties_is_torch_neurons_unless_the_script_reads_what_it_lacks(tmp_path, capsys):
+    """S torch_neuronx/neuron.py:287 defines get_device_properties; its properties bind name and total_memory
+    only (S csrc/core/NeuronBindings.cpp:550-552)."""
+    code, doc = _port_json(tmp_path, capsys, "props = torch.cuda.get_device_properties(0)\n"
+                                             "print(props.name, torch.cuda.get_device_properties(0).total_memory)\n")
+    assert code == 0 and doc["verdict"] == "ready"
+    assert [(f["rule"], f["category"], f["fixed_by_write"]) for f in doc["findings"]] == [
+        ("get-device-properties", "rewrite", True)] * 2
+    assert main(["port", str(tmp_path / "train.py"), "--diff"]) == 0
+    assert "+props = torch.neuron.get_device_properties(0)" in capsys.readouterr().out
+    code, doc = _port_json(tmp_path, capsys, "props = torch.cuda.get_device_properties(0)\n"
+                                             "print(props.multi_processor_count)\n")
+    (finding,) = doc["findings"]
+    assert code == 1 and (finding["category"], finding["fixed_by_write"]) == ("blocker", False)
+    assert finding["note"].startswith("reads .multi_processor_count of the result, which TorchNeuron's lacks")
+    # behind a CUDA check the call stays a decision, and the check is not rewritten to run it on neuron
+    code, doc = _port_json(tmp_path, capsys, "if torch.cuda.is_available():\n"
+                                             "    print(torch.cuda.get_device_properties(0).major)\n")
+    assert code == 0 and [(f["rule"], f["category"]) for f in doc["findings"]] == [
+        ("is-available", "decide"), ("get-device-properties", "decide")]
+
+
 def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["port", str(tmp_path / "missing.py")]) == 2
     assert main(["port", str(CORPUS / "basics.py"), "--", "--lr", "1"]) == 2  # script arguments without --run
@@ -204,6 +319,82 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["port", str(CORPUS / "basics.py"), "--run", "--timeout", "0"]) == 2
     assert main(["port", str(CORPUS / "basics.py"), "--run", "--timeout", "-5"]) == 2
     assert all(line.startswith("neuronkit port: error:") for line in capsys.readouterr().err.splitlines())
+
+
+def _unparsable_folder(folder: Path) -> dict[str, str]:
+    """A folder as a real repository holds it: a script that ports, a Python 2 leftover, a broken file."""
+    (folder / "legacy").mkdir(parents=True)
+    (folder / "train.py").write_text((CORPUS / "basics.py").read_text())
+    (folder / "legacy" / "old_train.py").write_text('import torch\nprint "loss", 1\nx = torch.ones(1).cuda()\n')
+    (folder / "broken.py").write_text("import torch\nx = 1\ndef f(:\n    pass\n")
+    said = _python_says('import torch\nprint "loss", 1\n').msg
+    return {"broken.py": f"{folder / 'broken.py'}:3:7: not valid Python (invalid syntax), not scanned",
+            "old_train.py": f"{folder / 'legacy' / 'old_train.py'}:2:1: not valid Python ({said}), not scanned"}
+
+
+def test_a_file_that_is_not_python_in_a_folder_is_listed_and_the_others_are_scanned(tmp_path, capsys):
+    folder = tmp_path / "repo"
+    lines = _unparsable_folder(folder)
+    assert main(["port", str(folder)]) == 0  # neither file is one a script imports: nothing blocks
+    out = capsys.readouterr().out.splitlines()
+    assert f"{folder / 'train.py'}:16:1  REWRITE (fixed by --write)  [set-device]  torch.cuda.set_device" in out
+    assert lines["broken.py"] in out and lines["old_train.py"] in out
+    assert re.fullmatch(r"1 file: \d+ findings \(.*\); 2 files not scanned -> ready", out[-1])
+    assert main(["port", str(folder), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == [str(folder / "train.py")] and doc["verdict"] == "ready" and doc["findings"]
+    assert [(n["path"], n["line"], n["col"], n["imported_by"], n["breaks_script"]) for n in doc["not_scanned"]] == [
+        (str(folder / "broken.py"), 3, 7, None, False), (str(folder / "legacy" / "old_train.py"), 2, 1, None, False)]
+    assert main(["port", str(folder), "--diff", "--write", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[:2] == [lines["broken.py"], lines["old_train.py"]] and "2 files not scanned -> ready" in err[2]
+    assert f"no rewritten copy of {folder / 'broken.py'}: not scanned" in err
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["train.py"]  # a folder's copy, though of one file
+
+
+def test_a_file_that_is_not_utf8_is_listed_as_python_reads_it(tmp_path, capsys):
+    """Latin-1 source: with a coding declaration Python runs it (neuronkit reads UTF-8 only), without one Python
+    cannot read it either; both are listed and the folder's other file is scanned."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "train.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    (folder / "declared.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\n")
+    (folder / "undeclared.py").write_bytes(b"import torch\nname = 'caf\xe9'\n")
+    assert main(["port", str(folder), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == [str(folder / "train.py")] and doc["counts"]["rewrite"] == 1
+    declared, undeclared = doc["not_scanned"]
+    assert (declared["line"], declared["col"], declared["valid_python"]) == (3, 12, True)
+    assert declared["reason"] == "not UTF-8 text (neuronkit reads UTF-8 source only)"
+    assert (undeclared["line"], undeclared["valid_python"]) == (2, False)
+    assert undeclared["reason"].startswith("not valid Python (") and "utf-8" in undeclared["reason"]
+
+
+def test_a_module_the_script_imports_that_is_not_python_blocks_and_the_rest_is_scanned(tmp_path, capsys):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nfrom model import Net\nfrom data import batches\n"
+                                      "net = Net().cuda()\n")
+    (project / "model.py").write_text("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                                      "        print x.shape\n        return x\n")
+    (project / "data.py").write_text("import torch\ndef batches():\n    yield torch.ones(2, device='cuda')\n")
+    (project / "stray.py").write_text("print 'not imported'\n")  # beside the script, not imported: not read
+    assert main(["port", str(project / "train.py")]) == 1
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    assert f"{project / 'data.py'}:3:32  REWRITE (fixed by --write)  [device-string]  'cuda'" in out  # scanned
+    said = _python_says("def f(x):\n    print x.shape\n").msg
+    assert f"{project / 'model.py'}:4:9: not valid Python ({said}), not scanned (imported by {project / 'train.py'}: " \
+           "the import raises SyntaxError, so the script cannot run as is)" in out
+    assert re.fullmatch(r"2 files: 2 findings \(.*\); 1 file not scanned \(1 imported by the script and not valid "
+                        r"Python\) -> blocked", out[-1])
+    assert captured.err.strip() == "neuronkit port: blocked: the script imports a file that is not valid Python " \
+                                   "(see above)"
+    assert main(["port", str(project / "train.py"), "--json", "-"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "blocked" and doc["counts"]["blocker"] == 0
+    assert [(n["path"], n["imported_by"], n["breaks_script"]) for n in doc["not_scanned"]] == [
+        (str(project / "model.py"), str(project / "train.py"), True)]
 
 
 def test_a_directory_with_blockers_exits_1_and_lists_them(tmp_path, capsys):

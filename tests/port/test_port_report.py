@@ -78,6 +78,13 @@ def test_run_checks_the_script_before_any_kernel_starts(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and f"{bad}:1:" in err[0] and "no such file" in err[1] and "needs --script" in err[2]
     assert not Path(tmp_path / "out").exists()
+    script, module = tmp_path / "imports.py", tmp_path / "legacy.py"  # a module the script imports: the same
+    script.write_text("import legacy\n")
+    module.write_text("print 'py2'\n")
+    assert main(["run", "tiny-qwen3", "--out", str(tmp_path / "out"), "--script", str(script)]) == 2
+    (err,) = capsys.readouterr().err.splitlines()
+    assert f"{module}:1:1: not valid Python (" in err and f"imported by {script}" in err
+    assert not Path(tmp_path / "out").exists()
 
 
 _TRAINS_ON_THE_MODEL_PATH = """import sys, pathlib, torch

@@ -46,6 +46,10 @@ class Case:
         return "torch_xla" in self.snippet
 
 
+# Side streams as scripts overlap work with them (one snippet for each of the stream rules).
+STREAMS = ("side = torch.cuda.Stream()\nwith torch.cuda.stream(side):\n    y = torch.arange(4.0, device='cuda') * 2\n"
+           "torch.cuda.current_stream().wait_stream(side)\ntorch.cuda.set_stream(torch.cuda.default_stream())\n"
+           "result = y")
 CASES = [
     # --- where the work runs
     Case("tensor-cuda", "x = torch.arange(6.0)\ny = x.cuda()\nz = x.cuda(0)\nw = x.cuda(torch.device('cuda', 1))\n"
@@ -117,6 +121,11 @@ CASES = [
     Case("max-memory-allocated", "result = torch.cuda.max_memory_allocated() >= 0"),
     Case("reset-peak-memory-stats", "torch.cuda.reset_peak_memory_stats()\nresult = 1", cpu="result = 1"),
     Case("memory-summary", "result = isinstance(torch.cuda.memory_summary(), str)", cpu="result = True"),
+    Case("get-device-properties", "props = torch.cuda.get_device_properties(0)\n"
+         "result = (isinstance(props.name, str), torch.cuda.get_device_properties(0).total_memory > 0)",
+         cpu="result = (True, True)"),
+    *(Case(rule, STREAMS, cpu="result = torch.arange(4.0) * 2")
+      for rule in ("stream", "stream-context", "current-stream", "default-stream", "set-stream")),
     Case("event", "start = torch.cuda.Event(enable_timing=True)\nend = torch.cuda.Event(enable_timing=True)\n"
          "start.record()\nx = torch.arange(4.0) * 2\nend.record()\nend.synchronize()\n"
          "result = (x, start.elapsed_time(end) >= 0)", cpu="result = (torch.arange(4.0) * 2, True)"),

@@ -200,7 +200,7 @@ def test_the_findings_at_the_failing_line_come_with_the_error(tmp_path, capfd):
     except (AssertionError, RuntimeError) as exc:
         raised = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
     assert f"error: {script}:2: {raised}"[:200] in out
-    assert "decide finding at that line: line 2 [get-device-capability]" in out
+    assert "blocker hit: line 2 [get-device-capability]" in out  # the scan said the script raises there
     assert "took no optimizer step" not in out  # the error says why
     assert len([line for line in out.splitlines() if line.startswith("  error:")][0]) < 400
 

@@ -1,10 +1,12 @@
 """Port corpus: streams, events, CUDA graphs, torch.compile modes, NVTX."""
 import torch
 
-side = torch.cuda.Stream()  # expect: streams
-with torch.cuda.stream(side):  # expect: streams
+side = torch.cuda.Stream()  # expect: stream
+with torch.cuda.stream(side):  # expect: stream-context
     pass
-torch.cuda.current_stream().wait_stream(side)  # expect: streams
+torch.cuda.current_stream().wait_stream(side)  # expect: current-stream
+torch.cuda.set_stream(torch.cuda.default_stream())  # expect: set-stream default-stream
+low = torch.cuda.Stream(priority=-1)  # expect: stream
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)  # expect: event event
 g = torch.cuda.CUDAGraph()  # expect: cuda-graphs
 with torch.cuda.graph(g):  # expect: cuda-graphs
