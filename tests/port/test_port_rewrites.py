@@ -120,6 +120,15 @@ CASES = [
     Case("memory-allocated", "result = isinstance(torch.cuda.memory_allocated(), int)"),
     Case("max-memory-allocated", "result = torch.cuda.max_memory_allocated() >= 0"),
     Case("reset-peak-memory-stats", "torch.cuda.reset_peak_memory_stats()\nresult = 1", cpu="result = 1"),
+    # torch.accelerator's memory queries raise on the device (no DeviceAllocator): their CPU spelling is the result
+    Case("accelerator-empty-cache", "x = torch.arange(3.0)\ntorch.accelerator.empty_cache()\nresult = x - 1",
+         cpu="x = torch.arange(3.0)\nresult = x - 1"),
+    Case("accelerator-memory-allocated", "result = isinstance(torch.accelerator.memory_allocated(), int)",
+         cpu="result = True"),
+    Case("accelerator-max-memory-allocated", "result = torch.accelerator.max_memory_allocated() >= 0",
+         cpu="result = True"),
+    Case("accelerator-reset-peak-memory-stats", "torch.accelerator.reset_peak_memory_stats()\nresult = 1",
+         cpu="result = 1"),
     Case("memory-summary", "result = isinstance(torch.cuda.memory_summary(), str)", cpu="result = True"),
     Case("get-device-properties", "props = torch.cuda.get_device_properties(0)\n"
          "result = (isinstance(props.name, str), torch.cuda.get_device_properties(0).total_memory > 0)",

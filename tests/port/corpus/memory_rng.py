@@ -26,3 +26,9 @@ gen_ported = torch.Generator(device="neuron")  # expect: generator-device
 gen_cpu = torch.Generator(device="cpu")
 gen_default = torch.Generator().manual_seed(0)
 gen_at_run_time = torch.Generator(device=torch.device("cuda", 0))  # expect: generator-device device-string
+# torch.accelerator's memory queries raise on the device (S's allocator is not a DeviceAllocator)
+torch.accelerator.empty_cache()  # expect: accelerator-empty-cache
+print(torch.accelerator.memory_allocated())  # expect: accelerator-memory-allocated
+print(torch.accelerator.max_memory_allocated())  # expect: accelerator-max-memory-allocated
+torch.accelerator.reset_peak_memory_stats()  # expect: accelerator-reset-peak-memory-stats
+print(torch.accelerator.memory_stats(), torch.accelerator.get_memory_info())  # expect: accelerator-memory-other accelerator-memory-other
