@@ -69,7 +69,7 @@ from neuronkit.resources import data_dir
 
 script_path = Path(script) if script else data_dir() / "examples" / "train_cuda.py"
 project = scan_project([script_path])
-print(table(project.scans, width=110))
+print(table(project.scans, width=110, not_scanned=project.not_scanned))  # files that are not valid Python, if any
 
 # %%
 categories = ["rewrite", "decide", "blocker"]
