@@ -8,24 +8,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from neuronkit.pipeline import config as run_config
+from neuronkit.pipeline.record import CHECK_STAGES, StageResult
 from neuronkit.stages.eager import EagerOptions
-
-if TYPE_CHECKING:
-    from neuronkit.pipeline.record import StageResult
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the check subcommand's arguments."""
-    from neuronkit.pipeline.record import CHECK_STAGES as STAGES
-
     parser.add_argument("model", metavar="MODEL",
                         help="checkpoint directory, config.json, or bundled name (tiny-qwen3, tiny-bert, qwen3-100m)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report as JSON")
-    parser.add_argument("--stages", default=",".join(STAGES), metavar="STAGE[,STAGE...]",
-                        help=f"stages to run, comma-separated (default: all of {', '.join(STAGES)}); "
+    parser.add_argument("--stages", default=",".join(CHECK_STAGES), metavar="STAGE[,STAGE...]",
+                        help=f"stages to run, comma-separated (default: all of {', '.join(CHECK_STAGES)}); "
                              "the stages they compare against are added")
     run_config.add_arguments(parser)  # --dtype, --seq-len, --batch-size, --layers, --full-model
     default = EagerOptions().train_steps
