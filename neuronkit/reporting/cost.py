@@ -9,14 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from neuronkit.cost import record as cost_record
+from neuronkit.cost.text import count, hours, usd
 from neuronkit.errors import NeuronkitInputError
+from neuronkit.units import format_duration
 
 
 def cost_section(run_dir: str | Path, params: dict[str, Any]) -> dict[str, Any]:
     """The section's data: `record` (neuronkit.cost.record's), `source` (who set the budget and targets),
     and the rows as text; or `unavailable`, one line saying why there is no estimate."""
-    from neuronkit.cost import record as cost_record
-
     record, source = cost_record.read(run_dir), "notebook 07, with its budget and targets"
     if record is None:
         model = params.get("model")
@@ -35,8 +36,6 @@ def cost_section(run_dir: str | Path, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _training_row(row: dict[str, Any]) -> dict[str, str]:
-    from neuronkit.cost.text import count, hours, usd
-
     budget = row["budget"]
     return {"where": f"{row['nodes']} × {row['instance']}", "layout": row["layout_text"],
             "rate": f"{count(row['tokens_per_s'])} tokens/s", "mfu": f"{row['mfu']:.0%}",
@@ -45,9 +44,6 @@ def _training_row(row: dict[str, Any]) -> dict[str, str]:
 
 
 def _serving_row(row: dict[str, Any]) -> dict[str, str]:
-    from neuronkit.cost.text import count, usd
-    from neuronkit.units import format_duration
-
     copies = f" × {row['replicas']}" if row["replicas"] > 1 else ""
     return {"where": row["instance"], "layout": f"tp={row['tp']}{copies}, batch {row['batch']}",
             "rate": f"{count(row['output_tokens_per_s'])} tokens/s", "ttft": format_duration(row["ttft_s"]),
@@ -57,8 +53,6 @@ def _serving_row(row: dict[str, Any]) -> dict[str, str]:
 
 def _tiles(record: dict[str, Any]) -> list[dict[str, str]]:
     """The section's two headline figures: training the budget, and serving per million tokens."""
-    from neuronkit.cost.text import count, hours, usd
-
     tiles = []
     band = record["band"]
     if record["training"]:
