@@ -16,7 +16,7 @@ import dataclasses
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -27,10 +27,10 @@ from neuronkit.graph_compile import compare
 from neuronkit.json_text import json_text
 from neuronkit.pipeline import refusals
 from neuronkit.pipeline.config import RunConfig
-from neuronkit.pipeline.execute import recording
+from neuronkit.pipeline.execute import Recording, recording
 from neuronkit.pipeline.reference import Reference
 from neuronkit.pipeline.record import CHECK_STAGES, SpelledOnce, StageResult, Status, skipped, unmet, worst
-from neuronkit.pipeline.session import Session
+from neuronkit.pipeline.session import Session, ran_on
 from neuronkit.pipeline.stage import STEP
 from neuronkit.slicing import frozen_parameters
 
@@ -106,6 +106,15 @@ class CheckReport:
         said = SpelledOnce()
         summary = "; ".join(f"{s.stage}: {_once(said, s).removesuffix('.')}" for s in ran)  # no ".;"
         return (self.status if status == "skipped" else status), summary
+
+    def record_into(self, rec: Recording[Any], own: Sequence[str],
+                    evidence: Callable[[dict[str, StageResult[Any]]], Any]) -> None:
+        """Fill a workbook stage's recording from the steps it owns: its record (`evidence` of the steps'
+        records) with the model slice they ran on, and their `verdict`, which notes a layer slice."""
+        rec.evidence = record = evidence({s.stage: s for s in self.stages})
+        record.model_slice = self.model_slice
+        rec.status, rec.summary = self.verdict(own)
+        rec.summary += ran_on(self.model_slice)
 
 
 def _once(said: SpelledOnce, step: StageResult[Any]) -> str:

@@ -13,7 +13,7 @@ from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
-from neuronkit.pipeline.session import Compiled, load, on_core, ran_on, reference_path, run_slice
+from neuronkit.pipeline.session import Compiled, load, on_core, reference_path, run_slice
 from neuronkit.pipeline.stage import STAGE
 from neuronkit.stages.compile import CompileOptions
 from neuronkit.stages.compile.evidence import CompileCheck, CompileEvidence, CompileTiming
@@ -41,11 +41,7 @@ def _check(params: Params, rec: Recording[CompileEvidence], *, compiled: Compile
                                                                     opts.timing_runs))
     session = on_core(load(params), opts.device).using(reference=Reference.load(reference_path(params)),
                                                        compiled=compiled)
-    report = check(session, STEPS, config)
-    rec.evidence = record = evidence({s.stage: s for s in report.stages})
-    record.model_slice = report.model_slice
-    rec.status, rec.summary = report.verdict(STEPS)
-    rec.summary += ran_on(report.model_slice)
+    check(session, STEPS, config).record_into(rec, STEPS, evidence)
 
 
 def evidence(steps: dict[str, StageResult[Any]]) -> CompileEvidence:

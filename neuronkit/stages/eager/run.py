@@ -11,7 +11,7 @@ from neuronkit.pipeline.config import Params
 from neuronkit.pipeline.execute import Recording, run_stage
 from neuronkit.pipeline.record import RunDir, StageResult
 from neuronkit.pipeline.reference import Reference
-from neuronkit.pipeline.session import load, on_core, ran_on, reference_path, release_copy
+from neuronkit.pipeline.session import load, on_core, reference_path, release_copy
 from neuronkit.pipeline.stage import STAGE
 from neuronkit.stages.eager import EagerOptions
 from neuronkit.stages.eager.evidence import EagerEvidence, EagerForward, EagerGeneration, EagerTraining
@@ -32,10 +32,7 @@ def _check(params: Params, rec: Recording[EagerEvidence]) -> None:
         report = check(session.using(reference=Reference.load(reference_path(params))), STEPS, params.config)
     finally:
         release_copy(params)  # the notebook's model on the device stays; its CPU copy served this stage only
-    rec.evidence = record = evidence({s.stage: s for s in report.stages})
-    record.model_slice = report.model_slice
-    rec.status, rec.summary = report.verdict(STEPS)
-    rec.summary += ran_on(report.model_slice)
+    report.record_into(rec, STEPS, evidence)
 
 
 def evidence(steps: dict[str, StageResult[Any]]) -> EagerEvidence:
