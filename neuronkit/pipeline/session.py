@@ -326,17 +326,12 @@ def _key(model: str, config: RunConfig) -> tuple[Any, ...]:
 SLICE_FILE, INPUTS_FILE = "slice.json", "inputs.safetensors"
 
 
-def _request(params: Params) -> dict[str, Any]:
-    """What the decision depends on: the model and the run configuration's shared part."""
-    return {"model": params.model, **params.config.shared()}
-
-
 def hand_over(params: Params, piece: ModelSlice, inputs: dict[str, torch.Tensor]) -> None:
     """Record in the run directory (`artifacts/model/`) what the runner's preflight decided: the layer slice
     the stages run and the example inputs they run on, which every kernel of the run then reads."""
     folder = params.run.artifact_dir("model")
     Reference(inputs, {}, None, None).save(folder / INPUTS_FILE)
-    _write_slice(folder / SLICE_FILE, _request(params), piece)
+    _write_slice(folder / SLICE_FILE, params.to_dict(), piece)
 
 
 def run_slice(params: Params) -> ModelSlice:
@@ -350,15 +345,16 @@ def run_slice(params: Params) -> ModelSlice:
     _, piece = slicing.plan(models.load_config(params.model), layers=config.layers or None,
                             full_model=config.full_model, dtype=models.as_dtype(config.dtype))
     (folder / INPUTS_FILE).unlink(missing_ok=True)  # another run's: this one's kernels make their own
-    _write_slice(folder / SLICE_FILE, _request(params), piece)
+    _write_slice(folder / SLICE_FILE, params.to_dict(), piece)
     return piece
 
 
 def _decided(params: Params) -> ModelSlice | None:
-    """The slice decided for this run's request, None when none was."""
+    """The slice decided for this run's request (what it depends on: the model and the run configuration's
+    shared part, `Params.to_dict`), None when none was."""
     file = params.run.path / "artifacts" / "model" / SLICE_FILE
     stored = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-    if stored.get("request") != _request(params):
+    if stored.get("request") != params.to_dict():
         return None
     piece: ModelSlice = load_record(ModelSlice, stored["slice"])
     return piece
