@@ -489,9 +489,9 @@ def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
 def compute_dtype(dtype: torch.dtype | str) -> torch.dtype:
     """`dtype` as a torch.dtype, refused unless the device computes in it (float32, bfloat16, float16)."""
     value = as_dtype(dtype)
-    if str(value).removeprefix("torch.") not in DTYPES:
-        raise NeuronkitInputError(f"dtype {str(value).removeprefix('torch.')} is not one the neuron device computes "
-                                  f"in; choose {', '.join(DTYPES)}")
+    name = str(value).removeprefix("torch.")
+    if name not in DTYPES:
+        raise NeuronkitInputError(f"dtype {name} is not one the neuron device computes in; choose {', '.join(DTYPES)}")
     return value
 
 

@@ -30,12 +30,10 @@ def start_run(params: Params) -> None:
 
 def check_same_run(params: Params) -> None:
     """Refuse to add a stage to a run that was started with other parameters (a report mixing models)."""
-    recorded = params.run.read_params()
-    if recorded and recorded != params.to_dict():
-        changed = sorted(k for k in set(recorded) | set(params.to_dict())
-                         if recorded.get(k) != params.to_dict().get(k))
-        detail = ", ".join(f"{k}: run has {recorded.get(k)!r}, notebook has {params.to_dict().get(k)!r}"
-                           for k in changed)
+    recorded, given = params.run.read_params(), params.to_dict()
+    if recorded and recorded != given:
+        changed = sorted(k for k in set(recorded) | set(given) if recorded.get(k) != given.get(k))
+        detail = ", ".join(f"{k}: run has {recorded.get(k)!r}, notebook has {given.get(k)!r}" for k in changed)
         raise NeuronkitInputError(
             f"{params.run_dir} holds a run started with other parameters ({detail}); use the same parameters "
             f"as 00_environment, or start a new run there")

@@ -144,10 +144,10 @@ def _run(model: str | os.PathLike[str], out: str | os.PathLike[str], config: Run
     inspected = {name: papermill.inspect_notebook(str(_notebook(folder, name))) for name in NOTEBOOKS}
     declared = {name: set(found) for name, found in inspected.items()}
     given = {**options, **shared}
-    unknown = sorted(set(given) - set().union(*declared.values()))
-    if unknown:
-        known = ", ".join(sorted(set().union(*declared.values())))
-        raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: {known}")
+    known = set().union(*declared.values())
+    if unknown := sorted(set(given) - known):
+        raise NeuronkitInputError(f"unknown workbook parameter(s) {', '.join(unknown)}; the notebooks take: "
+                                  f"{', '.join(sorted(known))}")
     check_declared_types({**options, **parameters},
                          {key: found[key]["inferred_type_name"] for found in inspected.values() for key in found})
     _empty_run_dir(Path(params.run_dir), overwrite)
