@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 
 from neuronkit.errors import NeuronkitInputError
 
@@ -31,8 +33,6 @@ class Reference:
 
     def save(self, path: str | Path) -> Path:
         """Write the reference as one safetensors file."""
-        from safetensors.torch import save_file
-
         tensors = {f"{_INPUT}{k}": v for k, v in self.inputs.items()}
         tensors.update({f"{_OUTPUT}{k}": v for k, v in self.outputs.items()})
         path = Path(path)
@@ -45,8 +45,6 @@ class Reference:
     @classmethod
     def load(cls, path: str | Path) -> "Reference":
         """Read a reference `save` wrote; a missing or unreadable file is one clear line."""
-        from safetensors import SafetensorError, safe_open
-
         path = Path(path)
         if not path.is_file():
             raise NeuronkitInputError(f"no CPU reference at {path}: run the CPU baseline (notebook 01) first")
