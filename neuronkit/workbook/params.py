@@ -64,10 +64,8 @@ def validate(model: Any, run_dir: Any = "", dtype: Any = DEFAULTS.dtype, seq_len
     if not isinstance(dtype, str) or dtype.removeprefix("torch.") not in DTYPES:
         problems.append(f"dtype must be one of {', '.join(DTYPES)} (the dtypes the neuron device computes in), "
                         f"got {_shown(dtype)}")
-    for name, value in (("seq_len", seq_len), ("batch_size", batch_size)):
-        problem = positive_int_problem(name, value)
-        if problem:
-            problems.append(problem)
+    problems += [p for name, value in (("seq_len", seq_len), ("batch_size", batch_size))
+                 if (p := positive_int_problem(name, value))]
     if layers != 0 and positive_int_problem("layers", layers):
         problems.append(f"layers must be 0 (as many blocks as fit) or a positive number of blocks, got {_shown(layers)}")
     if not isinstance(full_model, bool):
