@@ -38,7 +38,8 @@ def fill(template: str, call: cst.Call, module: cst.Module, ignore: tuple[str, .
     if keywords and "{args}" not in template:
         return None
     written = [a for a in call.args if a.keyword is None or a.keyword.value not in ignore]
-    fields = {str(i): module.code_for_node(a.value) for i, a in enumerate(positional)}
+    fields = {str(i): _operand(module.code_for_node(a.value), a.value, template, str(i))
+              for i, a in enumerate(positional)}
     fields["args"] = ", ".join(module.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
                                for a in written)
     fields.update(extra or {})
@@ -46,6 +47,21 @@ def fill(template: str, call: cst.Call, module: cst.Module, ignore: tuple[str, .
         return re.sub(r"\{(\w+)\}", lambda m: fields[m.group(1)], template)
     except KeyError:
         return None
+
+
+# Expressions that bind less tightly than a call: `{0}()` of `lambda: f()` must be `(lambda: f())()`.
+_LOOSE = (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.Comparison, cst.BinaryOperation, cst.UnaryOperation,
+          cst.NamedExpr, cst.Await, cst.Yield)
+
+
+def _operand(text: str, node: cst.BaseExpression, template: str, field: str) -> str:
+    """`text` (the code of `node`), in parentheses where `template` calls, subscripts or takes an attribute of the
+    field and `node` binds less tightly than that (a lambda, `a if b else c`, `a + b`)."""
+    if not isinstance(node, _LOOSE) or node.lpar:
+        return text
+    if re.search(r"\{" + field + r"\}\s*[(.\[]", template) is None:
+        return text
+    return f"({text})"
 
 
 def replace_statement(line: cst.SimpleStatementLine, text: str, comment: str) -> cst.BaseStatement:

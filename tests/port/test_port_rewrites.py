@@ -176,6 +176,9 @@ CASES = [
          "result = [b['x'] * 3 for b in pl.ParallelLoader(loader, [device]).per_device_loader(device)]"),
     Case("add-step-closure", "import torch_xla.core.xla_model as xm\nseen = []\n"
          "xm.add_step_closure(seen.append, args=(torch.arange(2),))\nresult = seen"),
+    # a lambda closure (as scripts log with one) is called, not left as an expression that makes it
+    Case("add-step-closure", "import torch_xla.core.xla_model as xm\nseen = []\nloss = torch.ones(())\n"
+         "xm.add_step_closure(lambda l=loss: seen.append(l.item()))\nresult = seen"),
 ]
 
 
