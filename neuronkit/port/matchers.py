@@ -198,6 +198,7 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
         self.module = node
         self.checks.collect_flags(node)
         self._amp_imports_movable = self._amp_only_called(node)
+        self._assigned = _assigned_values(node)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         updated = self._drop_unused_xla_imports(updated)
@@ -352,6 +353,9 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
             rule = rule_for_name(name)
             if rule is None:
                 continue
+            if rule.device_argument and rule.fix == "rename" and \
+                    (dotted(func) == name or dotted(func) in self._fixed_imports):
+                return self._device_argument(original, updated, rule)
             if name in AMP_NAMES and isinstance(func, cst.Name) and func.value in self._amp_names:
                 self._add(func, rule, name, True)
                 return updated.with_changes(args=[cst.Arg(cst.SimpleString('"neuron"')), *updated.args])
@@ -393,6 +397,50 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
             updated = updated.with_changes(args=[neuron, *updated.args])
         self._add(func, rule, name, fixed)
         return updated
+
+    def _device_argument(self, original: cst.Call, updated: cst.Call, rule: Rule) -> cst.Call:
+        """A renamed call whose target takes its device as an index or a torch.device only (S's torch.neuron
+        passes a string on to code that raises): a device string the script passes is wrapped in torch.device(),
+        and torch.accelerator's `device_index=` keyword is the target's `device=`."""
+        args = list(updated.args)
+        index = next((i for i, a in enumerate(original.args) if a.keyword and a.keyword.value == rule.device_argument),
+                     0 if original.args and original.args[0].keyword is None and not original.args[0].star else None)
+        if index is None:
+            return updated
+        arg = args[index]
+        if arg.keyword is not None and arg.keyword.value != "device":
+            arg = arg.with_changes(keyword=cst.Name("device"))
+        if self._stringy(original.args[index].value):
+            arg = arg.with_changes(value=cst.Call(expr("torch.device"), [cst.Arg(arg.value)]))
+            start = self.get_metadata(PositionProvider, original.func).start
+            for i, finding in enumerate(self.findings):
+                if finding.rule is rule and (finding.line, finding.col) == (start.line, start.column + 1):
+                    self.findings[i] = replace(finding, note=(
+                        "its device string is passed as torch.device(...): TorchNeuron's takes an index or a "
+                        "torch.device, and raises for a string"))
+        args[index] = arg
+        return updated.with_changes(args=args)
+
+    def _stringy(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether an expression is (or may be) a string: a literal or a formatted one, `str(...)`, a choice
+        with a string arm, or a name (an argparse option) the module gives such a value."""
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Modulo, cst.Add)):
+            return self._stringy(node.left, depth)
+        if isinstance(node, cst.IfExp):
+            return self._stringy(node.body, depth) or self._stringy(node.orelse, depth)
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+                return self._stringy(node.func.value, depth)
+            return "builtins.str" in self._resolve(node.func)
+        key = node.value if isinstance(node, cst.Name) else \
+            "." + node.attr.value if isinstance(node, cst.Attribute) else None
+        values = self._assigned.get(key, []) if key is not None and depth < 4 else []
+        if any(isinstance(value, cst.Name) and value.value == "None" for value in values):
+            return False  # torch.device(None) raises: left as it was
+        return any(value == "str" or isinstance(value, cst.BaseExpression) and self._stringy(value, depth + 1)
+                   for value in values)
 
     def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator:
         """`@torch.compile` with no backend: `@torch.compile(backend="neuron")`."""
@@ -612,6 +660,32 @@ class PortMatcher(GuardRewrites, XlaRewrites, cst.CSTTransformer):
                 new_first = text.with_changes(value=_neuron(text.value))
                 return updated.with_changes(parts=[new_first, *updated.parts[1:]])
         return updated
+
+
+def _assigned_values(module: cst.Module) -> dict[str, list[cst.BaseExpression | str]]:
+    """What the module gives each name (`name = v`, `name: T = v`, a parameter's default) and each argparse
+    option (`".name"`: `add_argument("--name", default=v)`, or "str" for `type=str`), in any scope."""
+    found: dict[str, list[cst.BaseExpression | str]] = {}
+    for node in walk(module):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(node.value)
+        elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name) and node.value is not None:
+            found.setdefault(node.target.value, []).append(node.value)
+        elif isinstance(node, cst.Param) and node.default is not None:
+            found.setdefault(node.name.value, []).append(node.default)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value == "add_argument":
+            flags = [v for a in node.args if a.keyword is None and (v := literal_string(a.value))]
+            option = next((f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
+            for a in node.args:
+                if option and a.keyword and a.keyword.value == "default":
+                    found.setdefault("." + option, []).append(a.value)
+                elif option and a.keyword and a.keyword.value == "type" and \
+                        isinstance(a.value, cst.Name) and a.value.value == "str":
+                    found.setdefault("." + option, []).append("str")
+    return found
 
 
 _NO_LITERAL = object()

@@ -62,6 +62,7 @@ class Rule:
     s_lacks: bool = False
     raises: bool = False  # the call raises without CUDA: reached with no CUDA check on the way, a blocker
     result_attributes: tuple[str, ...] = ()  # the target's result has only these: another read is a decision
+    device_argument: str | None = None  # a rename's target takes this parameter as an index or torch.device only
 
     def matches_string(self, value: str) -> bool:
         """Whether a string literal's value is one this rule is about."""
@@ -89,7 +90,7 @@ def _rule(table: dict[str, Any], family: str) -> Rule:
     calls = table.pop("call", ())
     simple = ("prefix", "method", "value_regex", "fstring_prefix", "keyword", "missing_keyword",
               "position", "fix", "target", "replacement", "template", "distributed_template", "own_group_template",
-              "accelerator", "s_line", "evidence")
+              "accelerator", "s_line", "evidence", "device_argument")
     rule = Rule(
         id=table.pop("id"), category=table.pop("category"), remedy=table.pop("remedy"), source=table.pop("source"),
         family=family, names=names, attribute=table.pop("attribute", False),

@@ -89,6 +89,27 @@ def test_rewrites_read_as_torchneuron_code():
         'd = "neuron" if torch.accelerator.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"']
 
 
+def test_a_device_string_passed_to_a_torch_neuron_function_that_takes_none_is_made_a_torch_device():
+    """S's set_device, get_device_name and memory functions take an index or a torch.device and raise for a
+    string: a string (a literal, a formatted one, a name or argparse option given one) is wrapped; an index, a
+    torch.device, or a name that may be None (torch.device(None) raises) is left as it was."""
+    scan = scan_source(
+        "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+        "args = p.parse_args()\nrank = 0\ndevice = f'cuda:{rank}'\ndev = torch.device('cuda', rank)\n"
+        "torch.cuda.set_device(device)\ntorch.cuda.set_device(rank)\ntorch.cuda.set_device(args.device)\n"
+        "torch.cuda.max_memory_allocated('cuda:%d' % rank)\ntorch.cuda.memory_allocated(dev)\n"
+        "def log(where=None):\n    print(torch.cuda.memory_summary(where))\n"
+        "torch.accelerator.memory_allocated(device_index=rank)\n")
+    assert scan.rewritten.splitlines()[8:] == [
+        "torch.neuron.set_device(torch.device(device))", "torch.neuron.set_device(rank)",
+        "torch.neuron.set_device(torch.device(args.device))",
+        "torch.neuron.max_memory_allocated(torch.device('neuron:%d' % rank))", "torch.neuron.memory_allocated(dev)",
+        "def log(where=None):", "    print(torch.neuron.memory_summary(where))",
+        "torch.neuron.memory_allocated(device=rank)"]
+    noted = {f.line for f in scan.findings if f.note and "torch.device(...)" in f.note}
+    assert noted == {9, 11, 12}
+
+
 def test_a_cuda_check_keeps_the_path_the_script_took_and_shows_both_branches():
     """The image trainer that wrapped its model in DataParallel once `device_count()` was rewritten: the check
     reads as without CUDA, its branch is shown, and the blocker only that branch reaches is a decision."""

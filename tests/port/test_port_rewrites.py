@@ -105,6 +105,9 @@ CASES = [
     # --- torch.cuda functions
     Case("current-device", "result = torch.cuda.current_device()", cpu="result = 0"),
     Case("set-device", "torch.cuda.set_device(0)\nresult = torch.arange(2) + 1", cpu="result = torch.arange(2) + 1"),
+    # nanoGPT's `device = f'cuda:{ddp_local_rank}'; torch.cuda.set_device(device)`: S's takes no string
+    Case("set-device", "rank = 0\ndevice = f'cuda:{rank}'\ntorch.cuda.set_device(device)\nresult = torch.arange(2) + 1",
+         cpu="result = torch.arange(2) + 1"),
     Case("device-context", "with torch.cuda.device(0):\n    result = torch.arange(2) * 5", cpu="result = torch.arange(2) * 5"),
     Case("get-device-name", "result = isinstance(torch.cuda.get_device_name(0), str)", cpu="result = True"),
     Case("synchronize", "x = torch.arange(3.0)\ntorch.cuda.synchronize()\nresult = x * 2", cpu="result = torch.arange(3.0) * 2"),
@@ -120,6 +123,9 @@ CASES = [
     Case("memory-allocated", "result = isinstance(torch.cuda.memory_allocated(), int)"),
     Case("max-memory-allocated", "result = torch.cuda.max_memory_allocated() >= 0"),
     Case("reset-peak-memory-stats", "torch.cuda.reset_peak_memory_stats()\nresult = 1", cpu="result = 1"),
+    Case("max-memory-allocated", "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+         "torch.cuda.reset_peak_memory_stats(device)\nresult = torch.cuda.max_memory_allocated(device) >= 0\n"
+         "result = result and isinstance(torch.cuda.memory_summary(device=device), str)", cpu="result = True"),
     # torch.accelerator's memory queries raise on the device (no DeviceAllocator): their CPU spelling is the result
     Case("accelerator-empty-cache", "x = torch.arange(3.0)\ntorch.accelerator.empty_cache()\nresult = x - 1",
          cpu="x = torch.arange(3.0)\nresult = x - 1"),
@@ -253,9 +259,26 @@ def test_every_rewrite_rule_has_a_case():
     assert rewrites - {c.rule for c in CASES} - set(BY_THE_CORPUS) == set()
 
 
+# torch.neuron functions whose S form takes its device as an index or a torch.device and raises for a string
+# (S torch_neuronx/__init__.py:196-206 set_device, neuron.py:36-53 get_device_name, memory.py:13-25); the
+# simulated device's also take a string, so the rewritten snippets run against S's shape.
+S_NO_DEVICE_STRING = ("set_device", "get_device_name", "memory_stats", "memory_allocated", "max_memory_allocated",
+                      "reset_peak_memory_stats", "memory_summary")
+
+
+def _as_S_takes_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in S_NO_DEVICE_STRING:
+        def strict(*args: object, _call=getattr(torch.neuron, name), _name=name, **kwargs: object) -> object:
+            if isinstance(args[0] if args else kwargs.get("device"), str):
+                raise TypeError(f"torch.neuron.{_name} takes an index or a torch.device in S, not a string")
+            return _call(*args, **kwargs)
+        monkeypatch.setattr(torch.neuron, name, strict)
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if not c.fresh], ids=lambda c: c.rule)
 def test_the_rewritten_snippet_gives_the_originals_result(case, monkeypatch):
     scan = scan_source(case.original)
+    _as_S_takes_devices(monkeypatch)
     fixed = {f.rule.id for f in scan.findings if f.fixed}
     assert case.rule in fixed, [(f.rule.id, f.fixed) for f in scan.findings]
     assert not re.search(r"^\s*(import|from) torch_xla", scan.rewritten, re.M)
