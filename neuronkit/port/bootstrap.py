@@ -40,7 +40,7 @@ class RunRecorder:
     since the step before: the micro-batches of gradient accumulation add up; unscaled when a GradScaler scaled
     it; dropped with a step the GradScaler skipped for inf/NaN gradients), where ops fell back to the CPU until
     the first step is done (observing every op routes it through the device's Python path), GradScalers that
-    disabled themselves, and the op audit of the first model the script calls."""
+    disabled themselves and were used, and the op audit of the first model the script calls."""
 
     def __init__(self, files: set[str], steps: int, audit: bool = True) -> None:
         self.files = files
@@ -106,6 +106,7 @@ class RunRecorder:
         GradScaler scales before its backward. A GradScaler's step that found inf/NaN gradients does not call the
         optimizer's step: what was backpropagated for it is dropped, not added to the next step's loss."""
         recorder = self
+        disabled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # scaler -> its warning, until used
         backward = torch.Tensor.backward
         scale = torch.amp.GradScaler.scale
         scaler_step = torch.amp.GradScaler.step
@@ -116,7 +117,15 @@ class RunRecorder:
                 recorder._pending.append(float(tensor.detach().float().cpu()))
             return backward(tensor, *args, **kwargs)
 
+        def used(scaler: Any) -> None:
+            """A GradScaler that disabled itself is a warning once the script scales or steps with it (Lightning
+            makes one for "cuda" and replaces it with the device's before training)."""
+            warning = disabled.pop(scaler, None)
+            if warning is not None and warning not in recorder.disabled_scalers:
+                recorder.disabled_scalers.append(warning)
+
         def recorded_scale(scaler: Any, outputs: Any) -> Any:
+            used(scaler)
             scaled = scale(scaler, outputs)
             if isinstance(outputs, torch.Tensor) and outputs.numel() == 1:
                 recorder._pending.append(float(outputs.detach().float().cpu()))
@@ -125,6 +134,7 @@ class RunRecorder:
             return scaled
 
         def recorded_step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            used(scaler)
             steps = recorder.steps
             result = scaler_step(scaler, optimizer, *args, **kwargs)
             if recorder.steps == steps and recorder._depth == 0:  # skipped: inf/NaN gradients
@@ -134,9 +144,8 @@ class RunRecorder:
         def watched_init(scaler: Any, *args: Any, **kwargs: Any) -> None:
             init(scaler, *args, **kwargs)
             if not scaler._enabled and kwargs.get("enabled", True):
-                recorder.disabled_scalers.append(
-                    f"a GradScaler for {scaler._device!r} disabled itself (no such device here): "
-                    "float16 steps are not loss-scaled")
+                disabled[scaler] = (f"a GradScaler for {scaler._device!r} disabled itself (no such device here): "
+                                    "float16 steps are not loss-scaled")
 
         self._restore += [(torch.Tensor, "backward", backward), (torch.amp.GradScaler, "scale", scale),
                           (torch.amp.GradScaler, "step", scaler_step), (torch.amp.GradScaler, "__init__", init)]

@@ -138,6 +138,36 @@ def test_the_losses_of_a_step_a_grad_scaler_skipped_are_not_added_to_the_next(tm
     assert len(losses) == 3 and losses[:2] == pytest.approx(taken, rel=1e-5)
 
 
+_REPLACES_ITS_SCALER = """
+import torch
+
+model = torch.nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+unused = torch.amp.GradScaler(device=open("amp_device.txt").read())  # as Lightning makes one, then its own
+scaler = torch.amp.GradScaler("cuda")
+for step in range(5):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(torch.ones(8, 4).cuda()).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+"""
+
+
+@pytest.mark.subprocess
+def test_a_grad_scaler_that_disabled_itself_and_is_never_used_is_no_warning(tmp_path, monkeypatch, capfd):
+    """Lightning's "16-mixed" makes a MixedPrecision plugin for "cuda" (its scaler disables itself) and, on
+    neuron, replaces it with the device's: only a disabled scaler the script scales or steps with leaves float16
+    unscaled."""
+    (tmp_path / "train.py").write_text(_REPLACES_ITS_SCALER)
+    (tmp_path / "amp_device.txt").write_text("cuda")
+    monkeypatch.chdir(tmp_path)
+    assert main(["port", "train.py", "--run", "--steps", "2", "--json", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert json.loads(out)["run"]["warnings"] == [], err
+
+
 @pytest.mark.subprocess
 def test_a_script_that_spawns_its_processes_has_them_observed_stopped_and_counted(monkeypatch, capfd):
     """mp.spawn's child is a real spawned interpreter, stopped after the steps and counted; `--nproc` is for
