@@ -44,6 +44,21 @@ def test_torch_accelerator_memory_queries_need_a_device_allocator_the_source_doe
     assert torch.neuron.memory_allocated() >= 0
 
 
+def test_device_functions_take_an_index_or_a_torch_device_not_a_string():
+    """S: set_device reads `device.index` (torch_neuronx/neuron.py:22-33), which for a string is str.index, and
+    compares it with 0 (__init__.py:196-206); the memory functions pass it to _C (memory.py:13-25); both fail with a
+    TypeError. get_device_name takes an int (default 0) or a torch.device, printed as it is (neuron.py:36-53)."""
+    for call in (lambda: torch.neuron.set_device("neuron:0"), lambda: torch.neuron.memory_allocated("neuron"),
+                 lambda: torch.neuron.max_memory_allocated("neuron:0"), lambda: torch.neuron.memory_stats("neuron")):
+        with pytest.raises(TypeError, match="takes a device index or a torch.device"):
+            call()
+    with pytest.raises(ValueError, match="expected torch.device or int type"):
+        torch.neuron.get_device_name("neuron:1")
+    assert torch.neuron.get_device_name() == "neuron:0" and torch.neuron.get_device_name(2) == "neuron:2"
+    assert torch.neuron.get_device_name(torch.device("neuron")) == "neuron"
+    assert torch.neuron.memory_allocated(torch.device("neuron:0")) == torch.neuron.memory_allocated(0)
+
+
 def test_oom_is_the_runtimes_runtime_error(forked_python):
     """S: csrc/core/allocator/NeuronCachingAllocator.cpp:82-88 ("NRT allocation failed for size N (OOM)")."""
     proc = forked_python("""

@@ -87,7 +87,7 @@ def test_device_module_api():
     torch.neuron.synchronize()
 
 
-@pytest.mark.parametrize("bad", [64, -1, "neuron:99"])
+@pytest.mark.parametrize("bad", [64, -1, torch.device("neuron:99")])  # a string is a TypeError (test_api_shapes)
 def test_bad_device_index_raises_value_error(bad):
     with pytest.raises(ValueError, match="Invalid device id"):
         torch.neuron.set_device(bad)

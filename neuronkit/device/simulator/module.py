@@ -77,6 +77,16 @@ def _check_index(device: Any) -> int:
     return index
 
 
+def _index_or_device(device: Any, function: str) -> Any:
+    """`device`, unless it is a string: TorchNeuron's set_device and memory functions take an index or a
+    torch.device and read `device.index`, which for a string is the method str.index, so the call fails with a
+    TypeError (S: torch_neuronx/neuron.py:22-33 with __init__.py:196-206; memory.py:13-25 passing it to _C)."""
+    if isinstance(device, str):
+        raise TypeError(f"torch.neuron.{function}() takes a device index or a torch.device, not the string "
+                        f"{device!r}: pass torch.device({device!r})")
+    return device
+
+
 def current_device() -> int:
     """This thread's current device index (native runtime: one per thread, as CUDA's)."""
     return native.current_device()
@@ -88,7 +98,7 @@ def set_device(device: int | str | torch.device) -> None:
     torch_neuronx/csrc/core/NeuronDevice.cpp set_device). Like S's, it only validates and sets the index:
     it does not start the runtime, so the CUDA-style `set_device(local_rank)` before
     `init_process_group()` works."""
-    native.set_device(_check_index(device))
+    native.set_device(_check_index(_index_or_device(device, "set_device")))
 
 
 class device:  # noqa: N801 - the torch.<device>.device context manager (torch.load relies on it)
@@ -107,9 +117,14 @@ class device:  # noqa: N801 - the torch.<device>.device context manager (torch.l
         native.set_device(self.previous)
 
 
-def get_device_name(device: int | str | torch.device | None = None) -> str:
-    """`"neuron:<idx>"`, as the real backend returns (not a hardware name)."""
-    return f"neuron:{_check_index(device)}"
+def get_device_name(device: int | torch.device = 0) -> str:
+    """`"neuron:<idx>"` for an index (device 0 by default, whichever is current), a torch.device as it prints, as
+    the real backend returns (not a hardware name); anything else is its ValueError (S: torch_neuronx/neuron.py:36-53)."""
+    if isinstance(device, torch.device):
+        return str(device)
+    if isinstance(device, int):
+        return f"neuron:{device}"
+    raise ValueError(f"Incorrect device argument found, expected torch.device or int type, found {type(device)}")
 
 
 def get_device_properties(device: int | str | torch.device | None = None) -> NeuronDeviceProperties:
@@ -193,25 +208,25 @@ def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
 
 
 # Memory: bytes held by neuron tensors, counted against each logical core's HBM.
-def _account(device: int | str | torch.device | None):
-    return kernel.STATE.hbm[_check_index(device)]
+def _account(device: int | torch.device | None, function: str):
+    return kernel.STATE.hbm[_check_index(_index_or_device(device, function))]
 
 
-def memory_stats(device: int | str | torch.device | None = None) -> dict[str, Any]:
-    return _account(device).stats()
+def memory_stats(device: int | torch.device | None = None) -> dict[str, Any]:
+    return _account(device, "memory_stats").stats()
 
 
 def memory_allocated(device: int | str | torch.device | None = None) -> int:
-    return _account(device).current
+    return _account(device, "memory_allocated").current
 
 
 def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
-    return _account(device).peak
+    return _account(device, "max_memory_allocated").peak
 
 
 def memory_reserved(device: int | str | torch.device | None = None) -> int:
     """Always 0, as the source documents (S: torch_neuronx/memory.py:38,88-101)."""
-    _check_index(device)
+    _account(device, "memory_reserved")
     return 0
 
 
@@ -219,16 +234,16 @@ max_memory_reserved = memory_reserved
 
 
 def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
-    _account(device).reset_peak()
+    _account(device, "reset_peak_memory_stats").reset_peak()
 
 
 def reset_accumulated_memory_stats(device: int | str | torch.device | None = None) -> None:
-    _account(device).reset_accumulated()
+    _account(device, "reset_accumulated_memory_stats").reset_accumulated()
 
 
 def mem_get_info(device: int | str | torch.device | None = None) -> tuple[int, int]:
     """(free, total) bytes of the core's HBM."""
-    hbm = _account(device)
+    hbm = _account(device, "mem_get_info")
     return hbm.capacity - hbm.current, hbm.capacity
 
 
