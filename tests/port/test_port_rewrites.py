@@ -147,6 +147,8 @@ CASES = [
     Case("cuda-oom", "try:\n    result = torch.arange(3) + 1\nexcept torch.cuda.OutOfMemoryError:\n    result = None"),
     Case("compile-backend", "def f(x):\n    return torch.sin(x) * 2\ng = torch.compile(f)\nresult = g(torch.arange(4.0))",
          rtol=1e-6, traced=False),
+    Case("compile-backend-inductor", "def f(x):\n    return torch.cos(x) + 1\n"
+         "g = torch.compile(f, backend=\"inductor\")\nresult = g(torch.arange(4.0))", rtol=1e-6, traced=False),
     Case("profiler-cuda", "from torch.profiler import ProfilerActivity, profile\n"
          "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    result = torch.arange(3) * 4"),
     # --- PyTorch/XLA

@@ -16,5 +16,6 @@ fast = torch.compile(torch.nn.Linear(2, 2), mode="reduce-overhead")  # expect: c
 tuned = torch.compile(torch.nn.Linear(2, 2), mode="max-autotune")  # expect: compile-mode compile-backend
 plain = torch.compile(torch.nn.Linear(2, 2), mode="default")  # expect: compile-backend
 named = torch.compile(torch.nn.Linear(2, 2), backend="neuron")
+inductor = torch.compile(torch.nn.Linear(2, 2), backend="inductor")  # expect: compile-backend-inductor
 torch.cuda.nvtx.range_push("step")  # expect: nvtx
 torch.cuda.nvtx.range_pop()  # expect: nvtx
