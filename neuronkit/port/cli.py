@@ -41,9 +41,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=20, metavar="N",
                         help="with --run: stop after N optimizer steps (default 20)")
     parser.add_argument("--nproc", type=int, metavar="K",
-                        help="with --run: K processes under torchrun; 1 is one plain process (default: 2 under "
-                             "torchrun when the script calls init_process_group, else 1; a script that spawns "
-                             "its own processes starts as many as it asks)")
+                        help="with --run: K processes under torchrun (1 is one plain process unless the script calls "
+                             "init_process_group; default: 2 under torchrun when it does, else 1; a script that "
+                             "spawns its own processes starts as many as it asks)")
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
                         help="with --run: end the run after S seconds (default 600)")
     parser.epilog = "with --run, everything after '--' is the script's own arguments: " \

@@ -135,7 +135,7 @@ def plan_processes(project: Project, nproc: int | None) -> tuple[int | None, boo
         return None, False
     if nproc is None:
         return (DEFAULT_DISTRIBUTED_NPROC, True) if project.facts.own_group else (1, False)
-    return nproc, nproc > 1
+    return nproc, nproc > 1 or project.facts.own_group  # a torchrun script reads RANK/LOCAL_RANK with one rank too
 
 
 def launch_command(copy: Path, steps: int, nproc: int, distributed: bool, out: Path, script_args: list[str],

@@ -264,3 +264,22 @@ def test_sigterm_stops_the_run_and_leaves_nothing_behind(tmp_path):
     assert "Traceback" not in err and list(temp.iterdir()) == []
     script = Path(f"/proc/{started.read_text()}/stat")
     assert not script.exists() or script.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+@pytest.mark.subprocess
+def test_one_process_of_a_torchrun_script_runs_under_torchrun(tmp_path, monkeypatch, capfd):
+    """A script written for torchrun reads its rank from the environment; `--nproc 1` still starts it under
+    torchrun (one rank), as `torchrun --nproc-per-node 1 train.py` would, instead of a plain process without
+    LOCAL_RANK."""
+    (tmp_path / "train.py").write_text(
+        "import os\nimport torch\nimport torch.distributed as dist\n\n"
+        "local_rank = int(os.environ[\"LOCAL_RANK\"])\n"
+        "dist.init_process_group(\"nccl\")\ntorch.cuda.set_device(local_rank)\n"
+        "model = torch.nn.Linear(4, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for _ in range(2):\n    loss = model(torch.ones(2, 4).cuda()).pow(2).mean()\n"
+        "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+        "dist.destroy_process_group()\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["port", "train.py", "--run", "--steps", "2", "--nproc", "1", "--json", "-"]) == 0
+    run = json.loads(capfd.readouterr().out)["run"]
+    assert run["ok"] and run["steps"] == 2 and run["nproc"] == 1
