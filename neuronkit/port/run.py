@@ -68,8 +68,11 @@ class RunResult:
     def warnings(self) -> list[str]:
         found = list(dict.fromkeys(w for r in self.ranks for w in r.get("warnings", [])))
         if self.ranks and not any(r.get("device_ops") for r in self.ranks):
-            found.append("no op ran on the device: the script kept its CPU path (see the decide findings on "
-                         "its CUDA checks)")
+            if any(r["exit_code"] != 0 and r["steps"] == 0 for r in self.ranks):  # it stopped before working
+                found.append("no op ran on the device: the script stopped before its first step")
+            else:
+                found.append("no op ran on the device: the script kept its CPU path (see the decide findings on "
+                             "its CUDA checks)")
         return found
 
     @property

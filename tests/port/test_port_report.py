@@ -118,3 +118,12 @@ def test_record_script_runs_it_with_the_runs_model_and_renders_the_section(tmp_p
     assert doc["script"]["run"]["ok"] and doc["script"]["run"]["steps"] == 3
     assert doc["script"]["counts"]["fixed_by_write"] == 2
     assert "your script: ready" in capfd.readouterr().out
+
+
+def test_a_run_with_no_device_op_says_whether_the_script_stopped_or_kept_its_cpu_path():
+    """A script that crashed before its first step ran no op anywhere: that is not "kept its CPU path"."""
+    crashed = RunResult(str(EXAMPLE), nproc=1, steps_asked=5, wall_s=1.0, returncode=1,
+                        ranks=[_rank(status="crashed", exit_code=1, steps=0, device_ops=0, error="KeyError: 'RANK'")])
+    assert crashed.warnings == ["no op ran on the device: the script stopped before its first step"]
+    on_cpu = RunResult(str(EXAMPLE), nproc=1, steps_asked=5, wall_s=1.0, returncode=0, ranks=[_rank(device_ops=0)])
+    assert on_cpu.warnings[-1].startswith("no op ran on the device: the script kept its CPU path")
