@@ -30,3 +30,9 @@ trainer = pl.Trainer(accelerator="auto")  # expect: lightning-accelerator
 trainer = L.Trainer(accelerator="cuda")  # expect: device-string
 trainer = L.Trainer(accelerator="cpu")
 fabric = L.Fabric(accelerator="gpu")  # expect: lightning-accelerator
+
+
+def deepspeed_engine(model):
+    import deepspeed  # expect: deepspeed
+
+    return deepspeed.initialize(model=model)[0]  # expect: deepspeed
