@@ -157,6 +157,20 @@ def test_streams_are_torch_streams_as_the_sources_are():
         torch.neuron.Stream("cpu")
 
 
+def test_record_stream_takes_neuron_streams_and_refuses_others():
+    """S csrc/aten/RecordStream.cpp:10-19 (registered at csrc/core/NeuronBindings.cpp:442), and the errors
+    S's tests/streams/test_record_stream.py:61-80 expect."""
+    tensor = torch.ones(3, device="neuron")
+    tensor.record_stream(torch.neuron.current_stream())
+    tensor.record_stream(torch.neuron.Stream())
+    tensor.record_stream(torch.Stream(device="neuron"))
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::record_stream' with arguments from the 'CPU'"):
+        torch.ones(3).record_stream(torch.neuron.current_stream())
+    with pytest.raises(RuntimeError, match="record_stream: expected neuron stream, but got device type: cpu"):
+        tensor.record_stream(torch.Stream(device="cpu"))
+    with pytest.raises(RuntimeError, match="unknown parameter type"):
+        tensor.record_stream(None)
+
 
 def test_op_tracking_records_native_and_fallback_ops():
     x = torch.randn(4, 4).to("neuron")
