@@ -74,7 +74,7 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-TRAINING = frozenset({"ddp", "fsdp2", "tp"})  # the scenarios that train `model`
+TRAINING = frozenset({"ddp", "fsdp1", "fsdp2", "tp"})  # the scenarios that train `model`
 TRAIN_BUDGET = 1 << 30  # float32 parameter bytes: every rank and the CPU reference hold a copy and its grads
 
 

@@ -157,6 +157,27 @@ def fsdp2() -> dict[str, Any]:
             "peak_bytes": torch.neuron.max_memory_allocated(index)}
 
 
+def fsdp1() -> dict[str, Any]:
+    """FullyShardedDataParallel (FSDP1; Accelerate's default FSDP plugin wraps it) per decoder layer and at
+    the root: its unshard/reshard streams are the device module's, and it calls `tensor.record_stream` on them
+    (torch/distributed/fsdp/_common_utils.py `_no_dispatch_record_stream`), which the device takes as S's
+    does (csrc/aten/RecordStream.cpp); parameters match the CPU."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    rank, world = dist.get_rank(), dist.get_world_size()
+    tokens = _batch(_vocab())
+    reference, ref_losses = _reference(tokens)
+    model = _model()
+    policy = ModuleWrapPolicy({type(block) for block in _blocks(model)})
+    model = FullyShardedDataParallel(model, auto_wrap_policy=policy, device_id=_device(), use_orig_params=True)
+    losses = _train(model, _local_slice(tokens, rank, world).to(_device()))
+    ref = dict(reference.named_parameters())
+    with FullyShardedDataParallel.summon_full_params(model):
+        diff = max(_diff(p, ref[name.replace("_fsdp_wrapped_module.", "")])
+                   for name, p in model.named_parameters())
+    return {"param_diff": diff, "losses": losses, "reference_losses": ref_losses}
+
+
 def _tp_plan(prefix: str = "") -> dict[str, Any]:
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
     plan: dict[str, Any] = {}
@@ -504,7 +525,7 @@ def flex() -> dict[str, Any]:
 
 
 SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
-    "ddp": ddp, "fsdp2": fsdp2, "tp": tensor_parallel, "sp": sequence_parallel, "fsdp2_tp": fsdp2_tp,
+    "ddp": ddp, "fsdp1": fsdp1, "fsdp2": fsdp2, "tp": tensor_parallel, "sp": sequence_parallel, "fsdp2_tp": fsdp2_tp,
     "pp": pipeline, "dtensor": dtensor_ops, "dcp": checkpoint, "collectives": collectives,
     "all_to_all": all_to_all, "compile": compiled, "random_init": random_init, "premul_sum": premul_sum,
     "flex": flex,

@@ -133,6 +133,45 @@ def test_streams_map_onto_the_default_queue_and_events_time():
         torch.neuron.Event().elapsed_time(end)
 
 
+def test_streams_are_torch_streams_as_the_sources_are():
+    """S csrc/Stream.cpp:439-442 (`_NeuronStreamBase` subclasses torch.Stream) and torch_neuronx/streams.py."""
+    current = torch.neuron.current_stream()
+    assert isinstance(current, torch.Stream) and isinstance(torch.neuron.Stream(), torch.Stream)
+    assert (current.stream_id, current.device_index, current.device_type) == (0, 0, torch.Stream(device="neuron").device_type)
+    assert current.device == torch.device("neuron", 0) and current == torch.neuron.default_stream(0)
+    assert hash(current) == hash(torch.neuron.default_stream("neuron")) and torch.neuron.Stream(priority=-1).priority == -1
+    rebuilt = torch.neuron.Stream(stream_id=0, device_index=0, device_type=current.device_type)
+    assert rebuilt == current and rebuilt.priority == 0
+    stream = torch.neuron.Stream()
+    with stream:
+        assert torch.neuron.current_stream() is stream
+    with torch.neuron.stream(stream):
+        assert torch.neuron.current_stream() is stream
+    assert torch.neuron.current_stream() is not stream
+    torch.neuron.set_stream(None)  # S __init__.py:329-332: nothing changes
+    stream.wait_stream(current)
+    assert stream.record_event().query() and stream.query()
+    with pytest.raises(RuntimeError, match="Expected a Neuron event"):  # S Stream.cpp:102
+        stream.wait_event(torch.Event())
+    with pytest.raises(RuntimeError, match="Expected Neuron device, got: cpu"):  # S Stream.cpp:53
+        torch.neuron.Stream("cpu")
+
+
+def test_record_stream_takes_neuron_streams_and_refuses_others():
+    """S csrc/aten/RecordStream.cpp:10-19 (registered at csrc/core/NeuronBindings.cpp:442), and the errors
+    S's tests/streams/test_record_stream.py:61-80 expect."""
+    tensor = torch.ones(3, device="neuron")
+    tensor.record_stream(torch.neuron.current_stream())
+    tensor.record_stream(torch.neuron.Stream())
+    tensor.record_stream(torch.Stream(device="neuron"))
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::record_stream' with arguments from the 'CPU'"):
+        torch.ones(3).record_stream(torch.neuron.current_stream())
+    with pytest.raises(RuntimeError, match="record_stream: expected neuron stream, but got device type: cpu"):
+        tensor.record_stream(torch.Stream(device="cpu"))
+    with pytest.raises(RuntimeError, match="unknown parameter type"):
+        tensor.record_stream(None)
+
+
 def test_op_tracking_records_native_and_fallback_ops():
     x = torch.randn(4, 4).to("neuron")
     torch_neuronx.clear_op_tracking()

@@ -24,8 +24,8 @@ from neuronkit.distributed import record as record_module
 from neuronkit.distributed.record import PARITY_TOL
 
 TOL = PARITY_TOL
-TWO_RANKS = ["collectives", "ddp", "fsdp2", "tp", "sp", "pp", "dtensor", "dcp", "compile", "random_init", "premul_sum",
-             "flex"]
+TWO_RANKS = ["collectives", "ddp", "fsdp1", "fsdp2", "tp", "sp", "pp", "dtensor", "dcp", "compile", "random_init",
+             "premul_sum", "flex"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_collectives_move_data_and_show_their_bytes_in_the_profiler(two_ranks):
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("scenario", ["ddp", "fsdp2", "tp"])
+@pytest.mark.parametrize("scenario", ["ddp", "fsdp1", "fsdp2", "tp"])
 def test_training_matches_one_cpu_process(two_ranks, scenario):
     for result in _each(two_ranks, scenario):
         assert result["param_diff"] < TOL, result

@@ -58,3 +58,17 @@ def has_compatible_shallow_copy_type(self: torch.Tensor, src: torch.Tensor) -> b
     moves parameters in place (tied weights stay tied) and `param.data = neuron_tensor` works."""
     a, b = self.device.type, src.device.type
     return a == b or {a, b} == {"cpu", "neuron"}
+
+
+def record_stream(self: torch.Tensor, stream: torch.Stream) -> None:
+    """`aten::record_stream` for the device (`csrc/aten/RecordStream.cpp:10-19`, registered at
+    `csrc/core/NeuronBindings.cpp:442`): the tensor and the stream must be neuron's, then the caching
+    allocator notes the stream's use of the block (`NeuronCachingAllocator::recordStream`). The simulated
+    device completes every op when it is enqueued, so no block can be reused while a stream still reads
+    it: the two checks are all there is to do. Without this kernel the op reached the per-op kernel and
+    CPU's (which has none), so FSDP1's `tensor.record_stream(stream)` (torch/distributed/fsdp/
+    _common_utils.py) failed."""
+    if self.device.type != "neuron":  # RecordStream.cpp:12-13 (the dispatcher sends only neuron tensors here)
+        raise RuntimeError(f"record_stream: expected neuron tensor, but got: {self.device}")
+    if stream.device.type != "neuron":  # RecordStream.cpp:14-15 (c10's DeviceType prints lower-case)
+        raise RuntimeError(f"record_stream: expected neuron stream, but got device type: {stream.device.type}")

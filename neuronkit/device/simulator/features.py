@@ -3,7 +3,7 @@
 The kernel applies the policy by op name (data/op_support.toml). Some behaviours need a registration
 elsewhere: sparse layouts (their own dispatch key), Python-level entry points (forward-AD duals,
 NestedTensor constructors, torch.signal windows under NEURONKIT_STRICT=1), composite ops the real
-backend registers itself (SDPA's backend choice), and
+backend registers itself (SDPA's backend choice, `record_stream`), and
 `_has_compatible_shallow_copy_type`, which keeps tied weights tied across `.to('neuron')`.
 """
 
@@ -38,6 +38,9 @@ def install(policy: Policy) -> None:
     _LIBS.append(aten)
     native.install_sdpa_router()  # SDPA's backend choice (csrc/attention.cpp `sdpa_router`)
     aten.impl("_has_compatible_shallow_copy_type", device_ops.has_compatible_shallow_copy_type, "PrivateUse1")
+    # S registers record_stream for PrivateUse1 itself (csrc/core/NeuronBindings.cpp:442): its own kernel,
+    # not the per-op kernel's (which has no CPU kernel to run for it).
+    aten.impl("record_stream", device_ops.record_stream, "PrivateUse1")
     guards = ((torch.signal.windows, _SIGNAL_WINDOWS, policy.rule("hann_window"), _device_kwarg_is_neuron),
               (torch.nested, _NESTED_FACTORIES, policy.rule("_nested_tensor_from_tensor_list"), _any_neuron),
               (torch.autograd.forward_ad, ("make_dual",), policy.rule("_make_dual"), _any_neuron))
