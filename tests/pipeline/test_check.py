@@ -161,6 +161,33 @@ def test_a_compile_failure_names_its_cause_not_the_backend_object():
     assert " object at 0x" not in stage.summary
 
 
+class _DeviceScaledGrad(torch.autograd.Function):
+    """Identity forward; the backward doubles the gradient on the device (the traced backward graph keeps it)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2 if grad.device.type == "neuron" else grad
+
+
+class BackwardOffOnDevice(MLP):
+    def forward(self, x):
+        return self.fc2(_DeviceScaledGrad.apply(torch.relu(self.fc1(x))))
+
+
+def test_a_compiled_training_step_off_the_cpu_says_by_how_much():
+    """Outputs that match and a training step that does not: the failure gives the training step's errors,
+    not the outputs' (which read as a pass)."""
+    torch.manual_seed(0)
+    stage = check(BackwardOffOnDevice(), torch.randn(4, 8), stages=["compile"]).stage("compile")
+    assert stage.status == "fail" and stage.evidence.parity.outputs[0].ok, stage.summary
+    assert stage.summary.startswith("compiled training step off the CPU reference (loss rel err "), stage.summary
+    assert f"grad-norm rel err {stage.evidence.training.grad_norm_rel_err:.1e} (> 0.001)" in stage.summary
+
+
 def test_bfloat16_runs_under_autocast_with_looser_tolerances():
     report = check(mlp(), torch.randn(4, 8), stages=["eager", "train"], dtype="bfloat16")
     eager = report.stage("eager")

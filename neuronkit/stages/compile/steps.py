@@ -86,7 +86,11 @@ def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     rows, top1 = record.parity.outputs, record.parity.top1_agreement
     bad = [r.name for r in rows if not r.ok] + ([] if training.ok else ["training step"])
     if bad:
-        return "fail", f"compiled {', '.join(bad)} off the CPU reference ({worst_error(rows)})"
+        errors = [worst_error(rows)] if any(not r.ok for r in rows) else []
+        if not training.ok:  # the outputs' error says nothing of the training step's (the eager train stage's words)
+            errors.append(f"{'training step: ' if errors else ''}loss rel err {loss_err:.1e}, grad-norm rel err "
+                          f"{grad_err:.1e} (> {s.tol.train_rtol:g})")
+        return "fail", f"compiled {', '.join(bad)} off the CPU reference ({'; '.join(errors)})"
     summary = (f"{record.graphs} graph(s), {record.graph_break_count} graph break(s), {record.neffs} NEFF(s), "
                f"first call {format_duration(record.compile_time_s)} (includes compilation); matches CPU ({worst_error(rows)})")
     notes = top1_note(top1, s.tol)
