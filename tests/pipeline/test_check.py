@@ -188,6 +188,24 @@ def test_a_compiled_training_step_off_the_cpu_says_by_how_much():
     assert f"grad-norm rel err {stage.evidence.training.grad_norm_rel_err:.1e} (> 0.001)" in stage.summary
 
 
+class FailsUnderAnyCompile(MLP):
+    """Code that takes another path while Dynamo traces, and that path is broken (as transformers' DeepSeek-V2
+    attention is for a config whose key/value heads differ from its query heads)."""
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if torch.compiler.is_compiling():
+            h = h + torch.zeros(3)  # does not broadcast against (4, 16)
+        return self.fc2(h)
+
+
+def test_a_compile_that_fails_on_the_cpu_too_is_skipped_not_the_devices_error():
+    stage = check(FailsUnderAnyCompile(), torch.randn(4, 8), stages=["compile"]).stage("compile")
+    assert stage.status == "skipped", stage.summary
+    assert stage.summary.startswith("torch.compile fails on the CPU too, so not because of the device: RuntimeError: ")
+    assert "broadcast a dimension of length 3" in stage.summary, stage.summary  # the op's error, not Dynamo's wrapper
+
+
 def test_bfloat16_runs_under_autocast_with_looser_tolerances():
     report = check(mlp(), torch.randn(4, 8), stages=["eager", "train"], dtype="bfloat16")
     eager = report.stage("eager")

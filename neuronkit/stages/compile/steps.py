@@ -10,6 +10,7 @@ import re
 from typing import Any, Callable
 
 import torch
+from torch._dynamo.exc import TorchDynamoException
 
 from neuronkit import inputs as example, timing
 from neuronkit.calling import call, same_draws
@@ -55,10 +56,16 @@ def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     breaks_before = _graph_break_total()
     # The compiled graphs are built for training (forward + backward), and held to the CPU reference.
     model.zero_grad(set_to_none=True)
-    with s.device_mode(), same_draws():
-        out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
-    loss = compare.loss_of(out)
-    _, record.backward_compile_time_s = timed(loss.backward)
+    try:
+        with s.device_mode(), same_draws():
+            out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
+        loss = compare.loss_of(out)
+        _, record.backward_compile_time_s = timed(loss.backward)
+    except Exception:
+        on_cpu = _cpu_compile_error(s, model.training)
+        if on_cpu is None:
+            raise
+        return "skipped", f"torch.compile fails on the CPU too, so not because of the device: {on_cpu}"
     record.compiled_by_caller = reuse and count_graphs() == graphs_before  # nothing was traced again
     if given is not None and record.compiled_by_caller:  # the first call, which compiled, was the caller's; so were its graphs
         record.compile_time_s, record.backward_compile_time_s = given.forward_s, given.backward_s
@@ -228,6 +235,29 @@ def _breaks(explain: Any) -> list[GraphBreak]:
                                  f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown",
                                  " ".join(str(reason.reason).split())))
     return breaks
+
+
+def _cpu_compile_error(s: Session, training: bool) -> str | None:
+    """The error torch.compile meets on the CPU model, training one step as the compile step does, with
+    Dynamo and AOTAutograd but no device and no lowering (backend "aot_eager"): a model whose code fails
+    under any compile (transformers takes other paths while Dynamo traces), in words; None when it runs."""
+    model, was_training = s.model, s.model.training
+    torch._dynamo.reset()
+    try:
+        model.train(training)
+        with s.cpu_mode(), same_draws():
+            out = call(torch.compile(model, backend="aot_eager", dynamic=False), s.inputs, **s.extra)
+            compare.loss_of(out).backward()
+    except Exception as exc:  # noqa: BLE001 - whatever stops it on the CPU is the model's, not the device's
+        cause: BaseException = getattr(exc, "inner_exception", None) or exc
+        while isinstance(cause, TorchDynamoException) and (inner := cause.__cause__ or cause.__context__):
+            cause = inner  # Dynamo's wrappers ("RuntimeError when making fake tensor call") of the op's own error
+        return f"{type(cause).__name__}: {first_line(cause)}"
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+        torch._dynamo.reset()
+    return None
 
 
 def _graph_break_total() -> int:
