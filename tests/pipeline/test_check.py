@@ -444,3 +444,23 @@ def test_an_error_several_steps_meet_is_spelled_out_once():
     skipped = StageResult("timing", "skipped", f"skipped: eager failed (error: {refused}); timing needs it")
     rows = CheckReport("moe", "float32", [*report.stages[:3], skipped]).table().splitlines()
     assert rows[-1].endswith("skipped: eager failed (error: the same error as eager); timing needs it")
+
+
+def test_torchs_own_error_log_is_a_library_note_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """A model's shape error met on fake tensors (xLSTM's step kernel, whose audit trace fails on any device) is
+    logged by torch's fake-tensor module with its traceback, through torch's own handlers: the command's
+    output is its one line (or its result), never that traceback."""
+    from transformers import xLSTMConfig
+
+    xLSTMConfig(vocab_size=128, hidden_size=64, embedding_dim=64, num_hidden_layers=1, num_blocks=1, num_heads=4,
+                qk_dim_factor=0.5, v_dim_factor=1.0, chunk_size=16,
+                architectures=["xLSTMForCausalLM"]).save_pretrained(tmp_path)
+    import logging
+    import sys
+
+    for handler in logging.getLogger("torch._subclasses.fake_tensor").handlers:  # torch's, made at its import:
+        if type(handler) is logging.StreamHandler:  # writing where a command's stderr goes (not pytest's)
+            monkeypatch.setattr(handler, "stream", sys.stderr)
+    neuronkit.cli.main(["audit", str(tmp_path / "config.json")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "failed while attempting to run meta" not in err, err
