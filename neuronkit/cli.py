@@ -140,11 +140,19 @@ def _library_notes(enabled: bool, transformers_too: bool) -> Iterator[dict[str, 
 
     handler = Keep(logging.WARNING)
     tlog = None
+    torch_handlers: dict[logging.Logger, list[logging.Handler]] = {}
     if transformers_too:
-        import transformers.utils.logging as tlog
+        import transformers.utils.logging as tlog  # imports torch, whose logging set-up replaces its handlers
 
         tlog.disable_default_handler()
         tlog.add_handler(handler)
+        # torch's own log records (fake tensors' "failed while attempting to run meta for ...", with the
+        # traceback of a model's shape error, which the command then names in one line) are notes too: torch
+        # gives each of its registered loggers a handler of its own
+        torch_handlers = {log: log.handlers for name, log in logging.root.manager.loggerDict.items()
+                          if isinstance(log, logging.Logger) and name.split(".")[0] == "torch" and log.handlers}
+        for log in torch_handlers:
+            log.handlers = [handler]
     with warnings.catch_warnings():
         warnings.showwarning = keep
         try:
@@ -153,6 +161,8 @@ def _library_notes(enabled: bool, transformers_too: bool) -> Iterator[dict[str, 
             if tlog is not None:
                 tlog.remove_handler(handler)
                 tlog.enable_default_handler()
+                for log, handlers in torch_handlers.items():
+                    log.handlers = handlers
 
 
 def _library(filename: str) -> str | None:

@@ -44,11 +44,20 @@ def sliced_config(config: PretrainedConfig, layers: int) -> PretrainedConfig:
     sliced = copy.deepcopy(config)
     for key, total in counts.items():
         setattr(sliced, key, min(layers, total))
-    for key in rules()["per_layer_keys"]:
-        value = getattr(config, key, None)
+    for key in stored_per_layer_keys(config):
+        value = getattr(config, key)
         if isinstance(value, list) and counts and len(value) == max(counts.values()):
             setattr(sliced, key, value[:layers])
     return sliced
+
+
+def stored_per_layer_keys(config: PretrainedConfig) -> list[str]:
+    """The per-block list keys (`data/slicing.toml`) that config.json itself holds, under their own name or
+    the one the config class maps them to (Zamba2's `layer_types` is its stored `layers_block_type`). A list
+    the config class derives from the block count (Falcon-H1's and Bamba's `layers_block_type` properties,
+    read as `layer_types`) has no setter and follows the cut block count by itself."""
+    stored = config.to_dict()
+    return [key for key in rules()["per_layer_keys"] if config.attribute_map.get(key, key) in stored]
 
 
 def embedding_parameters(config: PretrainedConfig) -> int:

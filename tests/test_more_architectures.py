@@ -39,9 +39,17 @@ RECIPES = {
                            "num_hidden_layers": 1, "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
                            "decoder_hidden_size": 32, "decoder_num_hidden_layers": 1,
                            "decoder_num_attention_heads": 4, "decoder_intermediate_size": 64}},
+    # rotary embeddings as complex numbers (torch.polar): eager math on them is refused on the device, and a
+    # compiled graph decomposes them (TORCH_NEURONX_COMPLEX_DECOMPOSE): its training step matches the CPU's
+    "llama4_text": {"architecture": "Llama4ForCausalLM", "tokenizer": "tiny-qwen3",
+                    "config": {"model_type": "llama4_text", "hidden_size": 32, "num_hidden_layers": 1,
+                               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+                               "intermediate_size": 64, "intermediate_size_mlp": 64, "num_local_experts": 2,
+                               "num_experts_per_tok": 1}},
 }
 STAGES = {"falcon": ("cpu", "eager", "train"), "bart_classifier": ("cpu", "compile"),
-          "swin": ("cpu", "compile"), "clip": ("cpu", "eager", "train"), "vit_mae": ("cpu", "eager", "compile")}
+          "swin": ("cpu", "compile"), "clip": ("cpu", "eager", "train"), "vit_mae": ("cpu", "eager", "compile"),
+          "llama4_text": ("cpu", "compile")}
 
 
 @pytest.mark.parametrize("name", RECIPES)

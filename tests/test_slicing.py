@@ -109,6 +109,19 @@ def test_what_cannot_be_sliced_or_fit_is_one_line(zoo):
         slicing.plan(convnext, layers=1, full_model=True)
 
 
+def test_per_block_lists_are_cut_where_config_json_holds_them():
+    """Zamba2 stores its per-block list as `layers_block_type` (read as `layer_types`): it is cut with the block
+    count. Bamba derives `layer_types` from the block count (a property with no setter): it follows the cut."""
+    from transformers import BambaConfig, Zamba2Config
+
+    bamba = BambaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                        mamba_n_heads=4, mamba_d_head=16, attn_layer_indices=[1])
+    assert slicing.sliced_config(bamba, 1).layer_types == ["linear_attention"]
+    zamba = Zamba2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mamba_headdim=8,
+                         layers_block_type=["mamba", "hybrid"])
+    assert slicing.sliced_config(zamba, 1).layers_block_type == zamba.layers_block_type[:1] != zamba.layers_block_type
+
+
 def test_a_block_count_the_model_is_not_built_from_is_no_slice():
     """Swin's config.json stores num_layers, but the model is built from its `depths`: cutting num_layers
     changes nothing, so a slice would claim '1 of 2 blocks' of the whole model. It is refused like ConvNeXt."""

@@ -114,8 +114,9 @@ def _count(config: PretrainedConfig, name: str) -> ModelShape:
     # A vision-language or CLIP-style model's towers beside its text stack would go uncounted too.
     tower = next((key.split("_")[0] for key in ("vision_config", "audio_config") if getattr(config, key, None)), None)
     if config.is_encoder_decoder or tower or task not in (*PLANNED_TASKS, "base"):
-        what = "an encoder-decoder model" if config.is_encoder_decoder else f"a model with a {tower} tower" \
-            if tower else task
+        what = "an encoder-decoder model" if config.is_encoder_decoder else \
+            f"a model with {'an' if tower == 'audio' else 'a'} {tower} tower" if tower else \
+            "a model outside transformers' task mappings" if task == "other" else task
         raise NeuronkitInputError(
             f"cannot estimate {config.architectures[0] if config.architectures else config.model_type}: the cost "
             f"model covers causal and masked language models and their base stacks, not {what}")

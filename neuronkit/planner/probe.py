@@ -30,7 +30,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import PretrainedConfig
 
-from neuronkit import models
+from neuronkit import models, slicing
 from neuronkit.errors import NeuronkitInputError
 from neuronkit.pipeline.record import first_line
 
@@ -90,6 +90,7 @@ class LayerProbe:
         self.cls = models.model_class(config)
         self.num_layers = config.num_hidden_layers
         self.tied = bool(getattr(config, "tie_word_embeddings", False))
+        self.extras: dict[str, bool] = {}  # keyword arguments of the probes' forward
 
     def check_tp(self, tp: int) -> None:
         """Raise when `tp` cannot split this model's attention heads, naming the constraint."""
@@ -145,13 +146,24 @@ class LayerProbe:
     def _forward_backward(self, layers: int, tp: int, batch: int, seq_len: int
                           ) -> tuple[int, dict[tuple[str, str], tuple[int, int]]]:
         try:
-            return self._fake_step(layers, tp, batch, seq_len)
+            try:
+                return self._fake_step(layers, tp, batch, seq_len, self.extras)
+            except ValueError as exc:
+                if self.extras or isinstance(exc, NeuronkitInputError) or getattr(self.config, "use_cache", None) is None:
+                    raise
+                # A hybrid model cut to blocks without an attention layer (Qwen3-Next's or Zamba2's first block:
+                # linear attention, Mamba) makes a KV cache transformers cannot build a causal mask from, on any
+                # device. A training step reads no cache: this model is measured without one, in every probe.
+                # (Not by default: on fake tensors transformers cannot rule out packed sequences without a
+                # cache, and adds their mask.)
+                self.extras = {"use_cache": False}
+                return self._fake_step(layers, tp, batch, seq_len, self.extras)
         except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as exc:
             raise NeuronkitInputError(
                 f"cannot measure {self.cls.__name__} with fake tensors: building or training it reads tensor values "
                 f"({first_line(exc)}); pass --global-batch N for the cost model's estimate instead") from None
 
-    def _fake_step(self, layers: int, tp: int, batch: int, seq_len: int
+    def _fake_step(self, layers: int, tp: int, batch: int, seq_len: int, extras: dict[str, bool]
                    ) -> tuple[int, dict[tuple[str, str], tuple[int, int]]]:
         """Saved bytes and collectives of one training step of `layers` blocks, on fake tensors."""
         with _fake_world(1, 1, tp) as mesh:
@@ -163,7 +175,7 @@ class LayerProbe:
                 saved = _SavedBytes(params)
                 ids = torch.zeros(batch, seq_len, dtype=torch.long)
                 with _CollectiveLog() as log, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
-                    logits = _logits(model(input_ids=ids))
+                    logits = _logits(model(input_ids=ids, **extras))
                     loss = nn.functional.cross_entropy(logits.float().flatten(0, -2), ids.flatten())
                 log.phase = "backward"
                 with log:
@@ -173,8 +185,9 @@ class LayerProbe:
     def _build(self, layers: int) -> nn.Module:
         config = copy.deepcopy(self.config)
         config.num_hidden_layers = layers
-        if isinstance(getattr(config, "layer_types", None), list):
-            config.layer_types = config.layer_types[:layers]
+        for key in slicing.stored_per_layer_keys(config):
+            if isinstance(value := getattr(config, key), list):
+                setattr(config, key, value[:layers])
         return models.build(self.cls, config, dtype=self.dtype)
 
     def _tensor_parallel(self, model: nn.Module, mesh: DeviceMesh, tp: int) -> None:

@@ -79,3 +79,15 @@ def test_complex_ops_decompose_under_compile_from_torch_2_13(monkeypatch):
     torch._dynamo.reset()
     with pytest.raises(Exception, match="Complex data types are not supported on Neuron"):
         torch.compile(_complex_rope, backend="neuron", dynamic=False)(x.to("neuron"), freqs.to("neuron"))
+
+
+def test_a_compiled_complex_ropes_gradient_matches_the_cpu():
+    """The backward of a complex multiply conjugates the other factor (AOTAutograd: `_conj`, a view on the
+    device, then `clone`): the graph's ops read the conjugation bit, so the gradient is the CPU's, not the
+    unconjugated product's (a false training-step failure of Llama 4 and DeepSeek-V2 under torch.compile)."""
+    x, freqs = torch.randn(2, 4, 8, requires_grad=True), torch.randn(4, 4)
+    _complex_rope(x, freqs).pow(2).sum().backward()
+    on_device = x.detach().to("neuron").requires_grad_()
+    compiled = torch.compile(_complex_rope, backend="neuron", dynamic=False)
+    compiled(on_device, freqs.to("neuron")).pow(2).sum().backward()
+    torch.testing.assert_close(on_device.grad.cpu(), x.grad)

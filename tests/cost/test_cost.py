@@ -242,6 +242,23 @@ def test_a_model_with_a_vision_tower_is_refused_in_words_and_the_report_says_why
     assert cost_section(tmp_path, {"model": str(path)})["unavailable"].startswith("cannot estimate CLIPModel: ")
 
 
+def test_speech_and_omni_models_are_refused_in_plain_words(tmp_path):
+    """Qwen2-Audio has an audio tower ("an audio tower", not "a audio tower"); Qwen2.5-Omni's class is in none
+    of transformers' task mappings, which the refusal says rather than naming neuronkit's task key "other"."""
+    from transformers import Qwen2_5OmniConfig, Qwen2AudioConfig
+
+    Qwen2AudioConfig(text_config={"model_type": "qwen2", "hidden_size": 32, "num_hidden_layers": 1,
+                                  "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 128},
+                     audio_config={"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 4,
+                                   "encoder_ffn_dim": 64, "num_mel_bins": 16},
+                     architectures=["Qwen2AudioForConditionalGeneration"]).save_pretrained(tmp_path / "audio")
+    with pytest.raises(NeuronkitInputError, match="not a model with an audio tower$"):
+        model_shape(str(tmp_path / "audio"))
+    Qwen2_5OmniConfig(architectures=["Qwen2_5OmniForConditionalGeneration"]).save_pretrained(tmp_path / "omni")
+    with pytest.raises(NeuronkitInputError, match="not a model outside transformers' task mappings$"):
+        model_shape(str(tmp_path / "omni"))
+
+
 def test_a_cost_model_failure_is_a_line_in_the_report_not_an_error(tmp_path, monkeypatch):
     """The cost section is one part of the report: an exception the cost model did not foresee is named there
     (a bug to report), and the report is still written."""

@@ -161,6 +161,51 @@ def test_a_compile_failure_names_its_cause_not_the_backend_object():
     assert " object at 0x" not in stage.summary
 
 
+class _DeviceScaledGrad(torch.autograd.Function):
+    """Identity forward; the backward doubles the gradient on the device (the traced backward graph keeps it)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2 if grad.device.type == "neuron" else grad
+
+
+class BackwardOffOnDevice(MLP):
+    def forward(self, x):
+        return self.fc2(_DeviceScaledGrad.apply(torch.relu(self.fc1(x))))
+
+
+def test_a_compiled_training_step_off_the_cpu_says_by_how_much():
+    """Outputs that match and a training step that does not: the failure gives the training step's errors,
+    not the outputs' (which read as a pass)."""
+    torch.manual_seed(0)
+    stage = check(BackwardOffOnDevice(), torch.randn(4, 8), stages=["compile"]).stage("compile")
+    assert stage.status == "fail" and stage.evidence.parity.outputs[0].ok, stage.summary
+    assert stage.summary.startswith("compiled training step off the CPU reference (loss rel err "), stage.summary
+    assert f"grad-norm rel err {stage.evidence.training.grad_norm_rel_err:.1e} (> 0.001)" in stage.summary
+
+
+class FailsUnderAnyCompile(MLP):
+    """Code that takes another path while Dynamo traces, and that path is broken (as transformers' DeepSeek-V2
+    attention is for a config whose key/value heads differ from its query heads)."""
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if torch.compiler.is_compiling():
+            h = h + torch.zeros(3)  # does not broadcast against (4, 16)
+        return self.fc2(h)
+
+
+def test_a_compile_that_fails_on_the_cpu_too_is_skipped_not_the_devices_error():
+    stage = check(FailsUnderAnyCompile(), torch.randn(4, 8), stages=["compile"]).stage("compile")
+    assert stage.status == "skipped", stage.summary
+    assert stage.summary.startswith("torch.compile fails on the CPU too, so not because of the device: RuntimeError: ")
+    assert "broadcast a dimension of length 3" in stage.summary, stage.summary  # the op's error, not Dynamo's wrapper
+
+
 def test_bfloat16_runs_under_autocast_with_looser_tolerances():
     report = check(mlp(), torch.randn(4, 8), stages=["eager", "train"], dtype="bfloat16")
     eager = report.stage("eager")
@@ -399,3 +444,23 @@ def test_an_error_several_steps_meet_is_spelled_out_once():
     skipped = StageResult("timing", "skipped", f"skipped: eager failed (error: {refused}); timing needs it")
     rows = CheckReport("moe", "float32", [*report.stages[:3], skipped]).table().splitlines()
     assert rows[-1].endswith("skipped: eager failed (error: the same error as eager); timing needs it")
+
+
+def test_torchs_own_error_log_is_a_library_note_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """A model's shape error met on fake tensors (xLSTM's step kernel, whose audit trace fails on any device) is
+    logged by torch's fake-tensor module with its traceback, through torch's own handlers: the command's
+    output is its one line (or its result), never that traceback."""
+    from transformers import xLSTMConfig
+
+    xLSTMConfig(vocab_size=128, hidden_size=64, embedding_dim=64, num_hidden_layers=1, num_blocks=1, num_heads=4,
+                qk_dim_factor=0.5, v_dim_factor=1.0, chunk_size=16,
+                architectures=["xLSTMForCausalLM"]).save_pretrained(tmp_path)
+    import logging
+    import sys
+
+    for handler in logging.getLogger("torch._subclasses.fake_tensor").handlers:  # torch's, made at its import:
+        if type(handler) is logging.StreamHandler:  # writing where a command's stderr goes (not pytest's)
+            monkeypatch.setattr(handler, "stream", sys.stderr)
+    neuronkit.cli.main(["audit", str(tmp_path / "config.json")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "failed while attempting to run meta" not in err, err

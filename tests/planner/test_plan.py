@@ -229,3 +229,28 @@ def test_a_model_that_reads_values_while_built_is_not_measured_but_named(tmp_pat
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "cannot measure ModernBertForMaskedLM with fake tensors" in err
     assert main(["plan", str(tmp_path / "modernbert"), "--seq-len", "16", "--global-batch", "8"]) == 0
+
+
+HYBRIDS = {
+    # Qwen3-Next: its first block is linear attention, so the probe's one-block model has no attention layer
+    # and a KV cache transformers cannot make a causal mask from (a training step reads no cache)
+    "qwen3_next": {"architectures": ["Qwen3NextForCausalLM"], "head_dim": 8, "num_experts": 4,
+                   "num_experts_per_tok": 2, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
+                   "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+                   "linear_value_head_dim": 8, "layer_types": ["linear_attention", "full_attention"]},
+    # Bamba: `layer_types` is a property derived from the block count (no setter), not a config.json key
+    "bamba": {"architectures": ["BambaForCausalLM"], "mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8,
+              "mamba_n_groups": 1, "mamba_chunk_size": 16, "attn_layer_indices": [1]},
+}
+
+
+@pytest.mark.parametrize("name", HYBRIDS)
+def test_hybrid_attention_families_are_planned_and_estimated(name, tmp_path, capsys):
+    """Hybrid linear-attention / state-space decoders: the measured plan and the serving estimate both give
+    their figures (the one-block probe and the cost model's one-block count cut these configs too)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": name, "hidden_size": 32, "intermediate_size": 64,
+                                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                "vocab_size": 128, "max_position_embeddings": 128, **HYBRIDS[name]}))
+    assert main(["plan", str(path), "--seq-len", "32"]) == 0, capsys.readouterr().err
+    assert main(["plan", str(path), "--serve"]) == 0, capsys.readouterr().err

@@ -78,9 +78,13 @@ STATE: Device | None = None  # set by registration.install()
 
 
 def to_cpu(t: _Tensor) -> _Tensor:
-    """A CPU tensor aliasing a neuron tensor's memory, with its lazy negation bit (neg views are metadata
-    on the device: NeuronBindings.cpp VIEW_OPS_WHITELIST)."""
+    """A CPU tensor aliasing a neuron tensor's memory, with its lazy negation and conjugation bits (neg and
+    conj views are metadata on the device: NeuronBindings.cpp VIEW_OPS_WHITELIST). Only a compiled graph's
+    complex ops reach a kernel with the conjugation bit set (AOTAutograd's `_conj` then `clone` in the
+    backward of a complex multiply: a complex RoPE); eager complex ops raise first."""
     alias = native.to_cpu(t)
+    if t.is_conj():
+        alias = torch._conj(alias)
     return torch._neg_view(alias) if t.is_neg() else alias
 
 

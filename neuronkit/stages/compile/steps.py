@@ -10,6 +10,7 @@ import re
 from typing import Any, Callable
 
 import torch
+from torch._dynamo.exc import TorchDynamoException
 
 from neuronkit import inputs as example, timing
 from neuronkit.calling import call, same_draws
@@ -55,10 +56,16 @@ def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     breaks_before = _graph_break_total()
     # The compiled graphs are built for training (forward + backward), and held to the CPU reference.
     model.zero_grad(set_to_none=True)
-    with s.device_mode(), same_draws():
-        out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
-    loss = compare.loss_of(out)
-    _, record.backward_compile_time_s = timed(loss.backward)
+    try:
+        with s.device_mode(), same_draws():
+            out, record.compile_time_s = timed(lambda: call(compiled, inputs, **s.extra))
+        loss = compare.loss_of(out)
+        _, record.backward_compile_time_s = timed(loss.backward)
+    except Exception:
+        on_cpu = _cpu_compile_error(s, model.training)
+        if on_cpu is None:
+            raise
+        return "skipped", f"torch.compile fails on the CPU too, so not because of the device: {on_cpu}"
     record.compiled_by_caller = reuse and count_graphs() == graphs_before  # nothing was traced again
     if given is not None and record.compiled_by_caller:  # the first call, which compiled, was the caller's; so were its graphs
         record.compile_time_s, record.backward_compile_time_s = given.forward_s, given.backward_s
@@ -86,7 +93,11 @@ def run_compile(run: CheckRun, record: CompileCheck) -> tuple[str, str]:
     rows, top1 = record.parity.outputs, record.parity.top1_agreement
     bad = [r.name for r in rows if not r.ok] + ([] if training.ok else ["training step"])
     if bad:
-        return "fail", f"compiled {', '.join(bad)} off the CPU reference ({worst_error(rows)})"
+        errors = [worst_error(rows)] if any(not r.ok for r in rows) else []
+        if not training.ok:  # the outputs' error says nothing of the training step's (the eager train stage's words)
+            errors.append(f"{'training step: ' if errors else ''}loss rel err {loss_err:.1e}, grad-norm rel err "
+                          f"{grad_err:.1e} (> {s.tol.train_rtol:g})")
+        return "fail", f"compiled {', '.join(bad)} off the CPU reference ({'; '.join(errors)})"
     summary = (f"{record.graphs} graph(s), {record.graph_break_count} graph break(s), {record.neffs} NEFF(s), "
                f"first call {format_duration(record.compile_time_s)} (includes compilation); matches CPU ({worst_error(rows)})")
     notes = top1_note(top1, s.tol)
@@ -224,6 +235,29 @@ def _breaks(explain: Any) -> list[GraphBreak]:
                                  f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown",
                                  " ".join(str(reason.reason).split())))
     return breaks
+
+
+def _cpu_compile_error(s: Session, training: bool) -> str | None:
+    """The error torch.compile meets on the CPU model, training one step as the compile step does, with
+    Dynamo and AOTAutograd but no device and no lowering (backend "aot_eager"): a model whose code fails
+    under any compile (transformers takes other paths while Dynamo traces), in words; None when it runs."""
+    model, was_training = s.model, s.model.training
+    torch._dynamo.reset()
+    try:
+        model.train(training)
+        with s.cpu_mode(), same_draws():
+            out = call(torch.compile(model, backend="aot_eager", dynamic=False), s.inputs, **s.extra)
+            compare.loss_of(out).backward()
+    except Exception as exc:  # noqa: BLE001 - whatever stops it on the CPU is the model's, not the device's
+        cause: BaseException = getattr(exc, "inner_exception", None) or exc
+        while isinstance(cause, TorchDynamoException) and (inner := cause.__cause__ or cause.__context__):
+            cause = inner  # Dynamo's wrappers ("RuntimeError when making fake tensor call") of the op's own error
+        return f"{type(cause).__name__}: {first_line(cause)}"
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+        torch._dynamo.reset()
+    return None
 
 
 def _graph_break_total() -> int:
