@@ -92,19 +92,23 @@ compiled_model = torch.compile(net, backend="neuron", dynamic=False)  # static s
 
 torch.neuron.reset_dynamo_metrics()
 calls = []  # (call, forward seconds, backward seconds, graphs compiled during the call)
-for call in ("first", "second"):
-    before = len(torch.neuron.get_dynamo_metrics())
-    start = time.perf_counter()
-    out = compiled_model(**batch, **forward_options)
-    loss = out.loss if out.get("loss") is not None else out[0].float().pow(2).mean()  # no labels: a surrogate
-    torch.neuron.synchronize()
-    forward_s = time.perf_counter() - start
-    start = time.perf_counter()
-    loss.backward()
-    torch.neuron.synchronize()
-    backward_s = time.perf_counter() - start
-    net.zero_grad(set_to_none=True)
-    calls.append((call, forward_s, backward_s, len(torch.neuron.get_dynamo_metrics()) - before))
+try:
+    for call in ("first", "second"):
+        before = len(torch.neuron.get_dynamo_metrics())
+        start = time.perf_counter()
+        out = compiled_model(**batch, **forward_options)
+        loss = out.loss if out.get("loss") is not None else out[0].float().pow(2).mean()  # no labels: a surrogate
+        torch.neuron.synchronize()
+        forward_s = time.perf_counter() - start
+        start = time.perf_counter()
+        loss.backward()
+        torch.neuron.synchronize()
+        backward_s = time.perf_counter() - start
+        net.zero_grad(set_to_none=True)
+        calls.append((call, forward_s, backward_s, len(torch.neuron.get_dynamo_metrics()) - before))
+except (RuntimeError, ValueError, torch._dynamo.exc.TorchDynamoException) as err:  # what compiling it raised
+    reason = " ".join(str(err).split("\n\n")[0].split())  # its first paragraph, on one line
+    print(f"torch.compile failed on this model: {reason}")
 
 for call, forward_s, backward_s, new in calls:
     print(f"{call} call: forward {forward_s * 1e3:7.1f} ms, backward {backward_s * 1e3:7.1f} ms, "
@@ -115,15 +119,16 @@ for graph in torch.neuron.get_dynamo_metrics():
 # %% tags=["copy"]
 import matplotlib.pyplot as plt
 
-fig, ax = plt.subplots(figsize=(6, 2.8))
-labels = [f"{call} {part}" for call, *_ in calls for part in ("forward", "backward")]
-seconds = [s for _, forward_s, backward_s, _ in calls for s in (forward_s, backward_s)]
-ax.bar(labels, [s * 1e3 for s in seconds], color=["#cf222e" if new else "#1a7f37" for *_, new in calls
-                                                   for _ in range(2)])
-ax.set_yscale("log")
-ax.set_ylabel("ms (host timing)")
-ax.set_title("Red: the call compiled its graphs. Green: it reused them")
-plt.show()
+if calls:  # the calls above ran
+    fig, ax = plt.subplots(figsize=(6, 2.8))
+    labels = [f"{call} {part}" for call, *_ in calls for part in ("forward", "backward")]
+    seconds = [s for _, forward_s, backward_s, _ in calls for s in (forward_s, backward_s)]
+    ax.bar(labels, [s * 1e3 for s in seconds], color=["#cf222e" if new else "#1a7f37" for *_, new in calls
+                                                       for _ in range(2)])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms (host timing)")
+    ax.set_title("Red: the call compiled its graphs. Green: it reused them")
+    plt.show()
 
 # %% [markdown]
 # On Trainium each red bar is a neuronx-cc compilation, seconds to minutes; on the simulator it is the
@@ -143,10 +148,9 @@ plt.show()
 # %% tags=["stage"]
 from neuronkit.stages.compile import run as torch_compile
 
-first_call = calls[0]
+compiled = torch_compile.Compiled(compiled_model, calls[0][1], calls[0][2]) if calls else None  # None: it compiles
 result = torch_compile.run(params, device=device, timing_runs=timing_runs, prompts_file=prompts_file,
-                           max_buckets=max_buckets,
-                           compiled=torch_compile.Compiled(compiled_model, first_call[1], first_call[2]))
+                           max_buckets=max_buckets, compiled=compiled)
 ev = result.evidence
 lesson.key_numbers({
     "graphs": "—" if ev.graphs is None else ev.graphs,
