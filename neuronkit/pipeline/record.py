@@ -185,8 +185,9 @@ def unmet(needed: str, record: StageResult[Any] | None) -> str:
     `eager failed (fail: <its summary>)`, the cause named first."""
     if record is None:
         return f"{needed} has no record"
-    outcome = "was skipped" if record.status == "skipped" else "failed"
-    return f"{needed} {outcome} ({record.status}: {first_line(record.summary)})"
+    if record.status == "skipped":  # its own reason, without a second "skipped: "
+        return f"{needed} was skipped ({first_line(record.summary).removeprefix('skipped: ')})"
+    return f"{needed} failed ({record.status}: {first_line(record.summary)})"
 
 
 class SpelledOnce:

@@ -464,3 +464,12 @@ def test_torchs_own_error_log_is_a_library_note_not_a_traceback(tmp_path, capsys
     neuronkit.cli.main(["audit", str(tmp_path / "config.json")])
     err = capsys.readouterr().err
     assert "Traceback" not in err and "failed while attempting to run meta" not in err, err
+
+
+def test_a_stage_skipped_after_a_skipped_one_says_skipped_once():
+    """`timing` needs `compile`, which was skipped because `cpu` failed: its reason quotes compile's reason
+    once, not `compile was skipped (skipped: skipped: cpu failed ...)`."""
+    from neuronkit.pipeline.record import StageResult, skipped, unmet
+
+    compile_record = skipped("compile", unmet("cpu", StageResult("cpu", "error", "AssertionError: boom")))
+    assert unmet("compile", compile_record) == "compile was skipped (cpu failed (error: AssertionError: boom))"
