@@ -112,7 +112,7 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt("SIGTERM")
 
 
-LOADS_MODELS = {"check", "audit", "plan"}  # commands that drive transformers in this process
+LOADS_MODELS = {"check", "audit", "plan", "run"}  # commands that drive transformers in this process (run: its checks)
 
 
 @contextlib.contextmanager

@@ -217,3 +217,15 @@ def test_help_and_a_misspelt_command_answer_without_loading_torch():
     assert done.stdout.splitlines()[-3:] == ["exit 0", "exit 2", "no torch"], done.stdout + done.stderr
     assert all(name in done.stdout for name in ("check", "run", "port", "plan")), done.stdout
     assert "invalid choice: 'chek'" in done.stderr
+
+
+def test_run_refusing_bad_input_is_one_line_whatever_transformers_says_first(tmp_path, capsys):
+    """transformers warns about this config (its bos/eos ids lie past the vocabulary) while `run` validates it:
+    the notice is held back like check's, so the refusal stays the one line on stderr."""
+    folder = _copy(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"bos_token_id": 10**6, "eos_token_id": 10**6}))
+    out = tmp_path / "report.txt"
+    out.write_text("mine")
+    assert main(["run", str(folder), "--out", str(out)]) == 2
+    assert f"--out {out} is a file, not a directory" in _one_line_error(capsys)
