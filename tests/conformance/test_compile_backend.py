@@ -84,7 +84,9 @@ def test_complex_ops_decompose_under_compile_from_torch_2_13(monkeypatch):
 def test_a_compiled_complex_ropes_gradient_matches_the_cpu():
     """The backward of a complex multiply conjugates the other factor (AOTAutograd: `_conj`, a view on the
     device, then `clone`): the graph's ops read the conjugation bit, so the gradient is the CPU's, not the
-    unconjugated product's (a false training-step failure of Llama 4 and DeepSeek-V2 under torch.compile)."""
+    unconjugated product's (a false training-step failure of Llama 4 and DeepSeek-V2 under torch.compile).
+    S: conj is a whitelisted metadata view (torch_neuronx/csrc/core/NeuronBindings.cpp:205-208), and the Oct
+    docs run a compiled complex RoPE (TORCH_NEURONX_COMPLEX_DECOMPOSE)."""
     x, freqs = torch.randn(2, 4, 8, requires_grad=True), torch.randn(4, 4)
     _complex_rope(x, freqs).pow(2).sum().backward()
     on_device = x.detach().to("neuron").requires_grad_()
