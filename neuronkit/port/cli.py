@@ -25,6 +25,7 @@ from pathlib import Path
 
 from neuronkit.errors import NeuronkitInputError, positive_int_problem
 from neuronkit.port.output import scan_record, summary_line, table
+from neuronkit.port.run import TIMEOUT_GRACE
 from neuronkit.port.scan import FileScan, scan_project
 
 
@@ -45,7 +46,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              "init_process_group; default: 2 under torchrun when it does, else 1; a script that "
                              "spawns its own processes starts as many as it asks)")
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
-                        help="with --run: end the run after S seconds (default 600)")
+                        help="with --run: end the run after S seconds (default 600): SIGTERM, then SIGKILL for what is "
+                             f"still running {TIMEOUT_GRACE} s later")
     parser.epilog = "with --run, everything after '--' is the script's own arguments: " \
                     "neuronkit port train.py --run --steps 20 -- --model DIR --lr 1e-4"
     _split_script_args(parser)

@@ -33,6 +33,7 @@ from neuronkit.units import format_bytes
 
 DEFAULT_DISTRIBUTED_NPROC = 2
 RUN_MARKER = "NEURONKIT_PORT_RUN"
+TIMEOUT_GRACE = 10  # seconds a timed-out script has to stop after SIGTERM before it is killed
 
 
 @dataclass
@@ -256,7 +257,7 @@ def _run(project: Project, work: Path, steps: int, planned: int | None, distribu
     try:
         returncode = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        stop(proc)
+        stop(proc, grace=TIMEOUT_GRACE)
         returncode, timed_out = proc.returncode, True
     except BaseException:  # Ctrl-C or SIGTERM: as on a timeout, the launcher stops what it stands for (a process
         # a fork server forked for it carries the marker only in os.environ, which /proc does not show)

@@ -283,3 +283,22 @@ def test_one_process_of_a_torchrun_script_runs_under_torchrun(tmp_path, monkeypa
     assert main(["port", "train.py", "--run", "--steps", "2", "--nproc", "1", "--json", "-"]) == 0
     run = json.loads(capfd.readouterr().out)["run"]
     assert run["ok"] and run["steps"] == 2 and run["nproc"] == 1
+
+
+@pytest.mark.subprocess
+def test_a_timed_out_script_that_ignores_sigterm_is_killed_after_the_stated_grace(tmp_path, monkeypatch, capfd):
+    """`--timeout S` sends SIGTERM at S seconds, then SIGKILL TIMEOUT_GRACE seconds later (the help says so): a
+    script that ignores SIGTERM is gone well before torchrun's own 30 s, and the run says it timed out."""
+    import time
+
+    from neuronkit.port import run as port_run
+
+    monkeypatch.setattr(port_run, "TIMEOUT_GRACE", 1)
+    (tmp_path / "stubborn.py").write_text("import signal, time\nimport torch\n\n"
+                                          "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                          "model = torch.nn.Linear(2, 2).cuda()\ntime.sleep(600)\n")
+    monkeypatch.chdir(tmp_path)
+    start = time.monotonic()
+    assert main(["port", "stubborn.py", "--run", "--timeout", "3", "--json", "-"]) == 1
+    assert time.monotonic() - start < 20
+    assert json.loads(capfd.readouterr().out)["run"]["error"].startswith("timed out after 3 s")
